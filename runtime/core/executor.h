@@ -1,0 +1,51 @@
+// The one interface the engine drives a model through: "run this step, give
+// me the sampled tokens". The arrays are the step contract of DESIGN.md and
+// abi::kStepArguments, in host memory.
+#ifndef LLMSERVE_CORE_EXECUTOR_H
+#define LLMSERVE_CORE_EXECUTOR_H
+
+#include <cstdint>
+#include <vector>
+
+namespace llmserve {
+
+struct StepBatch {
+  int32_t num_tokens = 0;         // T
+  int32_t num_seqs = 0;           // S
+  int32_t max_blocks_per_seq = 0; // MB: row width of block_table
+  std::vector<int32_t> token_ids;    // [T]
+  std::vector<int32_t> positions;    // [T]
+  std::vector<int32_t> query_start;  // [S+1]
+  std::vector<int32_t> context_len;  // [S]  KV length after this step
+  std::vector<int32_t> block_table;  // [S*MB], unused entries -1
+  std::vector<int32_t> slot_mapping; // [T]
+  std::vector<int32_t> logits_rows;  // [S]
+  // Sampling parameters, one per sequence.
+  std::vector<float> temperature; // 0 = greedy
+  std::vector<float> top_p;       // 1 = off
+  std::vector<int32_t> top_k;     // 0 = off
+  std::vector<float> min_p;       // 0 = off
+  std::vector<int64_t> seed;
+};
+
+struct StepOutput {
+  std::vector<int32_t> next_tokens; // [S]
+};
+
+struct KvCacheSpec {
+  int32_t block_size = 16;
+  int64_t bytes_per_token = 0; // all layers, K and V
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+  virtual KvCacheSpec kv_cache_spec() const = 0;
+  // Called once before the first step.
+  virtual void allocate_kv_cache(int32_t num_blocks) = 0;
+  virtual void execute(const StepBatch &batch, StepOutput &out) = 0;
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CORE_EXECUTOR_H

