@@ -1,0 +1,52 @@
+// llmrun: the serving runtime's command-line front end.
+#include "commands.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+namespace llmrun {
+// One declaration and one table row per subcommand.
+} // namespace llmrun
+
+namespace {
+
+const llmrun::Command kCommands[] = {
+    {"version", "print the bundle format and kernel ABI versions", nullptr},
+};
+
+int usage(FILE *out) {
+  std::fprintf(out, "usage: llmrun <command> [options]\n\ncommands:\n");
+  for (const auto &c : kCommands)
+    std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+  return out == stderr ? 2 : 0;
+}
+
+} // namespace
+
+#include "llmserve/abi.h"
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage(stderr);
+  if (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))
+    return usage(stdout);
+  if (!std::strcmp(argv[1], "version")) {
+    std::printf("llmserve bundle format %d, kernel ABI %d\n",
+                llmserve::abi::kBundleFormatVersion,
+                llmserve::abi::kKernelAbiVersion);
+    return 0;
+  }
+  for (const auto &c : kCommands) {
+    if (c.run && !std::strcmp(argv[1], c.name)) {
+      try {
+        return c.run(argc - 1, argv + 1);
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "llmrun %s: error: %s\n", c.name, e.what());
+        return 1;
+      }
+    }
+  }
+  std::fprintf(stderr, "llmrun: unknown command '%s'\n", argv[1]);
+  return usage(stderr);
+}
