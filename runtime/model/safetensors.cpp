@@ -198,23 +198,22 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i)
     header_size = (header_size << 8) | file.map_[i];
+  if (header_size > kMaxHeaderBytes)
+    fail(path, "header length " + std::to_string(header_size) +
+                   " exceeds the limit of " + std::to_string(kMaxHeaderBytes));
   if (header_size > file_size - 8)
     fail(path, "header length " + std::to_string(header_size) +
                    " runs past the end of the file (" +
                    std::to_string(file_size) + " bytes; truncated?)");
-  if (header_size > kMaxHeaderBytes)
-    fail(path, "header length " + std::to_string(header_size) +
-                   " exceeds the limit of " + std::to_string(kMaxHeaderBytes));
   const char *header_begin = reinterpret_cast<const char *>(file.map_ + 8);
   if (header_size == 0 || header_begin[0] != '{')
     fail(path, "header does not start with '{'");
 
   json header = json::parse(header_begin, header_begin + header_size, nullptr,
                             /*allow_exceptions=*/false);
+  // Starting with '{', a header that parses is an object.
   if (header.is_discarded())
     fail(path, "header is not valid JSON");
-  if (!header.is_object())
-    fail(path, "header is not a JSON object");
 
   const uint64_t data_size = file_size - 8 - header_size;
   std::vector<Entry> entries;
