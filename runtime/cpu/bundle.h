@@ -1,0 +1,69 @@
+// A kernel bundle loaded for the CPU: its manifest, the kernels of
+// kernels.cpu.so, and every weight buffer bound to memory in the dtype and
+// layout the kernels read.
+#ifndef LLMSERVE_CPU_BUNDLE_H
+#define LLMSERVE_CPU_BUNDLE_H
+
+#include "cpu/aligned_buffer.h"
+#include "cpu/manifest.h"
+#include "llmserve/abi.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llmserve {
+
+class Bundle {
+public:
+  // Loads the bundle directory `dir`. Weights are read from `checkpoint_dir`
+  // when it is given, else from the bundle's embedded weights file, else from
+  // the manifest's checkpoint directory (relative paths are relative to
+  // `dir`). Throws std::runtime_error naming the file, and the buffer or
+  // tensor at fault.
+  explicit Bundle(const std::string &dir, const std::string &checkpoint_dir = {});
+
+  const std::string &dir() const { return dir_; }
+  const Manifest &manifest() const { return manifest_; }
+  // The function of manifest().kernels[index].
+  abi::CpuKernelFn kernel(int index) const { return kernels_[index]; }
+  // Base address of weight buffer `buffer_id`, read-only; nullptr for a
+  // buffer that is not a weight.
+  void *weight(int buffer_id) const { return weights_[buffer_id]; }
+  // Where the weights were read from (a directory or a file); empty if the
+  // bundle has no weight buffers.
+  const std::string &weights_source() const { return weights_source_; }
+  // Weight bytes used straight from the mapped file, and bytes converted
+  // (dtype or layout) into memory of our own.
+  size_t mapped_weight_bytes() const { return mapped_weight_bytes_; }
+  size_t converted_weight_bytes() const { return converted_weight_bytes_; }
+
+private:
+  void load_kernels();
+  void bind_weights(const std::string &checkpoint_dir);
+
+  struct CloseLibrary {
+    void operator()(void *handle) const;
+  };
+
+  std::string dir_;
+  Manifest manifest_;
+  std::unique_ptr<void, CloseLibrary> library_;
+  std::vector<abi::CpuKernelFn> kernels_;
+
+  // One of these holds the mapped weights, which zero-copy buffers point into.
+  std::optional<Checkpoint> checkpoint_;
+  std::optional<SafetensorsFile> embedded_;
+  std::string weights_source_;
+  std::vector<AlignedBuffer> converted_;
+  std::vector<void *> weights_; // by buffer id
+  size_t mapped_weight_bytes_ = 0;
+  size_t converted_weight_bytes_ = 0;
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CPU_BUNDLE_H

@@ -1,0 +1,112 @@
+// manifest.json of a kernel bundle (docs/bundle.md) as plain structs. Parsing
+// validates everything the executor relies on, so a Manifest that exists is
+// consistent: ids in range, dtypes known, kernels listed, the step entry point
+// matching the step contract of llmserve/abi.h.
+#ifndef LLMSERVE_CPU_MANIFEST_H
+#define LLMSERVE_CPU_MANIFEST_H
+
+#include "cpu/expression.h"
+#include "model/dtype.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmserve {
+
+struct ModelConfig {
+  std::string architecture;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  int64_t bos_token_id = -1; // -1: none
+  std::vector<int64_t> eos_token_ids;
+};
+
+struct KvCacheLayout {
+  int64_t block_size = 0;
+  DType dtype = DType::F32;
+  std::string layout;
+  int64_t num_layers = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t bytes_per_token = 0; // all layers, K and V
+};
+
+// Where weight buffers are read from; paths as written in the manifest.
+struct WeightSource {
+  std::string embedded;   // file in the bundle, or empty
+  std::string checkpoint; // default checkpoint directory, or empty
+};
+
+enum class BufferKind { Argument, Result, Weight, KvCache, Activation };
+
+struct Buffer {
+  BufferKind kind;
+  std::string name; // may be empty for activations
+  DType dtype;
+  std::vector<Expression> shape;
+  // kind == Weight: checkpoint tensor and whether it is stored transposed.
+  std::string tensor;
+  bool transpose = false;
+  // kind == KvCache
+  int64_t layer = -1;
+  char role = 0; // 'k' or 'v'
+
+  // Byte size for the given symbol values; throws naming the buffer when a
+  // dimension is negative or the size overflows.
+  size_t byte_size(const Symbols &symbols, int id) const;
+};
+
+struct Kernel {
+  std::string name;
+  std::string symbol;
+};
+
+struct Dispatch {
+  int kernel; // index into Manifest::kernels
+  std::vector<int> bindings; // buffer ids
+  std::vector<Expression> push_constants;
+  std::array<Expression, 3> grid;
+};
+
+struct EntryPoint {
+  std::string name;
+  std::vector<int> arguments; // buffer ids
+  std::vector<int> results;   // buffer ids
+  std::vector<Dispatch> dispatches;
+};
+
+struct Manifest {
+  std::string target;
+  ModelConfig model;
+  KvCacheLayout kv_cache;
+  WeightSource weights;
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<EntryPoint> entry_points;
+
+  // Parses and validates `text`; errors are std::runtime_error starting with
+  // `origin` (the file name) and naming the field, e.g.
+  // "m.json: buffers[3].dtype: unknown dtype 'f8'".
+  static Manifest parse(std::string_view text, const std::string &origin);
+  // Reads and parses `path`.
+  static Manifest load(const std::string &path);
+
+  // nullptr if there is no entry point of that name.
+  const EntryPoint *find_entry(std::string_view name) const;
+};
+
+const char *buffer_kind_name(BufferKind kind);
+// "S,MB": a shape's expressions as written, for messages.
+std::string shape_text(const std::vector<Expression> &shape);
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CPU_MANIFEST_H
