@@ -1,0 +1,58 @@
+//===- LlmserveBase.td - llmserve dialect definition -------*- tablegen -*-===//
+//
+// The dialect, its type constraints and the base class of its ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMSERVE_IR_LLMSERVEBASE_TD
+#define LLMSERVE_IR_LLMSERVEBASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Llmserve_Dialect : Dialect {
+  let name = "llmserve";
+  let cppNamespace = "::mlir::llmserve";
+  let summary = "Tensor-level ops of a transformer forward step";
+  let description = [{
+    The `llmserve` dialect describes the forward pass of a decoder-only
+    transformer over one serving *step*: a flattened batch of `T` tokens drawn
+    from `S` sequences, where prefill chunks and decode tokens mix freely.
+    Shapes are dynamic in `T` and `S`; weights are referenced by checkpoint
+    tensor name. The KV cache is paged: `kv_write` scatters new keys and values
+    into cache slots and `paged_attention` reads them back through a block
+    table.
+
+    Float operands are `f32`, `f16` or `bf16`, one element type per op unless
+    an op says otherwise. Step metadata (token ids, positions, slots, block
+    tables, lengths) is `i32`.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    // Each op .td file registers its ops through its own function, defined
+    // next to its generated code, so initialize() adds one call per file.
+    void registerAttributes();
+    void registerOps();
+  }];
+}
+
+// Element types of activations and weights.
+def Llmserve_Float : AnyTypeOf<[F32, F16, BF16]>;
+
+def Llmserve_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def Llmserve_FloatTensor1D : 1DTensorOf<[F32, F16, BF16]>;
+def Llmserve_FloatTensor2D : 2DTensorOf<[F32, F16, BF16]>;
+// A paged KV cache: [num_blocks, block_size, kv_heads, head_dim].
+def Llmserve_KvCache : 4DTensorOf<[F32, F16, BF16]>;
+
+def Llmserve_I32Tensor1D : 1DTensorOf<[I32]>;
+def Llmserve_I32Tensor2D : 2DTensorOf<[I32]>;
+def Llmserve_I64Tensor1D : 1DTensorOf<[I64]>;
+def Llmserve_F32Tensor1D : 1DTensorOf<[F32]>;
+def Llmserve_F32Tensor2D : 2DTensorOf<[F32]>;
+
+class Llmserve_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Llmserve_Dialect, mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+#endif // LLMSERVE_IR_LLMSERVEBASE_TD

@@ -1,0 +1,52 @@
+//===- LlmserveEnums.td - llmserve enum attributes ---------*- tablegen -*-===//
+
+#ifndef LLMSERVE_IR_LLMSERVEENUMS_TD
+#define LLMSERVE_IR_LLMSERVEENUMS_TD
+
+include "llmserve/IR/LlmserveBase.td"
+include "mlir/IR/EnumAttr.td"
+
+// Enum attributes print their value with a leading space (after the mnemonic
+// in the generic form), so op formats put `` before them to avoid a double
+// space: `style neox`, not `style  neox`.
+
+def Llmserve_RopeStyle : I32Enum<"RopeStyle",
+    "which pairs of a head's channels rotary embedding rotates together", [
+      // Channel i pairs with channel i + rotary_dim / 2 (rotate-half).
+      I32EnumCase<"neox", 0>,
+      // Channel 2i pairs with channel 2i + 1 (interleaved).
+      I32EnumCase<"gptj", 1>
+    ]> {
+  let cppNamespace = "::mlir::llmserve";
+}
+def Llmserve_RopeStyleAttr
+    : EnumAttr<Llmserve_Dialect, Llmserve_RopeStyle, "rope_style">;
+
+def Llmserve_RopeScaling : I32Enum<"RopeScaling",
+    "how rotary embedding frequencies are rescaled for long contexts", [
+      I32EnumCase<"none", 0>,
+      // Positions are divided by scaling_factor.
+      I32EnumCase<"linear", 1>,
+      // Llama 3.1: low frequencies divided by scaling_factor, high ones kept,
+      // a smooth blend in between.
+      I32EnumCase<"llama3", 2>
+    ]> {
+  let cppNamespace = "::mlir::llmserve";
+}
+def Llmserve_RopeScalingAttr
+    : EnumAttr<Llmserve_Dialect, Llmserve_RopeScaling, "rope_scaling">;
+
+def Llmserve_GeluApproximation : I32Enum<"GeluApproximation",
+    "how GELU evaluates the normal CDF", [
+      // x * 0.5 * (1 + erf(x / sqrt(2)))
+      I32EnumCase<"none", 0>,
+      // x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+      I32EnumCase<"tanh", 1>
+    ]> {
+  let cppNamespace = "::mlir::llmserve";
+}
+def Llmserve_GeluApproximationAttr
+    : EnumAttr<Llmserve_Dialect, Llmserve_GeluApproximation,
+               "gelu_approximation">;
+
+#endif // LLMSERVE_IR_LLMSERVEENUMS_TD

@@ -1,0 +1,364 @@
+//===- LlmserveOps.cpp - llmserve op verifiers and type inference ---------===//
+
+#include "llmserve/IR/LlmserveOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+#define GET_OP_CLASSES
+#include "llmserve/IR/LlmserveOps.cpp.inc"
+
+void LlmserveDialect::registerOps() {
+  addOperations<
+#define GET_OP_LIST
+#include "llmserve/IR/LlmserveOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Verification helpers. Dynamic dims match anything: only relations between
+// static sizes are checked. Each helper names the operands in its message.
+//===----------------------------------------------------------------------===//
+
+static bool isStatic(int64_t size) { return !ShapedType::isDynamic(size); }
+
+// `aName` dim `aDim` must equal `bName` dim `bDim`.
+static LogicalResult verifyDimsMatch(Operation *op, StringRef aName,
+                                     Value a, unsigned aDim, StringRef bName,
+                                     Value b, unsigned bDim) {
+  int64_t aSize = cast<ShapedType>(a.getType()).getDimSize(aDim);
+  int64_t bSize = cast<ShapedType>(b.getType()).getDimSize(bDim);
+  if (!isStatic(aSize) || !isStatic(bSize) || aSize == bSize)
+    return success();
+  return op->emitOpError() << aName << " dim " << aDim << " (" << aSize
+                           << ") must equal " << bName << " dim " << bDim
+                           << " (" << bSize << ")";
+}
+
+// `name` dim `dim` must equal `expected`, which the message calls `what`.
+static LogicalResult verifyDimIs(Operation *op, StringRef name, Value value,
+                                 unsigned dim, int64_t expected,
+                                 const Twine &what) {
+  int64_t size = cast<ShapedType>(value.getType()).getDimSize(dim);
+  if (!isStatic(size) || !isStatic(expected) || size == expected)
+    return success();
+  return op->emitOpError() << name << " dim " << dim << " (" << size
+                           << ") must equal " << what << " (" << expected
+                           << ")";
+}
+
+static LogicalResult verifySameElementType(Operation *op, StringRef aName,
+                                           Value a, StringRef bName,
+                                           Value b) {
+  Type aType = cast<ShapedType>(a.getType()).getElementType();
+  Type bType = cast<ShapedType>(b.getType()).getElementType();
+  if (aType == bType)
+    return success();
+  return op->emitOpError() << aName << " element type " << aType
+                           << " must equal " << bName << " element type "
+                           << bType;
+}
+
+static LogicalResult verifyPositive(Operation *op, StringRef name,
+                                    IntegerAttr attr) {
+  if (!attr || attr.getInt() > 0)
+    return success();
+  return op->emitOpError() << name << " must be positive, got "
+                           << attr.getInt();
+}
+
+static LogicalResult verifyPositive(Operation *op, StringRef name,
+                                    FloatAttr attr) {
+  // Written so that NaN fails too.
+  if (!attr || attr.getValueAsDouble() > 0)
+    return success();
+  return op->emitOpError() << name << " must be positive, got "
+                           << attr.getValueAsDouble();
+}
+
+//===----------------------------------------------------------------------===//
+// WeightOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getTensorName().empty())
+    return emitOpError("tensor_name must not be empty");
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
+    return emitOpError() << "result must be statically shaped, got " << type;
+  if (getTransposed() && type.getRank() != 2)
+    return emitOpError() << "a transposed weight must be 2-D, got rank "
+                         << type.getRank();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifySameElementType(op, "result", getResult(), "table",
+                                   getTable())) ||
+      failed(verifyDimsMatch(op, "result", getResult(), 0, "ids", getIds(),
+                             0)) ||
+      failed(verifyDimsMatch(op, "result", getResult(), 1, "table",
+                             getTable(), 1)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RmsNormOp and LayerNormOp
+//===----------------------------------------------------------------------===//
+
+// `bias` is null for rms_norm, `residual` null when there is none.
+static LogicalResult verifyNorm(Operation *op, Value input, Value weight,
+                                Value bias, Value residual,
+                                FloatAttr epsilon) {
+  if (failed(verifySameElementType(op, "weight", weight, "input", input)) ||
+      failed(verifyDimsMatch(op, "weight", weight, 0, "input", input, 1)))
+    return failure();
+  if (bias &&
+      (failed(verifySameElementType(op, "bias", bias, "input", input)) ||
+       failed(verifyDimsMatch(op, "bias", bias, 0, "input", input, 1))))
+    return failure();
+  if (residual && residual.getType() != input.getType())
+    return op->emitOpError() << "residual type " << residual.getType()
+                             << " must equal input type " << input.getType();
+  // Not positive-only: epsilon 0 is a valid (if fragile) choice.
+  if (!(epsilon.getValueAsDouble() >= 0))
+    return op->emitOpError() << "epsilon must be non-negative, got "
+                             << epsilon.getValueAsDouble();
+  return success();
+}
+
+// Both results take the input's type; residual_out exists iff residual does.
+template <typename Adaptor>
+static void inferNormResultTypes(Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  if (adaptor.getResidual())
+    inferred.push_back(adaptor.getInput().getType());
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyNorm(getOperation(), getInput(), getWeight(), /*bias=*/{},
+                    getResidual(), getEpsilonAttr());
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  inferNormResultTypes(adaptor, inferred);
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(getOperation(), getInput(), getWeight(), getBias(),
+                    getResidual(), getEpsilonAttr());
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  inferNormResultTypes(adaptor, inferred);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  Operation *op = getOperation();
+  Value input = getInput(), weight = getWeight(), bias = getBias();
+  Value result = getResult();
+  if (failed(verifySameElementType(op, "weight", weight, "input", input)) ||
+      failed(verifySameElementType(op, "result", result, "input", input)) ||
+      failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 1)) ||
+      failed(verifyDimsMatch(op, "result", result, 0, "input", input, 0)) ||
+      failed(verifyDimsMatch(op, "result", result, 1, "weight", weight, 0)))
+    return failure();
+  if (bias &&
+      (failed(verifySameElementType(op, "bias", bias, "input", input)) ||
+       failed(verifyDimsMatch(op, "bias", bias, 0, "weight", weight, 0))))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  Operation *op = getOperation();
+  int64_t headDim = getHeadDimAttr().getInt();
+  int64_t rotaryDim = getRotaryDimAttr().getInt();
+  if (failed(verifyPositive(op, "head_dim", getHeadDimAttr())) ||
+      failed(verifyPositive(op, "rotary_dim", getRotaryDimAttr())) ||
+      failed(verifyPositive(op, "theta", getThetaAttr())))
+    return failure();
+  if (rotaryDim % 2 != 0)
+    return emitOpError() << "rotary_dim must be even, got " << rotaryDim;
+  if (rotaryDim > headDim)
+    return emitOpError() << "rotary_dim (" << rotaryDim
+                         << ") must not exceed head_dim (" << headDim << ")";
+  int64_t width = getInput().getType().getDimSize(1);
+  if (isStatic(width) && width % headDim != 0)
+    return emitOpError() << "input dim 1 (" << width
+                         << ") must be a multiple of head_dim (" << headDim
+                         << ")";
+  if (failed(verifyDimsMatch(op, "positions", getPositions(), 0, "input",
+                             getInput(), 0)))
+    return failure();
+
+  // Each scaling kind takes a prefix of these attributes, in this order.
+  struct NamedAttr {
+    StringRef name;
+    Attribute value;
+  };
+  const NamedAttr scalingAttrs[] = {
+      {"scaling_factor", getScalingFactorAttr()},
+      {"low_freq_factor", getLowFreqFactorAttr()},
+      {"high_freq_factor", getHighFreqFactorAttr()},
+      {"original_max_position", getOriginalMaxPositionAttr()}};
+  size_t taken = 0;
+  switch (getScaling()) {
+  case RopeScaling::none:
+    taken = 0;
+    break;
+  case RopeScaling::linear:
+    taken = 1;
+    break;
+  case RopeScaling::llama3:
+    taken = 4;
+    break;
+  }
+  StringRef scaling = stringifyRopeScaling(getScaling());
+  for (size_t i = 0; i < std::size(scalingAttrs); ++i) {
+    const NamedAttr &attr = scalingAttrs[i];
+    if (i < taken && !attr.value)
+      return emitOpError() << "scaling " << scaling << " needs " << attr.name;
+    if (i >= taken && attr.value)
+      return emitOpError() << "scaling " << scaling << " takes no "
+                           << attr.name;
+  }
+  if (failed(verifyPositive(op, "scaling_factor", getScalingFactorAttr())) ||
+      failed(verifyPositive(op, "low_freq_factor", getLowFreqFactorAttr())) ||
+      failed(verifyPositive(op, "original_max_position",
+                            getOriginalMaxPositionAttr())))
+    return failure();
+  // llama3 interpolates between the two wavelength thresholds.
+  if (getScaling() == RopeScaling::llama3 &&
+      !(getHighFreqFactorAttr().getValueAsDouble() >
+        getLowFreqFactorAttr().getValueAsDouble()))
+    return emitOpError() << "high_freq_factor ("
+                         << getHighFreqFactorAttr().getValueAsDouble()
+                         << ") must exceed low_freq_factor ("
+                         << getLowFreqFactorAttr().getValueAsDouble() << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// KvWriteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult KvWriteOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifySameElementType(op, "input", getInput(), "cache",
+                                   getCache())) ||
+      failed(verifyDimsMatch(op, "slot_mapping", getSlotMapping(), 0, "input",
+                             getInput(), 0)))
+    return failure();
+  RankedTensorType cache = getCache().getType();
+  int64_t kvHeads = cache.getDimSize(2), headDim = cache.getDimSize(3);
+  if (!isStatic(kvHeads) || !isStatic(headDim))
+    return success();
+  return verifyDimIs(op, "input", getInput(), 1, kvHeads * headDim,
+                     "cache kv_heads x head_dim (" + Twine(kvHeads) + " x " +
+                         Twine(headDim) + ")");
+}
+
+//===----------------------------------------------------------------------===//
+// PagedAttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PagedAttentionOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyPositive(op, "num_heads", getNumHeadsAttr())) ||
+      failed(verifyPositive(op, "scale", getScaleAttr())) ||
+      failed(verifyPositive(op, "sliding_window", getSlidingWindowAttr())) ||
+      failed(verifySameElementType(op, "key_cache", getKeyCache(), "query",
+                                   getQuery())))
+    return failure();
+
+  int64_t numHeads = getNumHeadsAttr().getInt();
+  RankedTensorType cache = getKeyCache().getType();
+  int64_t kvHeads = cache.getDimSize(2), headDim = cache.getDimSize(3);
+  if (isStatic(kvHeads) && numHeads % kvHeads != 0)
+    return emitOpError() << "num_heads (" << numHeads
+                         << ") must be a multiple of the cache's kv_heads ("
+                         << kvHeads << ")";
+  if (isStatic(headDim) &&
+      failed(verifyDimIs(op, "query", getQuery(), 1, numHeads * headDim,
+                         "num_heads x cache head_dim (" + Twine(numHeads) +
+                             " x " + Twine(headDim) + ")")))
+    return failure();
+
+  // query_start has one more entry than there are sequences.
+  auto plusOne = [](int64_t size) {
+    return isStatic(size) ? size + 1 : ShapedType::kDynamic;
+  };
+  if (failed(verifyDimsMatch(op, "block_table", getBlockTable(), 0,
+                             "context_len", getContextLen(), 0)) ||
+      failed(verifyDimIs(op, "query_start", getQueryStart(), 0,
+                         plusOne(getContextLen().getType().getDimSize(0)),
+                         "context_len dim 0 + 1")) ||
+      failed(verifyDimIs(op, "query_start", getQueryStart(), 0,
+                         plusOne(getBlockTable().getType().getDimSize(0)),
+                         "block_table dim 0 + 1")) ||
+      failed(verifyDimsMatch(op, "lse", getLse(), 0, "query", getQuery(), 0)) ||
+      failed(verifyDimIs(op, "lse", getLse(), 1, numHeads, "num_heads")))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherRowsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherRowsOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifySameElementType(op, "result", getResult(), "input",
+                                   getInput())) ||
+      failed(verifyDimsMatch(op, "result", getResult(), 0, "rows", getRows(),
+                             0)) ||
+      failed(verifyDimsMatch(op, "result", getResult(), 1, "input",
+                             getInput(), 1)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SampleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SampleOp::verify() {
+  Operation *op = getOperation();
+  // Every per-sequence operand, and the result, has one entry per logits row.
+  const std::pair<StringRef, Value> perSequence[] = {
+      {"temperature", getTemperature()}, {"top_p", getTopP()},
+      {"top_k", getTopK()},              {"min_p", getMinP()},
+      {"seed", getSeed()},               {"rng_offset", getRngOffset()},
+      {"result", getResult()}};
+  for (const auto &[name, value] : perSequence)
+    if (failed(verifyDimsMatch(op, name, value, 0, "logits", getLogits(), 0)))
+      return failure();
+  return success();
+}

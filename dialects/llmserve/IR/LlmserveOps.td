@@ -1,0 +1,459 @@
+//===- LlmserveOps.td - llmserve tensor-level ops ----------*- tablegen -*-===//
+//
+// The ops of a transformer forward step, on tensors. T is the number of
+// tokens in the step, S the number of sequences.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMSERVE_IR_LLMSERVEOPS_TD
+#define LLMSERVE_IR_LLMSERVEOPS_TD
+
+include "llmserve/IR/LlmserveBase.td"
+include "llmserve/IR/LlmserveEnums.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Weights and embeddings
+//===----------------------------------------------------------------------===//
+
+def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
+  let summary = "a named checkpoint tensor";
+  let description = [{
+    The tensor `tensor_name` of the model's checkpoint. The result type gives
+    its shape and the element type the kernels want; the runtime converts the
+    stored dtype when it loads the weight.
+
+    With `transposed`, the stored tensor is 2-D and the result is its
+    transpose: a checkpoint that stores `[in, out]` (GPT-2's `Conv1D`) yields
+    the `[out, in]` weight that `llmserve.linear` takes.
+
+    Example:
+
+    ```mlir
+    %w = llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
+    %c = llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$tensor_name, UnitAttr:$transposed);
+  let results = (outs Llmserve_FloatTensor:$result);
+  let assemblyFormat = [{
+    $tensor_name (`transposed` $transposed^)? attr-dict `:` type($result)
+  }];
+}
+
+def Llmserve_EmbeddingOp : Llmserve_Op<"embedding", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    Row `ids[t]` of `table` [V, D] for each token t: the result is [T, D].
+    Every id must be in [0, V).
+
+    Example:
+
+    ```mlir
+    %x = llmserve.embedding %table, %ids
+        : tensor<32000x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$table,
+                       Llmserve_I32Tensor1D:$ids);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+// rms_norm and layer_norm share the fused residual add: with a `residual`
+// operand, s = input + residual is normalized and also returned as
+// `residual_out`, the next layer's residual stream.
+class Llmserve_NormOp<string mnemonic>
+    : Llmserve_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let results = (outs Llmserve_FloatTensor2D:$result,
+                      Optional<Llmserve_FloatTensor2D>:$residual_out);
+}
+
+def Llmserve_RmsNormOp : Llmserve_NormOp<"rms_norm"> {
+  let summary = "RMS normalization with an optional fused residual add";
+  let description = [{
+    Normalizes each row of `input` [T, D] by its root mean square:
+
+    ```
+    s = input + residual            (s = input without `residual`)
+    result = s * rsqrt(mean(s^2, over D) + epsilon) * weight
+    residual_out = s                (only with `residual`)
+    ```
+
+    `weight` is [D]. `residual`, `result` and `residual_out` have the type of
+    `input`. The mean is accumulated in f32 whatever the element type.
+
+    Example:
+
+    ```mlir
+    %y = llmserve.rms_norm %x, %w epsilon 1.0e-06
+        : tensor<?x64xf32>, tensor<64xf32>
+    %y2, %s = llmserve.rms_norm %attn, %w residual %x epsilon 1.0e-06
+        : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input,
+                       Llmserve_FloatTensor1D:$weight,
+                       Optional<Llmserve_FloatTensor2D>:$residual,
+                       F32Attr:$epsilon);
+  let assemblyFormat = [{
+    $input `,` $weight (`residual` $residual^)? `epsilon` $epsilon attr-dict
+    `:` type($input) `,` type($weight) (`,` type($residual)^)?
+  }];
+}
+
+def Llmserve_LayerNormOp : Llmserve_NormOp<"layer_norm"> {
+  let summary = "layer normalization with an optional fused residual add";
+  let description = [{
+    Normalizes each row of `input` [T, D] to zero mean and unit variance:
+
+    ```
+    s = input + residual            (s = input without `residual`)
+    result = (s - mean(s)) * rsqrt(var(s) + epsilon) * weight + bias
+    residual_out = s                (only with `residual`)
+    ```
+
+    The mean and the (biased) variance are over D and accumulated in f32.
+    `weight` and `bias` are [D]. `residual`, `result` and `residual_out` have
+    the type of `input`.
+
+    Example:
+
+    ```mlir
+    %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05
+        : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>
+    %y2, %s = llmserve.layer_norm %attn, %w, %b residual %x epsilon 1.0e-05
+        : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input,
+                       Llmserve_FloatTensor1D:$weight,
+                       Llmserve_FloatTensor1D:$bias,
+                       Optional<Llmserve_FloatTensor2D>:$residual,
+                       F32Attr:$epsilon);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias (`residual` $residual^)? `epsilon` $epsilon
+    attr-dict `:` type($input) `,` type($weight) `,` type($bias)
+    (`,` type($residual)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and position encoding
+//===----------------------------------------------------------------------===//
+
+def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure]> {
+  let summary = "x·Wᵀ + b";
+  let description = [{
+    `result[m, n] = sum_k input[m, k] * weight[n, k] + bias[n]`, with `input`
+    [M, K], `weight` [N, K] (the PyTorch `nn.Linear` layout), the optional
+    `bias` [N] and the result [M, N]. Products are accumulated in f32.
+
+    Example:
+
+    ```mlir
+    %y = llmserve.linear %x, %w : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+    %z = llmserve.linear %x, %w bias %b
+        : tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32> -> tensor<?x128xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input,
+                       Llmserve_FloatTensor2D:$weight,
+                       Optional<Llmserve_FloatTensor1D>:$bias);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def Llmserve_RopeOp : Llmserve_Op<"rope",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding";
+  let description = [{
+    Rotates the first `rotary_dim` channels of every `head_dim`-wide head of
+    `input` [T, H * head_dim] by angles proportional to the token's position;
+    the other channels pass through. For token t at `p = positions[t]` and
+    pair `i` in [0, rotary_dim / 2):
+
+    ```
+    freq_i = theta^(-2i / rotary_dim)          (then rescaled, see below)
+    (x, y) -> (x cos(p freq_i) - y sin(p freq_i), y cos(p freq_i) + x sin(p freq_i))
+    ```
+
+    `style` chooses the pairs: `neox` pairs channel `i` with `i + rotary_dim/2`
+    (rotate-half, Llama), `gptj` pairs `2i` with `2i + 1` (interleaved).
+
+    `scaling` rescales the frequencies for contexts longer than training:
+    - `none` (the default): no attributes.
+    - `linear`: `freq_i / scaling_factor`; needs `scaling_factor`.
+    - `llama3` (Llama 3.1): wavelengths `2π / freq_i` longer than
+      `original_max_position / low_freq_factor` get `freq_i / scaling_factor`,
+      those shorter than `original_max_position / high_freq_factor` keep
+      `freq_i`, and in between `(1 - a) freq_i / scaling_factor + a freq_i`
+      with `a = (original_max_position / wavelength - low_freq_factor) /
+      (high_freq_factor - low_freq_factor)`; needs all four attributes.
+
+    Example:
+
+    ```mlir
+    %q = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64
+        theta 1.000000e+04 : tensor<?x256xf32>, tensor<?xi32>
+    %k = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64
+        theta 5.000000e+05 scaling llama3 scaling_factor 8.000000e+00
+        low_freq_factor 1.000000e+00 high_freq_factor 4.000000e+00
+        original_max_position 8192 : tensor<?x256xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins
+    Llmserve_FloatTensor2D:$input,
+    Llmserve_I32Tensor1D:$positions,
+    I64Attr:$head_dim,
+    I64Attr:$rotary_dim,
+    F64Attr:$theta,
+    Llmserve_RopeStyleAttr:$style,
+    DefaultValuedAttr<Llmserve_RopeScalingAttr,
+                      "::mlir::llmserve::RopeScaling::none">:$scaling,
+    OptionalAttr<F64Attr>:$scaling_factor,
+    OptionalAttr<F64Attr>:$low_freq_factor,
+    OptionalAttr<F64Attr>:$high_freq_factor,
+    OptionalAttr<I64Attr>:$original_max_position);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `style` `` $style `head_dim` $head_dim
+    `rotary_dim` $rotary_dim `theta` $theta (`scaling` `` $scaling^)?
+    (`scaling_factor` $scaling_factor^)?
+    (`low_freq_factor` $low_freq_factor^)?
+    (`high_freq_factor` $high_freq_factor^)?
+    (`original_max_position` $original_max_position^)?
+    attr-dict `:` type($input) `,` type($positions)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Paged KV cache and attention
+//===----------------------------------------------------------------------===//
+
+def Llmserve_KvWriteOp : Llmserve_Op<"kv_write", [
+    DestinationStyleOpInterface, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "scatter new keys or values into the paged KV cache";
+  let description = [{
+    Writes row t of `input` [T, Hkv * D] into cache slot `slot_mapping[t]`:
+    block `slot_mapping[t] / BS`, offset `slot_mapping[t] % BS` of `cache`
+    [NB, BS, Hkv, D], viewing the row as [Hkv, D]. The result is the updated
+    cache. `cache` is the op's destination (`DestinationStyleOpInterface`), so
+    bufferization writes the cache in place. Every slot must be in
+    [0, NB * BS) and appear once.
+
+    Example:
+
+    ```mlir
+    %kc2 = llmserve.kv_write %k into %kc at %slots
+        : tensor<?x128xf16>, tensor<?x16x2x64xf16>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input,
+                       Llmserve_KvCache:$cache,
+                       Llmserve_I32Tensor1D:$slot_mapping);
+  let results = (outs Llmserve_KvCache:$result);
+  let assemblyFormat = [{
+    $input `into` $cache `at` $slot_mapping attr-dict `:` type($input) `,`
+    type($cache) `,` type($slot_mapping)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getCacheMutable();
+    }
+  }];
+}
+
+def Llmserve_PagedAttentionOp : Llmserve_Op<"paged_attention", [Pure,
+    AllTypesMatch<["query", "result"]>,
+    AllTypesMatch<["key_cache", "value_cache"]>]> {
+  let summary = "causal attention of a step's queries over the paged KV cache";
+  let description = [{
+    `query` [T, Hq * D] holds the step's queries; `key_cache` and
+    `value_cache` [NB, BS, Hkv, D] hold every sequence's keys and values, the
+    step's own already written by `llmserve.kv_write`. `num_heads` is Hq, a
+    multiple of Hkv; query head h reads KV head `h / (Hq / Hkv)` (grouped-query
+    attention).
+
+    Query row i belongs to sequence s with
+    `query_start[s] <= i < query_start[s + 1]` (`query_start` is [S + 1]).
+    With `q_len = query_start[s + 1] - query_start[s]`, its position is
+    `p = context_len[s] - q_len + (i - query_start[s])`, and it attends to
+    the KV positions j in [0, p] (and `j > p - sliding_window` when
+    `sliding_window` is set). KV position j of sequence s lives in block
+    `block_table[s][j / BS]` at offset `j % BS`; `block_table` is [S, MB].
+
+    ```
+    score[j] = scale * dot(query[i, h], key[j, h / (Hq / Hkv)])
+    result[i, h] = sum_j softmax(score)[j] * value[j, h / (Hq / Hkv)]
+    lse[i, h] = log(sum_j exp(score[j]))
+    ```
+
+    `lse` [T, Hq] is f32 whatever the element type, so that partial results
+    over disjoint KV ranges can be merged.
+
+    Example:
+
+    ```mlir
+    %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt
+        context_len %cl query_start %qs num_heads 8 scale 1.250000e-01
+        : tensor<?x512xf16>, tensor<?x16x2x64xf16>, tensor<?x?xi32>,
+          tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$query,
+                       Llmserve_KvCache:$key_cache,
+                       Llmserve_KvCache:$value_cache,
+                       Llmserve_I32Tensor2D:$block_table,
+                       Llmserve_I32Tensor1D:$context_len,
+                       Llmserve_I32Tensor1D:$query_start,
+                       I64Attr:$num_heads,
+                       F32Attr:$scale,
+                       OptionalAttr<I64Attr>:$sliding_window);
+  let results = (outs Llmserve_FloatTensor2D:$result,
+                      Llmserve_F32Tensor2D:$lse);
+  let assemblyFormat = [{
+    $query `,` $key_cache `,` $value_cache `block_table` $block_table
+    `context_len` $context_len `query_start` $query_start
+    `num_heads` $num_heads `scale` $scale
+    (`sliding_window` $sliding_window^)? attr-dict
+    `:` type($query) `,` type($key_cache) `,` type($block_table) `,`
+    type($context_len) `,` type($query_start) `->` type($lse)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+def Llmserve_SiluMulOp : Llmserve_Op<"silu_mul",
+    [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
+  let summary = "silu(gate) * up, the gated MLP activation";
+  let description = [{
+    Elementwise `gate * sigmoid(gate) * up` over [T, F] (SwiGLU).
+
+    Example:
+
+    ```mlir
+    %h = llmserve.silu_mul %gate, %up : tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$gate,
+                       Llmserve_FloatTensor2D:$up);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($gate)";
+  // The type constraints above are the whole contract.
+  let hasVerifier = 0;
+}
+
+def Llmserve_GeluOp : Llmserve_Op<"gelu",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    Elementwise GELU: `x * Φ(x)` with `approximation` `none` (the default,
+    `Φ(x) = 0.5 (1 + erf(x / sqrt(2)))`) or `tanh`
+    (`Φ(x) ≈ 0.5 (1 + tanh(sqrt(2 / π) (x + 0.044715 x³)))`, GPT-2's
+    `gelu_new`).
+
+    Example:
+
+    ```mlir
+    %h = llmserve.gelu %x : tensor<?x256xf32>
+    %g = llmserve.gelu %x approximation tanh : tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins
+    Llmserve_FloatTensor:$input,
+    DefaultValuedAttr<Llmserve_GeluApproximationAttr,
+                      "::mlir::llmserve::GeluApproximation::none">:$approximation);
+  let results = (outs Llmserve_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximation` `` $approximation^)? attr-dict `:` type($input)
+  }];
+  // The type constraints above are the whole contract.
+  let hasVerifier = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Logits and sampling
+//===----------------------------------------------------------------------===//
+
+def Llmserve_GatherRowsOp : Llmserve_Op<"gather_rows", [Pure]> {
+  let summary = "pick rows of a [T, D] tensor";
+  let description = [{
+    `result[s] = input[rows[s]]`: the result is [S, D]. The step uses it to
+    keep only the hidden state that produces each sequence's next-token
+    logits. Every row index must be in [0, T).
+
+    Example:
+
+    ```mlir
+    %last = llmserve.gather_rows %h, %rows
+        : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input,
+                       Llmserve_I32Tensor1D:$rows);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $rows attr-dict `:` type($input) `,` type($rows) `->`
+    type($result)
+  }];
+}
+
+def Llmserve_SampleOp : Llmserve_Op<"sample", [Pure]> {
+  let summary = "sample one token per row of logits";
+  let description = [{
+    Picks the next token of each of the S sequences from `logits` [S, V],
+    with per-sequence parameters, each [S]:
+
+    - `temperature` (f32): 0 picks the argmax (the lowest index on ties);
+      otherwise logits are divided by it before the softmax.
+    - `top_k` (i32): keep the k most likely tokens; `<= 0` keeps all.
+    - `top_p` (f32): keep the smallest set of most likely tokens whose
+      probability reaches `top_p`; 1 keeps all.
+    - `min_p` (f32): drop tokens whose probability is below `min_p` times the
+      most likely one's; 0 keeps all.
+    - `seed` (i64) and `rng_offset` (i32): the random draw for a row is a
+      function of these two alone, so a request samples the same tokens
+      whatever else is in the batch. `rng_offset` counts the request's
+      sampled tokens.
+
+    Example:
+
+    ```mlir
+    %tok = llmserve.sample %logits temperature %t top_p %p top_k %k min_p %m
+        seed %seed rng_offset %off : tensor<?x32000xf32>, tensor<?xf32>,
+        tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>,
+        tensor<?xi32> -> tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$logits,
+                       Llmserve_F32Tensor1D:$temperature,
+                       Llmserve_F32Tensor1D:$top_p,
+                       Llmserve_I32Tensor1D:$top_k,
+                       Llmserve_F32Tensor1D:$min_p,
+                       Llmserve_I64Tensor1D:$seed,
+                       Llmserve_I32Tensor1D:$rng_offset);
+  let results = (outs Llmserve_I32Tensor1D:$result);
+  let assemblyFormat = [{
+    $logits `temperature` $temperature `top_p` $top_p `top_k` $top_k
+    `min_p` $min_p `seed` $seed `rng_offset` $rng_offset attr-dict
+    `:` type($logits) `,` type($temperature) `,` type($top_p) `,`
+    type($top_k) `,` type($min_p) `,` type($seed) `,` type($rng_offset)
+    `->` type($result)
+  }];
+}
+
+#endif // LLMSERVE_IR_LLMSERVEOPS_TD

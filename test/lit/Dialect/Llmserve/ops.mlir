@@ -1,0 +1,165 @@
+// Every llmserve op, in every optional form, prints in a form that parses
+// back to the same IR; the generic form parses back too.
+// RUN: %llmserve-opt %s -split-input-file | %llmserve-opt -split-input-file | FileCheck %s
+// RUN: %llmserve-opt %s -split-input-file -mlir-print-op-generic | %llmserve-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func @weight
+func.func @weight() -> (tensor<128x64xf32>, tensor<192x64xf16>, tensor<64xbf16>) {
+  // CHECK: llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
+  %w = llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
+  // CHECK: llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
+  %c = llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
+  // CHECK: llmserve.weight "model.norm.weight" : tensor<64xbf16>
+  %n = llmserve.weight "model.norm.weight" : tensor<64xbf16>
+  return %w, %c, %n : tensor<128x64xf32>, tensor<192x64xf16>, tensor<64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @embedding
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<1000x64xf16>, %[[IDS:.*]]: tensor<?xi32>, %[[IDS4:.*]]: tensor<4xi32>)
+func.func @embedding(%table: tensor<1000x64xf16>, %ids: tensor<?xi32>, %ids4: tensor<4xi32>)
+    -> (tensor<?x64xf16>, tensor<4x?xf16>) {
+  // CHECK: llmserve.embedding %[[TABLE]], %[[IDS]] : tensor<1000x64xf16>, tensor<?xi32> -> tensor<?x64xf16>
+  %x = llmserve.embedding %table, %ids : tensor<1000x64xf16>, tensor<?xi32> -> tensor<?x64xf16>
+  // CHECK: llmserve.embedding %[[TABLE]], %[[IDS4]] : tensor<1000x64xf16>, tensor<4xi32> -> tensor<4x?xf16>
+  %y = llmserve.embedding %table, %ids4 : tensor<1000x64xf16>, tensor<4xi32> -> tensor<4x?xf16>
+  return %x, %y : tensor<?x64xf16>, tensor<4x?xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @rms_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[W:.*]]: tensor<64xf32>, %[[R:.*]]: tensor<?x64xf32>)
+func.func @rms_norm(%x: tensor<?x64xf32>, %w: tensor<64xf32>, %r: tensor<?x64xf32>)
+    -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  // CHECK: llmserve.rms_norm %[[X]], %[[W]] epsilon 9.99999997E-7 : tensor<?x64xf32>, tensor<64xf32>
+  %y = llmserve.rms_norm %x, %w epsilon 1.0e-06 : tensor<?x64xf32>, tensor<64xf32>
+  // CHECK: llmserve.rms_norm %[[X]], %[[W]] residual %[[R]] epsilon 0.000000e+00 : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>
+  %z, %s = llmserve.rms_norm %x, %w residual %r epsilon 0.0 : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>
+  return %y, %z, %s : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @layer_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?xbf16>, %[[W:.*]]: tensor<64xbf16>, %[[B:.*]]: tensor<?xbf16>, %[[R:.*]]: tensor<?x?xbf16>)
+func.func @layer_norm(%x: tensor<?x?xbf16>, %w: tensor<64xbf16>, %b: tensor<?xbf16>, %r: tensor<?x?xbf16>)
+    -> (tensor<?x?xbf16>, tensor<?x?xbf16>, tensor<?x?xbf16>) {
+  // CHECK: llmserve.layer_norm %[[X]], %[[W]], %[[B]] epsilon 9.99999974E-6 : tensor<?x?xbf16>, tensor<64xbf16>, tensor<?xbf16>
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x?xbf16>, tensor<64xbf16>, tensor<?xbf16>
+  // CHECK: llmserve.layer_norm %[[X]], %[[W]], %[[B]] residual %[[R]] epsilon 9.99999974E-6 : tensor<?x?xbf16>, tensor<64xbf16>, tensor<?xbf16>, tensor<?x?xbf16>
+  %z, %s = llmserve.layer_norm %x, %w, %b residual %r epsilon 1.0e-05 : tensor<?x?xbf16>, tensor<64xbf16>, tensor<?xbf16>, tensor<?x?xbf16>
+  return %y, %z, %s : tensor<?x?xbf16>, tensor<?x?xbf16>, tensor<?x?xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @linear
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[W:.*]]: tensor<128x64xf32>, %[[B:.*]]: tensor<128xf32>)
+func.func @linear(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf32>)
+    -> (tensor<?x128xf32>, tensor<?x?xf32>) {
+  // CHECK: llmserve.linear %[[X]], %[[W]] : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+  %y = llmserve.linear %x, %w : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+  // CHECK: llmserve.linear %[[X]], %[[W]] bias %[[B]] : tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32> -> tensor<?x?xf32>
+  %z = llmserve.linear %x, %w bias %b : tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32> -> tensor<?x?xf32>
+  return %y, %z : tensor<?x128xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @rope
+// CHECK-SAME: (%[[X:.*]]: tensor<?x256xf16>, %[[P:.*]]: tensor<?xi32>)
+func.func @rope(%x: tensor<?x256xf16>, %pos: tensor<?xi32>)
+    -> (tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>) {
+  // CHECK: llmserve.rope %[[X]], %[[P]] style neox head_dim 64 rotary_dim 64 theta 1.000000e+04 : tensor<?x256xf16>, tensor<?xi32>
+  %a = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64 theta 1.0e4 : tensor<?x256xf16>, tensor<?xi32>
+  // The default scaling is not printed.
+  // CHECK: llmserve.rope %[[X]], %[[P]] style gptj head_dim 64 rotary_dim 32 theta 1.000000e+04 : tensor<?x256xf16>, tensor<?xi32>
+  %b = llmserve.rope %x, %pos style gptj head_dim 64 rotary_dim 32 theta 1.0e4 scaling none : tensor<?x256xf16>, tensor<?xi32>
+  // CHECK: llmserve.rope %[[X]], %[[P]] style neox head_dim 64 rotary_dim 64 theta 1.000000e+04 scaling linear scaling_factor 2.000000e+00 : tensor<?x256xf16>, tensor<?xi32>
+  %c = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64 theta 1.0e4 scaling linear scaling_factor 2.0 : tensor<?x256xf16>, tensor<?xi32>
+  // CHECK: llmserve.rope %[[X]], %[[P]] style neox head_dim 64 rotary_dim 64 theta 5.000000e+05 scaling llama3 scaling_factor 8.000000e+00 low_freq_factor 1.000000e+00 high_freq_factor 4.000000e+00 original_max_position 8192 : tensor<?x256xf16>, tensor<?xi32>
+  %d = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64 theta 5.0e5 scaling llama3 scaling_factor 8.0 low_freq_factor 1.0 high_freq_factor 4.0 original_max_position 8192 : tensor<?x256xf16>, tensor<?xi32>
+  return %a, %b, %c, %d : tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @kv_write
+// CHECK-SAME: (%[[K:.*]]: tensor<?x128xf16>, %[[C:.*]]: tensor<?x16x2x64xf16>, %[[S:.*]]: tensor<?xi32>)
+func.func @kv_write(%k: tensor<?x128xf16>, %cache: tensor<?x16x2x64xf16>, %slots: tensor<?xi32>)
+    -> tensor<?x16x2x64xf16> {
+  // CHECK: llmserve.kv_write %[[K]] into %[[C]] at %[[S]] : tensor<?x128xf16>, tensor<?x16x2x64xf16>, tensor<?xi32>
+  %c = llmserve.kv_write %k into %cache at %slots : tensor<?x128xf16>, tensor<?x16x2x64xf16>, tensor<?xi32>
+  return %c : tensor<?x16x2x64xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @paged_attention
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x512xf32>, %[[KC:.*]]: tensor<?x16x2x64xf32>, %[[VC:.*]]: tensor<?x16x2x64xf32>, %[[BT:.*]]: tensor<?x?xi32>, %[[CL:.*]]: tensor<?xi32>, %[[QS:.*]]: tensor<?xi32>)
+func.func @paged_attention(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %vc: tensor<?x16x2x64xf32>,
+                           %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>)
+    -> (tensor<?x512xf32>, tensor<?x8xf32>, tensor<?x512xf32>, tensor<?x?xf32>) {
+  // CHECK: llmserve.paged_attention %[[Q]], %[[KC]], %[[VC]] block_table %[[BT]] context_len %[[CL]] query_start %[[QS]] num_heads 8 scale 1.250000e-01 : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  // CHECK: llmserve.paged_attention %[[Q]], %[[KC]], %[[VC]] block_table %[[BT]] context_len %[[CL]] query_start %[[QS]] num_heads 8 scale 1.250000e-01 sliding_window 4096 : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>
+  %o2, %lse2 = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 4096
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>
+  return %o, %lse, %o2, %lse2 : tensor<?x512xf32>, tensor<?x8xf32>, tensor<?x512xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// Static step sizes: S = 2 sequences, T = 5 tokens.
+// CHECK-LABEL: func @paged_attention_static
+func.func @paged_attention_static(%q: tensor<5x512xbf16>, %kc: tensor<64x16x8x64xbf16>, %vc: tensor<64x16x8x64xbf16>,
+                                  %bt: tensor<2x4xi32>, %cl: tensor<2xi32>, %qs: tensor<3xi32>)
+    -> (tensor<5x512xbf16>, tensor<5x8xf32>) {
+  // CHECK: llmserve.paged_attention {{.*}} num_heads 8 scale 1.250000e-01 : tensor<5x512xbf16>, tensor<64x16x8x64xbf16>, tensor<2x4xi32>, tensor<2xi32>, tensor<3xi32> -> tensor<5x8xf32>
+  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<5x512xbf16>, tensor<64x16x8x64xbf16>, tensor<2x4xi32>, tensor<2xi32>, tensor<3xi32> -> tensor<5x8xf32>
+  return %o, %lse : tensor<5x512xbf16>, tensor<5x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @activations
+// CHECK-SAME: (%[[G:.*]]: tensor<?x256xf32>, %[[U:.*]]: tensor<?x256xf32>, %[[X:.*]]: tensor<2x3x4xf16>)
+func.func @activations(%gate: tensor<?x256xf32>, %up: tensor<?x256xf32>, %x: tensor<2x3x4xf16>)
+    -> (tensor<?x256xf32>, tensor<?x256xf32>, tensor<2x3x4xf16>, tensor<2x3x4xf16>) {
+  // CHECK: llmserve.silu_mul %[[G]], %[[U]] : tensor<?x256xf32>
+  %h = llmserve.silu_mul %gate, %up : tensor<?x256xf32>
+  // CHECK: llmserve.gelu %[[G]] : tensor<?x256xf32>
+  %a = llmserve.gelu %gate : tensor<?x256xf32>
+  // The default approximation is not printed.
+  // CHECK: llmserve.gelu %[[X]] : tensor<2x3x4xf16>
+  %b = llmserve.gelu %x approximation none : tensor<2x3x4xf16>
+  // CHECK: llmserve.gelu %[[X]] approximation tanh : tensor<2x3x4xf16>
+  %c = llmserve.gelu %x approximation tanh : tensor<2x3x4xf16>
+  return %h, %a, %b, %c : tensor<?x256xf32>, tensor<?x256xf32>, tensor<2x3x4xf16>, tensor<2x3x4xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @gather_rows
+// CHECK-SAME: (%[[H:.*]]: tensor<?x64xf32>, %[[ROWS:.*]]: tensor<?xi32>)
+func.func @gather_rows(%h: tensor<?x64xf32>, %rows: tensor<?xi32>) -> tensor<?x64xf32> {
+  // CHECK: llmserve.gather_rows %[[H]], %[[ROWS]] : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %last = llmserve.gather_rows %h, %rows : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return %last : tensor<?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @sample
+// CHECK-SAME: (%[[L:.*]]: tensor<?x32000xf32>, %[[T:.*]]: tensor<?xf32>, %[[P:.*]]: tensor<?xf32>, %[[K:.*]]: tensor<?xi32>, %[[M:.*]]: tensor<?xf32>, %[[SEED:.*]]: tensor<?xi64>, %[[OFF:.*]]: tensor<?xi32>)
+func.func @sample(%logits: tensor<?x32000xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>,
+                  %m: tensor<?xf32>, %seed: tensor<?xi64>, %off: tensor<?xi32>) -> tensor<?xi32> {
+  // CHECK: llmserve.sample %[[L]] temperature %[[T]] top_p %[[P]] top_k %[[K]] min_p %[[M]] seed %[[SEED]] rng_offset %[[OFF]] : tensor<?x32000xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  %tok = llmserve.sample %logits temperature %t top_p %p top_k %k min_p %m seed %seed rng_offset %off
+      : tensor<?x32000xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  return %tok : tensor<?xi32>
+}

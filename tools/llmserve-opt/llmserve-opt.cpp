@@ -1,0 +1,23 @@
+// llmserve-opt: parses, verifies, transforms and prints llmserve IR; the
+// driver of the compiler's lit tests.
+
+#include "llmserve/IR/LlmserveDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  // The compiler's own passes register here too, once compiler/ has them.
+  mlir::registerAllPasses();
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::llmserve::LlmserveDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "llmserve optimizer driver\n", registry));
+}
