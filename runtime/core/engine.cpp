@@ -1,0 +1,186 @@
+#include "core/engine.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace llmserve {
+namespace {
+
+KvPool make_pool(const Executor &executor, const EngineConfig &config) {
+  KvCacheSpec spec = executor.kv_cache_spec();
+  if (config.block_size != 0 && config.block_size != spec.block_size)
+    throw std::invalid_argument(
+        "engine config: block_size = " + std::to_string(config.block_size) +
+        ", but the executor's KV layout has blocks of " +
+        std::to_string(spec.block_size) + " tokens");
+  int32_t num_blocks =
+      config.num_kv_blocks > 0
+          ? config.num_kv_blocks
+          : KvPool::num_blocks_for_budget(config.kv_cache_bytes,
+                                          spec.bytes_per_token,
+                                          spec.block_size);
+  return KvPool(num_blocks, spec.block_size);
+}
+
+SchedulerConfig scheduler_config(const EngineConfig &c) {
+  SchedulerConfig s;
+  s.max_num_seqs = c.max_num_seqs;
+  s.max_num_batched_tokens = c.max_num_batched_tokens;
+  s.max_model_len = c.max_model_len;
+  s.enable_prefix_caching = c.enable_prefix_caching;
+  s.decode_only_steps = c.decode_only_steps;
+  s.eos_token_ids = c.eos_token_ids;
+  return s;
+}
+
+} // namespace
+
+Engine::Engine(Executor &executor, EngineConfig config)
+    : executor_(executor), config_(std::move(config)),
+      pool_(make_pool(executor, config_)), cache_(pool_),
+      scheduler_(scheduler_config(config_), pool_, cache_) {
+  executor_.allocate_kv_cache(pool_.num_blocks());
+  stats_.num_kv_blocks = stats_.num_free_kv_blocks = pool_.num_blocks();
+}
+
+uint64_t Engine::add_request(std::vector<int32_t> prompt,
+                             SamplingParams params) {
+  auto reject = [](const std::string &why) {
+    throw std::invalid_argument("request rejected: " + why);
+  };
+  if (prompt.empty())
+    reject("the prompt is empty");
+  if (static_cast<int64_t>(prompt.size()) >= config_.max_model_len)
+    reject("the prompt has " + std::to_string(prompt.size()) +
+           " tokens, which leaves no room for output in max_model_len = " +
+           std::to_string(config_.max_model_len));
+  auto check_token = [&](int32_t token, const char *where) {
+    if (token < 0 || (config_.vocab_size > 0 && token >= config_.vocab_size))
+      reject(std::string(where) + " holds token id " + std::to_string(token) +
+             ", outside the vocabulary of " +
+             std::to_string(config_.vocab_size));
+  };
+  for (int32_t token : prompt)
+    check_token(token, "the prompt");
+  for (int32_t token : params.stop_token_ids)
+    check_token(token, "stop_token_ids");
+  params.validate();
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t id = next_id_++;
+  inbox_.push_back(std::make_unique<Request>(id, std::move(prompt),
+                                             std::move(params), Clock::now()));
+  ++num_unfinished_;
+  work_cv_.notify_all();
+  return id;
+}
+
+void Engine::abort(uint64_t id) { end_request(id, FinishReason::kAbort); }
+
+void Engine::finish(uint64_t id) { end_request(id, FinishReason::kStop); }
+
+void Engine::end_request(uint64_t id, FinishReason reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ends_.emplace_back(id, reason);
+  work_cv_.notify_all();
+}
+
+bool Engine::has_work() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_unfinished_ > 0 || !ends_.empty();
+}
+
+bool Engine::wait_for_work(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return work_cv_.wait_for(lock, timeout, [&] {
+    return num_unfinished_ > 0 || !ends_.empty();
+  });
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+std::vector<RequestOutput> Engine::step() {
+  std::vector<std::unique_ptr<Request>> arrived;
+  std::vector<std::pair<uint64_t, FinishReason>> ends;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    arrived.swap(inbox_);
+    ends.swap(ends_);
+  }
+  for (auto &request : arrived) {
+    scheduler_.add(request.get());
+    uint64_t id = request->id;
+    requests_.emplace(id, std::move(request));
+  }
+
+  std::vector<RequestOutput> outputs;
+  Clock::time_point now = Clock::now();
+  for (auto [id, reason] : ends) {
+    auto it = requests_.find(id);
+    if (it == requests_.end() ||
+        it->second->status == RequestStatus::kFinished)
+      continue;
+    scheduler_.finish(it->second.get(), reason, now);
+    outputs.push_back(output_of(*it->second, now));
+  }
+
+  const StepBatch &batch = scheduler_.schedule(now);
+  int32_t num_batched_tokens = batch.num_tokens;
+  if (batch.num_seqs > 0) {
+    std::string error;
+    try {
+      executor_.execute(batch, step_output_);
+      if (step_output_.next_tokens.size() != size_t(batch.num_seqs))
+        error = "executor returned " +
+                std::to_string(step_output_.next_tokens.size()) +
+                " tokens for " + std::to_string(batch.num_seqs) + " sequences";
+      for (int32_t token : step_output_.next_tokens)
+        if (error.empty() && token < 0)
+          error = "executor sampled token id " + std::to_string(token);
+    } catch (const std::exception &e) {
+      error = std::string("executor failed: ") + e.what();
+    }
+    Clock::time_point done = Clock::now();
+    if (error.empty())
+      scheduler_.postprocess(step_output_, done, outputs);
+    else
+      scheduler_.fail_step(error, done, outputs);
+  }
+
+  int64_t num_finished = 0;
+  uint64_t num_generated = 0;
+  std::array<uint64_t, kNumFinishReasons> finished_by_reason{};
+  for (const RequestOutput &o : outputs) {
+    num_generated += o.new_token_ids.size();
+    if (o.finished) {
+      ++num_finished;
+      ++finished_by_reason[static_cast<int>(o.finish_reason)];
+      requests_.erase(o.id);
+    }
+  }
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  num_unfinished_ -= num_finished;
+  EngineStats &s = stats_;
+  s.num_running = scheduler_.num_running();
+  s.num_waiting = scheduler_.num_waiting();
+  s.num_free_kv_blocks = pool_.num_free_blocks();
+  s.num_cached_kv_blocks = config_.enable_prefix_caching ? cache_.num_cached_blocks() : 0;
+  int32_t evictable = config_.enable_prefix_caching ? cache_.num_evictable_blocks() : 0;
+  s.kv_usage = double(pool_.num_blocks() - pool_.num_free_blocks() - evictable) /
+               pool_.num_blocks();
+  s.prefix_cache_query_tokens = cache_.num_query_tokens();
+  s.prefix_cache_hit_tokens = cache_.num_hit_tokens();
+  s.num_preemptions = scheduler_.num_preemptions();
+  s.num_steps += batch.num_seqs > 0;
+  s.num_batched_tokens += num_batched_tokens;
+  s.num_generated_tokens += num_generated;
+  for (int r = 0; r < kNumFinishReasons; ++r)
+    s.num_finished[r] += finished_by_reason[r];
+  return outputs;
+}
+
+} // namespace llmserve

@@ -1,0 +1,119 @@
+// The serving core: owns the KV pool, the radix cache and the scheduler, and
+// drives an Executor one step at a time.
+//
+// Threading: add_request, abort, finish, has_work, wait_for_work and stats
+// may be called from any thread (the HTTP server's). step() and
+// check_invariants() belong to one thread, the one that runs the model.
+// Submissions wait in an inbox that step() drains before it schedules.
+#ifndef LLMSERVE_CORE_ENGINE_H
+#define LLMSERVE_CORE_ENGINE_H
+
+#include "core/executor.h"
+#include "core/kv_pool.h"
+#include "core/radix_cache.h"
+#include "core/request.h"
+#include "core/sampling_params.h"
+#include "core/scheduler.h"
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace llmserve {
+
+struct EngineConfig {
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int32_t max_model_len = 4096; // prompt + generated tokens
+  // The KV pool: num_kv_blocks when > 0, else as many blocks as fit in
+  // kv_cache_bytes at the executor's bytes per token.
+  int64_t kv_cache_bytes = 0;
+  int32_t num_kv_blocks = 0;
+  int32_t block_size = 0; // 0: the executor's; otherwise must equal it
+  bool enable_prefix_caching = true;
+  bool decode_only_steps = false; // see SchedulerConfig
+  std::vector<int32_t> eos_token_ids;
+  int32_t vocab_size = 0; // > 0: add_request rejects token ids outside it
+};
+
+struct EngineStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0; // preempted requests included
+  int32_t num_kv_blocks = 0;
+  int32_t num_free_kv_blocks = 0;
+  int32_t num_cached_kv_blocks = 0; // held by the prefix cache
+  // Blocks requests hold, over all blocks; blocks only the prefix cache holds
+  // count as free, since they are evicted on demand.
+  double kv_usage = 0.0;
+  uint64_t prefix_cache_query_tokens = 0;
+  uint64_t prefix_cache_hit_tokens = 0;
+  uint64_t num_preemptions = 0;
+  uint64_t num_steps = 0;
+  uint64_t num_batched_tokens = 0; // all tokens run through the model
+  uint64_t num_generated_tokens = 0;
+  // Finished requests by reason, indexed by FinishReason.
+  std::array<uint64_t, kNumFinishReasons> num_finished{};
+};
+
+class Engine {
+public:
+  // Sizes the KV pool and has the executor allocate it. Throws
+  // std::invalid_argument naming the field of a config that cannot work.
+  Engine(Executor &executor, EngineConfig config);
+
+  // Queues a request and returns its id. Throws std::invalid_argument for an
+  // empty or too long prompt, a token id outside the vocabulary, or invalid
+  // sampling parameters.
+  uint64_t add_request(std::vector<int32_t> prompt, SamplingParams params);
+  // Ends a request with reason kAbort, wherever it is, at the next step.
+  // Unknown or finished ids are ignored.
+  void abort(uint64_t id);
+  // Ends a request with reason kStop at the next step: for stop conditions
+  // found outside the engine, such as stop strings in the detokenized text.
+  void finish(uint64_t id);
+
+  // Runs one step. Returns an output for every request that sampled a token
+  // or finished (aborts and executor errors included).
+  std::vector<RequestOutput> step();
+
+  bool has_work() const;
+  // Blocks until there is work or `timeout` passes; returns has_work().
+  bool wait_for_work(std::chrono::milliseconds timeout);
+  EngineStats stats() const;
+
+  // Step thread only: throws std::logic_error unless block accounting and
+  // request states are exact (see Scheduler::check_invariants).
+  void check_invariants() const { scheduler_.check_invariants(); }
+  const KvPool &kv_pool() const { return pool_; }
+  const RadixCache &radix_cache() const { return cache_; }
+
+private:
+  void end_request(uint64_t id, FinishReason reason);
+
+  Executor &executor_;
+  EngineConfig config_;
+  KvPool pool_;
+  RadixCache cache_;
+  Scheduler scheduler_;
+  StepOutput step_output_;
+  // Step thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
+
+  mutable std::mutex mutex_; // guards everything below
+  std::condition_variable work_cv_;
+  std::vector<std::unique_ptr<Request>> inbox_;
+  std::vector<std::pair<uint64_t, FinishReason>> ends_; // aborts, finishes
+  uint64_t next_id_ = 1;
+  int64_t num_unfinished_ = 0;
+  EngineStats stats_;
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CORE_ENGINE_H

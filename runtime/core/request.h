@@ -1,0 +1,90 @@
+// One generation request as the scheduler tracks it, and what the engine
+// reports about it after each step.
+#ifndef LLMSERVE_CORE_REQUEST_H
+#define LLMSERVE_CORE_REQUEST_H
+
+#include "core/sampling_params.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmserve {
+
+struct RadixNode;
+
+using Clock = std::chrono::steady_clock;
+
+// waiting -> running -> finished; running -> preempted (back in line, its
+// blocks freed, to be recomputed) -> running. Any state -> finished on abort.
+enum class RequestStatus { kWaiting, kRunning, kPreempted, kFinished };
+
+enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
+inline constexpr int kNumFinishReasons = 5;
+// "stop", "length", "abort", "error" (OpenAI's finish_reason words) or "none".
+const char *to_string(FinishReason reason);
+
+struct RequestTimes {
+  Clock::time_point arrival;
+  Clock::time_point first_scheduled; // first admitted to a step
+  Clock::time_point first_token;
+  Clock::time_point finish;
+};
+
+// The seed a request samples with when its SamplingParams carry none.
+int64_t default_seed(uint64_t request_id);
+
+struct Request {
+  Request(uint64_t id, std::vector<int32_t> prompt, SamplingParams params,
+          Clock::time_point arrival);
+
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
+  // Tokens still to run through the model before the next token is sampled:
+  // 1 while decoding, more while (re)computing a prompt.
+  int32_t num_uncomputed_tokens() const {
+    return num_tokens() - num_computed_tokens;
+  }
+
+  uint64_t id;
+  std::vector<int32_t> tokens; // the prompt, then the generated tokens
+  int32_t num_prompt_tokens;
+  SamplingParams params;
+  int64_t seed;
+
+  RequestStatus status = RequestStatus::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+
+  // KV blocks of tokens[0, num_computed_tokens), in order; shared prefix
+  // blocks come from the radix cache.
+  std::vector<int32_t> blocks;
+  int32_t num_computed_tokens = 0;
+  // Prompt tokens found in the prefix cache when first admitted.
+  int32_t num_cached_tokens = 0;
+  // Deepest radix node this request holds locked, or null.
+  RadixNode *cache_node = nullptr;
+  // Tokens given to this request in the step being built or run.
+  int32_t num_scheduled_tokens = 0;
+
+  RequestTimes times;
+  std::vector<Clock::time_point> token_times; // one per generated token
+};
+
+// What one step did to one request.
+struct RequestOutput {
+  uint64_t id = 0;
+  std::vector<int32_t> new_token_ids; // sampled this step (EOS included)
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string error; // why, when finish_reason is kError
+  Clock::time_point time; // when the new tokens were sampled or it finished
+  RequestTimes times;
+  int32_t num_prompt_tokens = 0;
+  int32_t num_cached_tokens = 0;
+  int32_t num_output_tokens = 0;
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CORE_REQUEST_H

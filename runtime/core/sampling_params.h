@@ -1,0 +1,36 @@
+// How one request samples and when it stops: the OpenAI-style knobs the server
+// maps a JSON request onto. Stop *strings* are not here: the server matches
+// them on detokenized text and ends the request through Engine::finish.
+#ifndef LLMSERVE_CORE_SAMPLING_PARAMS_H
+#define LLMSERVE_CORE_SAMPLING_PARAMS_H
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace llmserve {
+
+struct SamplingParams {
+  float temperature = 1.0f; // 0 = greedy
+  float top_p = 1.0f;       // in (0, 1]; 1 = off
+  int32_t top_k = 0;        // 0 = off
+  float min_p = 0.0f;       // in [0, 1]; 0 = off
+  // Absent: the engine assigns one, so every request samples reproducibly
+  // whatever else shares its batch.
+  std::optional<int64_t> seed;
+  float presence_penalty = 0.0f;   // in [-2, 2]; 0 = off
+  float frequency_penalty = 0.0f;  // in [-2, 2]; 0 = off
+  float repetition_penalty = 1.0f; // > 0; 1 = off
+  int32_t max_tokens = 16;         // generated tokens, >= 1
+  int32_t min_tokens = 0;          // EOS and stop tokens are ignored before this
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  int32_t logprobs = 0; // top log-probs returned per token; 0 = none
+
+  // Throws std::invalid_argument naming the first field out of range.
+  void validate() const;
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CORE_SAMPLING_PARAMS_H

@@ -1,0 +1,379 @@
+#include "core/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace llmserve {
+
+RequestOutput output_of(const Request &request, Clock::time_point now) {
+  RequestOutput out;
+  out.id = request.id;
+  out.finished = request.status == RequestStatus::kFinished;
+  out.finish_reason = request.finish_reason;
+  out.time = now;
+  out.times = request.times;
+  out.num_prompt_tokens = request.num_prompt_tokens;
+  out.num_cached_tokens = request.num_cached_tokens;
+  out.num_output_tokens = request.num_output_tokens();
+  return out;
+}
+
+Scheduler::Scheduler(SchedulerConfig config, KvPool &pool, RadixCache &cache)
+    : config_(std::move(config)), pool_(pool), cache_(cache) {
+  auto check = [](bool ok, const std::string &what) {
+    if (!ok)
+      throw std::invalid_argument("scheduler config: " + what);
+  };
+  const SchedulerConfig &c = config_;
+  check(c.max_num_seqs >= 1, "max_num_seqs = " +
+                                 std::to_string(c.max_num_seqs) +
+                                 ", must be >= 1");
+  // Every running sequence must be able to decode in every step.
+  check(c.max_num_batched_tokens >= c.max_num_seqs,
+        "max_num_batched_tokens = " + std::to_string(c.max_num_batched_tokens) +
+            ", must be >= max_num_seqs = " + std::to_string(c.max_num_seqs));
+  check(c.max_model_len >= 2, "max_model_len = " +
+                                  std::to_string(c.max_model_len) +
+                                  ", must be >= 2");
+  // A request alone must always fit, or it could wait forever.
+  check(pool.num_blocks() >= pool.blocks_for_tokens(c.max_model_len),
+        "a KV pool of " + std::to_string(pool.num_blocks()) + " blocks of " +
+            std::to_string(pool.block_size()) +
+            " tokens cannot hold one sequence of max_model_len = " +
+            std::to_string(c.max_model_len) + " tokens");
+}
+
+void Scheduler::add(Request *request) {
+  request->status = RequestStatus::kWaiting;
+  waiting_.push_back(request);
+}
+
+const StepBatch &Scheduler::schedule(Clock::time_point now) {
+  token_budget_ = config_.max_num_batched_tokens;
+  preempted_this_step_ = false;
+
+  auto schedule_decodes = [&] {
+    // Index loop: preemption shrinks running_ from the back.
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Request *r = running_[i];
+      if (r->num_uncomputed_tokens() == 1 && !schedule_running(r, 1))
+        break;
+    }
+  };
+  auto schedule_prompts = [&] {
+    for (size_t i = 0; i < running_.size() && token_budget_ > 0; ++i) {
+      Request *r = running_[i];
+      if (r->num_uncomputed_tokens() > 1 &&
+          !schedule_running(r, std::min(r->num_uncomputed_tokens(),
+                                        token_budget_)))
+        break;
+    }
+    // After a preemption the freed blocks go to the running requests first.
+    while (!preempted_this_step_ && !waiting_.empty() && token_budget_ > 0 &&
+           static_cast<int32_t>(running_.size()) < config_.max_num_seqs &&
+           admit(waiting_.front(), now))
+      waiting_.pop_front();
+  };
+  auto scheduled_any = [&] { return token_budget_ < config_.max_num_batched_tokens; };
+
+  if (!config_.decode_only_steps) {
+    schedule_decodes();
+    schedule_prompts();
+  } else {
+    // Alternate while both kinds wait; fall back to the other kind when the
+    // chosen one cannot run (no decodes, or no blocks for a new prompt).
+    if (!last_step_decoded_) {
+      schedule_decodes();
+      last_step_decoded_ = scheduled_any();
+      if (!last_step_decoded_)
+        schedule_prompts();
+    } else {
+      schedule_prompts();
+      last_step_decoded_ = !scheduled_any();
+      if (last_step_decoded_)
+        schedule_decodes();
+    }
+  }
+  build_batch();
+  return batch_;
+}
+
+bool Scheduler::reserve(Request *request, int32_t num_tokens) {
+  int32_t needed =
+      pool_.blocks_for_tokens(request->num_computed_tokens + num_tokens) -
+      static_cast<int32_t>(request->blocks.size());
+  if (needed > pool_.num_free_blocks() && caching())
+    cache_.evict(needed - pool_.num_free_blocks());
+  if (needed > pool_.num_free_blocks())
+    return false;
+  for (int32_t i = 0; i < needed; ++i)
+    request->blocks.push_back(pool_.allocate());
+  return true;
+}
+
+bool Scheduler::schedule_running(Request *request, int32_t num_tokens) {
+  while (!reserve(request, num_tokens)) {
+    Request *victim = running_.back();
+    preempt(victim);
+    if (victim == request)
+      return false;
+  }
+  request->num_scheduled_tokens = num_tokens;
+  token_budget_ -= num_tokens;
+  return true;
+}
+
+bool Scheduler::admit(Request *request, Clock::time_point now) {
+  if (caching()) {
+    // Leave the last token out: it must run to produce the next logits.
+    request->cache_node = cache_.match_prefix(
+        request->tokens.data(), request->num_tokens() - 1, request->blocks);
+    cache_.lock(request->cache_node);
+    for (int32_t b : request->blocks)
+      pool_.retain(b);
+    request->num_computed_tokens =
+        static_cast<int32_t>(request->blocks.size()) * pool_.block_size();
+  }
+  int32_t num_tokens =
+      std::min(request->num_uncomputed_tokens(), token_budget_);
+  if (!reserve(request, num_tokens)) {
+    release(request, /*keep=*/false);
+    return false;
+  }
+  if (request->status == RequestStatus::kWaiting) {
+    request->times.first_scheduled = now;
+    request->num_cached_tokens = request->num_computed_tokens;
+  }
+  request->status = RequestStatus::kRunning;
+  request->num_scheduled_tokens = num_tokens;
+  token_budget_ -= num_tokens;
+  running_.push_back(request);
+  return true;
+}
+
+void Scheduler::preempt(Request *request) {
+  running_.pop_back();
+  token_budget_ += request->num_scheduled_tokens;
+  request->num_scheduled_tokens = 0;
+  release(request, /*keep=*/true);
+  request->status = RequestStatus::kPreempted;
+  waiting_.push_front(request);
+  preempted_this_step_ = true;
+  ++num_preemptions_;
+}
+
+void Scheduler::cache_computed_blocks(Request *request) {
+  int32_t num_blocks = request->num_computed_tokens / pool_.block_size();
+  RadixNode *node =
+      cache_.insert(request->tokens.data(), num_blocks, request->blocks);
+  cache_.lock(node);
+  if (request->cache_node)
+    cache_.unlock(request->cache_node);
+  request->cache_node = node;
+}
+
+void Scheduler::release(Request *request, bool keep) {
+  if (caching() && keep)
+    cache_computed_blocks(request);
+  if (request->cache_node) {
+    cache_.unlock(request->cache_node);
+    request->cache_node = nullptr;
+  }
+  for (int32_t b : request->blocks)
+    pool_.release(b);
+  request->blocks.clear();
+  request->num_computed_tokens = 0;
+}
+
+void Scheduler::build_batch() {
+  scheduled_.clear();
+  int32_t num_tokens = 0;
+  int32_t max_blocks = 0;
+  for (Request *r : running_) {
+    if (r->num_scheduled_tokens == 0)
+      continue;
+    scheduled_.push_back(r);
+    num_tokens += r->num_scheduled_tokens;
+    max_blocks = std::max(max_blocks, static_cast<int32_t>(r->blocks.size()));
+  }
+  StepBatch &b = batch_;
+  int32_t num_seqs = static_cast<int32_t>(scheduled_.size());
+  b.num_tokens = num_tokens;
+  b.num_seqs = num_seqs;
+  b.max_blocks_per_seq = max_blocks;
+  b.token_ids.resize(num_tokens);
+  b.positions.resize(num_tokens);
+  b.slot_mapping.resize(num_tokens);
+  b.query_start.resize(num_seqs + 1);
+  b.context_len.resize(num_seqs);
+  b.logits_rows.resize(num_seqs);
+  b.block_table.assign(size_t(num_seqs) * max_blocks, -1);
+  b.temperature.resize(num_seqs);
+  b.top_p.resize(num_seqs);
+  b.top_k.resize(num_seqs);
+  b.min_p.resize(num_seqs);
+  b.seed.resize(num_seqs);
+
+  const int32_t block_size = pool_.block_size();
+  int32_t t = 0;
+  b.query_start[0] = 0;
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    const Request &r = *scheduled_[s];
+    int32_t begin = r.num_computed_tokens;
+    int32_t end = begin + r.num_scheduled_tokens;
+    for (int32_t pos = begin; pos < end; ++pos, ++t) {
+      b.token_ids[t] = r.tokens[pos];
+      b.positions[t] = pos;
+      b.slot_mapping[t] = r.blocks[pos / block_size] * block_size + pos % block_size;
+    }
+    b.query_start[s + 1] = t;
+    b.context_len[s] = end;
+    b.logits_rows[s] = t - 1;
+    std::copy(r.blocks.begin(), r.blocks.end(),
+              b.block_table.begin() + size_t(s) * max_blocks);
+    b.temperature[s] = r.params.temperature;
+    b.top_p[s] = r.params.top_p;
+    b.top_k[s] = r.params.top_k;
+    b.min_p[s] = r.params.min_p;
+    b.seed[s] = r.seed;
+  }
+}
+
+FinishReason Scheduler::stop_reason(const Request &request,
+                                    int32_t token) const {
+  const SamplingParams &p = request.params;
+  auto contains = [token](const std::vector<int32_t> &ids) {
+    return std::find(ids.begin(), ids.end(), token) != ids.end();
+  };
+  if (request.num_output_tokens() >= p.min_tokens &&
+      ((!p.ignore_eos && contains(config_.eos_token_ids)) ||
+       contains(p.stop_token_ids)))
+    return FinishReason::kStop;
+  if (request.num_output_tokens() >= p.max_tokens ||
+      request.num_tokens() >= config_.max_model_len)
+    return FinishReason::kLength;
+  return FinishReason::kNone;
+}
+
+void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
+                            std::vector<RequestOutput> &outputs) {
+  for (size_t s = 0; s < scheduled_.size(); ++s) {
+    Request *r = scheduled_[s];
+    int32_t ran = r->num_scheduled_tokens;
+    r->num_scheduled_tokens = 0;
+    r->num_computed_tokens += ran;
+    // Cache prompt chunks as they complete, so that requests arriving with
+    // the same prefix meanwhile share them; decodes are cached at the end.
+    if (caching() && ran > 1)
+      cache_computed_blocks(r);
+    if (r->num_computed_tokens < r->num_tokens())
+      continue; // a prompt chunk: its sampled token is not the next one yet
+    int32_t token = out.next_tokens[s];
+    r->tokens.push_back(token);
+    r->token_times.push_back(now);
+    if (r->num_output_tokens() == 1)
+      r->times.first_token = now;
+    FinishReason reason = stop_reason(*r, token);
+    if (reason != FinishReason::kNone)
+      finish(r, reason, now);
+    RequestOutput o = output_of(*r, now);
+    o.new_token_ids.push_back(token);
+    outputs.push_back(std::move(o));
+  }
+  scheduled_.clear();
+}
+
+void Scheduler::fail_step(const std::string &error, Clock::time_point now,
+                          std::vector<RequestOutput> &outputs) {
+  for (Request *r : scheduled_) {
+    r->num_scheduled_tokens = 0;
+    finish(r, FinishReason::kError, now);
+    RequestOutput o = output_of(*r, now);
+    o.error = error;
+    outputs.push_back(std::move(o));
+  }
+  scheduled_.clear();
+}
+
+void Scheduler::finish(Request *request, FinishReason reason,
+                       Clock::time_point now) {
+  switch (request->status) {
+  case RequestStatus::kFinished:
+    return;
+  case RequestStatus::kRunning:
+    running_.erase(std::find(running_.begin(), running_.end(), request));
+    // The KV of a failed step may be half written: never cache it.
+    release(request, /*keep=*/reason != FinishReason::kError);
+    break;
+  case RequestStatus::kWaiting:
+  case RequestStatus::kPreempted:
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), request));
+    break;
+  }
+  request->status = RequestStatus::kFinished;
+  request->finish_reason = reason;
+  request->times.finish = now;
+}
+
+void Scheduler::check_invariants() const {
+  auto fail = [](const std::string &what) {
+    throw std::logic_error("Scheduler: " + what);
+  };
+  pool_.check_invariants();
+  const int32_t num_blocks = pool_.num_blocks();
+  std::vector<int32_t> holders(num_blocks, 0);
+  std::vector<bool> cached(num_blocks, false);
+  if (caching()) {
+    cache_.check_invariants();
+    cache_.for_each_block([&](int32_t b) {
+      if (cached[b])
+        fail("block " + std::to_string(b) + " is in the radix cache twice");
+      cached[b] = true;
+    });
+  }
+  if (static_cast<int32_t>(running_.size()) > config_.max_num_seqs)
+    fail(std::to_string(running_.size()) + " running requests, max_num_seqs " +
+         std::to_string(config_.max_num_seqs));
+  for (const Request *r : running_) {
+    std::string who = "running request " + std::to_string(r->id);
+    if (r->status != RequestStatus::kRunning)
+      fail(who + " is not in state running");
+    if (r->num_scheduled_tokens != 0)
+      fail(who + " still has tokens scheduled");
+    if (static_cast<int32_t>(r->blocks.size()) !=
+        pool_.blocks_for_tokens(r->num_computed_tokens))
+      fail(who + " holds " + std::to_string(r->blocks.size()) +
+           " blocks for " + std::to_string(r->num_computed_tokens) +
+           " computed tokens");
+    if (r->num_computed_tokens >= r->num_tokens())
+      fail(who + " has no token left to run");
+    std::vector<int32_t> sorted = r->blocks;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      fail(who + " holds a block twice");
+    for (int32_t b : r->blocks)
+      ++holders[b];
+  }
+  for (const Request *r : waiting_) {
+    std::string who = "waiting request " + std::to_string(r->id);
+    if (r->status != RequestStatus::kWaiting &&
+        r->status != RequestStatus::kPreempted)
+      fail(who + " is not in state waiting or preempted");
+    if (!r->blocks.empty() || r->cache_node || r->num_computed_tokens != 0)
+      fail(who + " holds blocks");
+  }
+  for (int32_t b = 0; b < num_blocks; ++b) {
+    int32_t expected = holders[b] + (cached[b] ? 1 : 0);
+    if (pool_.ref_count(b) != expected)
+      fail("block " + std::to_string(b) + " has " +
+           std::to_string(pool_.ref_count(b)) + " references but " +
+           std::to_string(expected) + " holders");
+    if (holders[b] > 1 && !cached[b])
+      fail("block " + std::to_string(b) + " is in " +
+           std::to_string(holders[b]) +
+           " sequences without being shared through the radix cache");
+  }
+}
+
+} // namespace llmserve

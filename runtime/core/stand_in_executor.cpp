@@ -1,0 +1,208 @@
+#include "core/stand_in_executor.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace llmserve {
+namespace {
+
+constexpr int32_t kShared = -2; // block listed by more than one sequence
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+[[noreturn]] void violation(const std::string &what) {
+  throw std::logic_error("step contract: " + what);
+}
+
+std::string at(const char *array, int64_t index, int64_t value) {
+  return std::string(array) + "[" + std::to_string(index) +
+         "] = " + std::to_string(value);
+}
+
+void check_size(const char *array, size_t size, int64_t expected) {
+  if (static_cast<int64_t>(size) != expected)
+    violation(std::string(array) + " has " + std::to_string(size) +
+              " entries, expected " + std::to_string(expected));
+}
+
+} // namespace
+
+StandInExecutor::StandInExecutor(int32_t vocab_size, int32_t block_size,
+                                 int64_t bytes_per_token)
+    : vocab_size_(vocab_size), block_size_(block_size),
+      bytes_per_token_(bytes_per_token) {
+  if (vocab_size < 1 || block_size < 1 || bytes_per_token < 1)
+    throw std::invalid_argument(
+        "StandInExecutor: vocab_size, block_size and bytes_per_token must be "
+        ">= 1, got " +
+        std::to_string(vocab_size) + ", " + std::to_string(block_size) +
+        ", " + std::to_string(bytes_per_token));
+}
+
+KvCacheSpec StandInExecutor::kv_cache_spec() const {
+  return {block_size_, bytes_per_token_};
+}
+
+void StandInExecutor::allocate_kv_cache(int32_t num_blocks) {
+  if (num_blocks < 1)
+    throw std::invalid_argument("StandInExecutor: num_blocks = " +
+                                std::to_string(num_blocks));
+  kv_.assign(size_t(num_blocks) * block_size_, Slot{});
+  block_seen_step_.assign(num_blocks, -1);
+  block_seen_seq_.assign(num_blocks, -1);
+  slot_written_step_.assign(kv_.size(), -1);
+}
+
+uint64_t StandInExecutor::extend(uint64_t context, int32_t token) {
+  return mix(context ^ (uint64_t(uint32_t(token)) * 0x9e3779b97f4a7c15ull));
+}
+
+int32_t StandInExecutor::sample(uint64_t context, float temperature,
+                                int64_t seed) const {
+  uint64_t h = temperature == 0.0f ? mix(context)
+                                   : mix(context ^ mix(uint64_t(seed)));
+  return static_cast<int32_t>(h % uint64_t(vocab_size_));
+}
+
+void StandInExecutor::check_batch(const StepBatch &b) {
+  const int32_t T = b.num_tokens, S = b.num_seqs, MB = b.max_blocks_per_seq;
+  if (T < 1 || S < 1 || MB < 1 || S > T)
+    violation("num_tokens = " + std::to_string(T) + ", num_seqs = " +
+              std::to_string(S) + ", max_blocks_per_seq = " +
+              std::to_string(MB) + ": need 1 <= S <= T and MB >= 1");
+  check_size("token_ids", b.token_ids.size(), T);
+  check_size("positions", b.positions.size(), T);
+  check_size("slot_mapping", b.slot_mapping.size(), T);
+  check_size("query_start", b.query_start.size(), int64_t(S) + 1);
+  check_size("context_len", b.context_len.size(), S);
+  check_size("logits_rows", b.logits_rows.size(), S);
+  check_size("block_table", b.block_table.size(), int64_t(S) * MB);
+  check_size("temperature", b.temperature.size(), S);
+  check_size("top_p", b.top_p.size(), S);
+  check_size("top_k", b.top_k.size(), S);
+  check_size("min_p", b.min_p.size(), S);
+  check_size("seed", b.seed.size(), S);
+  if (b.query_start[0] != 0 || b.query_start[S] != T)
+    violation("query_start must run from 0 to num_tokens = " +
+              std::to_string(T));
+
+  const int32_t num_blocks = static_cast<int32_t>(block_seen_seq_.size());
+  // Pass 1: each sequence's block table row; note blocks listed twice.
+  for (int32_t s = 0; s < S; ++s) {
+    int32_t q_len = b.query_start[s + 1] - b.query_start[s];
+    int32_t ctx = b.context_len[s];
+    if (q_len < 1)
+      violation(at("query_start", s + 1, b.query_start[s + 1]) +
+                ": sequence " + std::to_string(s) + " has no token");
+    if (ctx < q_len)
+      violation(at("context_len", s, ctx) + " is less than the sequence's " +
+                std::to_string(q_len) + " query tokens");
+    int32_t used = (ctx + block_size_ - 1) / block_size_;
+    if (used > MB)
+      violation(at("context_len", s, ctx) + " needs " + std::to_string(used) +
+                " blocks, max_blocks_per_seq is " + std::to_string(MB));
+    for (int32_t j = 0; j < MB; ++j) {
+      int32_t block = b.block_table[size_t(s) * MB + j];
+      if (j >= used) {
+        if (block != -1)
+          violation(at("block_table", int64_t(s) * MB + j, block) +
+                    ": entries past the context must be -1");
+        continue;
+      }
+      if (block < 0 || block >= num_blocks)
+        violation(at("block_table", int64_t(s) * MB + j, block) +
+                  ": outside the pool of " + std::to_string(num_blocks));
+      if (block_seen_step_[block] != num_steps_) {
+        block_seen_step_[block] = num_steps_;
+        block_seen_seq_[block] = s;
+      } else if (block_seen_seq_[block] == s) {
+        violation("sequence " + std::to_string(s) + " lists block " +
+                  std::to_string(block) + " twice");
+      } else {
+        block_seen_seq_[block] = kShared;
+      }
+    }
+    if (b.logits_rows[s] != b.query_start[s + 1] - 1)
+      violation(at("logits_rows", s, b.logits_rows[s]) +
+                ": must be the sequence's last token, row " +
+                std::to_string(b.query_start[s + 1] - 1));
+    if (!(b.temperature[s] >= 0.0f) || !(b.top_p[s] > 0.0f) ||
+        b.top_p[s] > 1.0f || b.top_k[s] < 0 || !(b.min_p[s] >= 0.0f) ||
+        b.min_p[s] > 1.0f)
+      violation("sampling parameters of sequence " + std::to_string(s) +
+                " out of range");
+  }
+  // Pass 2: every new token's position, token id and slot.
+  for (int32_t s = 0; s < S; ++s) {
+    int32_t begin = b.query_start[s], end = b.query_start[s + 1];
+    int32_t first_position = b.context_len[s] - (end - begin);
+    for (int32_t t = begin; t < end; ++t) {
+      int32_t pos = first_position + (t - begin);
+      if (b.positions[t] != pos)
+        violation(at("positions", t, b.positions[t]) + ": sequence " +
+                  std::to_string(s) + " expects " + std::to_string(pos));
+      if (b.token_ids[t] < 0 || b.token_ids[t] >= vocab_size_)
+        violation(at("token_ids", t, b.token_ids[t]) + ": vocabulary has " +
+                  std::to_string(vocab_size_));
+      int32_t block = b.block_table[size_t(s) * MB + pos / block_size_];
+      int32_t slot = block * block_size_ + pos % block_size_;
+      if (b.slot_mapping[t] != slot)
+        violation(at("slot_mapping", t, b.slot_mapping[t]) +
+                  ": position " + std::to_string(pos) + " of sequence " +
+                  std::to_string(s) + " belongs in slot " +
+                  std::to_string(slot));
+      if (block_seen_seq_[block] == kShared)
+        violation(at("slot_mapping", t, slot) + ": writes block " +
+                  std::to_string(block) +
+                  ", which another sequence of the step also reads");
+      if (slot_written_step_[slot] == num_steps_)
+        violation(at("slot_mapping", t, slot) + ": slot written twice");
+      slot_written_step_[slot] = num_steps_;
+    }
+  }
+}
+
+void StandInExecutor::execute(const StepBatch &b, StepOutput &out) {
+  if (kv_.empty())
+    throw std::logic_error("StandInExecutor: execute before allocate_kv_cache");
+  ++num_steps_; // stamps this step's marks in check_batch
+  check_batch(b);
+  const int32_t MB = b.max_blocks_per_seq;
+  out.next_tokens.resize(b.num_seqs);
+  for (int32_t s = 0; s < b.num_seqs; ++s) {
+    const int32_t *row = b.block_table.data() + size_t(s) * MB;
+    auto slot_of = [&](int32_t pos) {
+      return row[pos / block_size_] * block_size_ + pos % block_size_;
+    };
+    // Write the new tokens' KV, then attend: read the whole context back.
+    for (int32_t t = b.query_start[s]; t < b.query_start[s + 1]; ++t) {
+      int32_t pos = b.positions[t];
+      uint64_t before = pos == 0 ? kEmptyContext : kv_[slot_of(pos - 1)].context;
+      kv_[b.slot_mapping[t]] = {pos, b.token_ids[t], extend(before, b.token_ids[t])};
+    }
+    uint64_t context = kEmptyContext;
+    for (int32_t pos = 0; pos < b.context_len[s]; ++pos) {
+      const Slot &slot = kv_[slot_of(pos)];
+      if (slot.position != pos)
+        violation("sequence " + std::to_string(s) + " reads position " +
+                  std::to_string(pos) + " from block " +
+                  std::to_string(row[pos / block_size_]) + ", which holds " +
+                  (slot.position < 0 ? std::string("nothing")
+                                     : "position " + std::to_string(slot.position)));
+      context = extend(context, slot.token);
+      if (slot.context != context)
+        violation("sequence " + std::to_string(s) + " reads position " +
+                  std::to_string(pos) + " from block " +
+                  std::to_string(row[pos / block_size_]) +
+                  ", whose KV was computed for another context");
+    }
+    out.next_tokens[s] = sample(context, b.temperature[s], b.seed[s]);
+  }
+}
+
+} // namespace llmserve

@@ -1,0 +1,60 @@
+// A deterministic stand-in for a model, to test the engine against: the next
+// token is a hash of the whole context so far. It keeps a fake paged KV cache
+// (each slot remembers its position, token and the hash of the context up to
+// it), reads every sequence's context back through its block table, and
+// checks in every step that the step-contract arrays are consistent. So the
+// scheduler is tested for what it hands a kernel: a stale, foreign or
+// overwritten block changes the output or fails the step.
+#ifndef LLMSERVE_CORE_STAND_IN_EXECUTOR_H
+#define LLMSERVE_CORE_STAND_IN_EXECUTOR_H
+
+#include "core/executor.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace llmserve {
+
+class StandInExecutor : public Executor {
+public:
+  explicit StandInExecutor(int32_t vocab_size, int32_t block_size = 16,
+                           int64_t bytes_per_token = 1024);
+
+  KvCacheSpec kv_cache_spec() const override;
+  void allocate_kv_cache(int32_t num_blocks) override;
+  // Throws std::logic_error naming the array, sequence and value when the
+  // batch breaks the step contract.
+  void execute(const StepBatch &batch, StepOutput &out) override;
+
+  // The model, for computing what a request run alone produces:
+  // context = extend(...extend(kEmptyContext, t0)..., tn), then
+  // next = sample(context, temperature, seed).
+  static constexpr uint64_t kEmptyContext = 0x243f6a8885a308d3ull;
+  static uint64_t extend(uint64_t context, int32_t token);
+  int32_t sample(uint64_t context, float temperature, int64_t seed) const;
+
+  int64_t num_steps() const { return num_steps_; }
+
+private:
+  struct Slot {
+    int32_t position = -1; // -1: never written
+    int32_t token = 0;
+    uint64_t context = 0; // hash of the context up to and including token
+  };
+  void check_batch(const StepBatch &b);
+
+  int32_t vocab_size_;
+  int32_t block_size_;
+  int64_t bytes_per_token_;
+  std::vector<Slot> kv_;
+  // Per block and slot, the step that last touched it, to catch conflicts
+  // within one step without clearing anything between steps.
+  std::vector<int64_t> block_seen_step_;
+  std::vector<int32_t> block_seen_seq_;
+  std::vector<int64_t> slot_written_step_;
+  int64_t num_steps_ = 0;
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CORE_STAND_IN_EXECUTOR_H
