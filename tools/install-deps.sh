@@ -12,9 +12,9 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-pthread
   # numeric references and fixtures (Debian's python, /usr/bin/python3)
-  python3-torch python3-numpy
+  python3-torch python3-numpy python3-jinja2
   # tests: HTTP clients, corpora, tokenizer training for the shipped model
-  curl nodejs sentencepiece bible-kjv-text fortunes fortunes-de fortunes-ru fortunes-zh dict-devil
+  curl nodejs sentencepiece unicode-data bible-kjv bible-kjv-text fortunes fortunes-de fortunes-ru fortunes-zh dict-devil
 )
 
 missing=()

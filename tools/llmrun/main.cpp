@@ -7,12 +7,14 @@
 
 namespace llmrun {
 // One declaration and one table row per subcommand.
+int tokenize_command(int argc, char **argv);
 } // namespace llmrun
 
 namespace {
 
 const llmrun::Command kCommands[] = {
     {"version", "print the bundle format and kernel ABI versions", nullptr},
+    {"tokenize", "encode JSON strings to ids (or decode) with a tokenizer", llmrun::tokenize_command},
 };
 
 int usage(FILE *out) {

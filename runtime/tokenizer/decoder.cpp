@@ -1,0 +1,163 @@
+#include "tokenizer/decoder.h"
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/json_fields.h"
+#include "tokenizer/unicode.h"
+
+#include <stdexcept>
+
+namespace llmserve {
+namespace {
+
+// The byte of a "<0xXX>" spelling, or -1.
+int byte_fallback_value(const std::string &t) {
+  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>')
+    return -1;
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  int hi = hex(t[3]), lo = hex(t[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+std::string replace_all(const std::string &s, const std::string &from,
+                        const std::string &to) {
+  std::string out;
+  size_t pos = 0;
+  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos;
+       pos = hit + from.size())
+    out.append(s, pos, hit - pos).append(to);
+  return out.append(s, pos, std::string::npos);
+}
+
+} // namespace
+
+void Decoder::append_steps(const nlohmann::json &config, std::vector<Step> &steps) {
+  std::string type = json_string(config, "type", "decoder");
+  if (type == "Sequence") {
+    for (const auto &child : json_field(config, "decoders", "decoder"))
+      append_steps(child, steps);
+  } else if (type == "ByteLevel") {
+    steps.push_back({Step::ByteLevel, {}, {}});
+  } else if (type == "ByteFallback") {
+    steps.push_back({Step::ByteFallback, {}, {}});
+  } else if (type == "Fuse") {
+    steps.push_back({Step::Fuse, {}, {}});
+  } else if (type == "Replace") {
+    const auto &pattern = json_field(config, "pattern", "decoder.Replace");
+    if (!pattern.is_object() || !pattern.contains("String"))
+      throw std::invalid_argument(
+          "decoder.Replace: only String patterns are supported, got " + pattern.dump());
+    std::string from = json_string(pattern, "String", "decoder.Replace.pattern");
+    if (from.empty())
+      throw std::invalid_argument("decoder.Replace: empty pattern");
+    steps.push_back({Step::Replace, from, json_string(config, "content", "decoder.Replace")});
+  } else if (type == "Strip") {
+    Step step{Step::Strip, {}, json_string(config, "content", "decoder.Strip")};
+    const auto &start = json_field(config, "start", "decoder.Strip");
+    const auto &stop = json_field(config, "stop", "decoder.Strip");
+    if (!start.is_number_unsigned() || !stop.is_number_unsigned())
+      throw std::invalid_argument("decoder.Strip: start and stop must be counts");
+    step.start = start.get<size_t>();
+    step.stop = stop.get<size_t>();
+    steps.push_back(step);
+  } else {
+    throw std::invalid_argument(
+        "unsupported decoder type '" + type +
+        "' (supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, Sequence)");
+  }
+}
+
+Decoder Decoder::from_json(const nlohmann::json &config) {
+  Decoder d;
+  d.none_ = config.is_null();
+  if (!d.none_)
+    append_steps(config, d.steps_);
+  return d;
+}
+
+void Decoder::apply(const Step &step, std::vector<std::string> &tokens) {
+  switch (step.kind) {
+  case Step::ByteLevel: {
+    std::string bytes;
+    for (const auto &t : tokens) {
+      // A spelling outside the byte map (an added token) stands for itself.
+      auto decoded = byte_level_decode(t);
+      bytes += decoded ? *decoded : t;
+    }
+    tokens.assign(1, unicode::utf8_lossy(bytes));
+    break;
+  }
+  case Step::Replace:
+    for (auto &t : tokens)
+      t = replace_all(t, step.pattern, step.content);
+    break;
+  case Step::ByteFallback: {
+    std::vector<std::string> out;
+    std::string pending; // consecutive <0xXX> bytes
+    auto flush = [&] {
+      if (pending.empty())
+        return;
+      if (unicode::valid_utf8_prefix(pending) == pending.size())
+        out.push_back(pending);
+      else
+        for (size_t i = 0; i < pending.size(); ++i)
+          out.push_back("\xEF\xBF\xBD"); // one U+FFFD per byte
+      pending.clear();
+    };
+    for (auto &t : tokens) {
+      int b = byte_fallback_value(t);
+      if (b >= 0) {
+        pending += static_cast<char>(b);
+        continue;
+      }
+      flush();
+      out.push_back(std::move(t));
+    }
+    flush();
+    tokens = std::move(out);
+    break;
+  }
+  case Step::Fuse: {
+    std::string joined;
+    for (const auto &t : tokens)
+      joined += t;
+    tokens.assign(1, std::move(joined));
+    break;
+  }
+  case Step::Strip:
+    for (auto &t : tokens) {
+      const std::string &c = step.content;
+      size_t begin = 0, end = t.size();
+      for (size_t i = 0; i < step.start && !c.empty() &&
+                         t.compare(begin, c.size(), c) == 0;
+           ++i)
+        begin += c.size();
+      for (size_t i = 0; i < step.stop && !c.empty() && end >= begin + c.size() &&
+                         t.compare(end - c.size(), c.size(), c) == 0;
+           ++i)
+        end -= c.size();
+      t = t.substr(begin, end - begin);
+    }
+    break;
+  }
+}
+
+std::string Decoder::decode(std::vector<std::string> tokens) const {
+  std::string text;
+  if (none_) {
+    for (size_t i = 0; i < tokens.size(); ++i)
+      text += (i ? " " : "") + tokens[i];
+    return text;
+  }
+  for (const Step &step : steps_)
+    apply(step, tokens);
+  for (const auto &t : tokens)
+    text += t;
+  return text;
+}
+
+} // namespace llmserve

@@ -1,0 +1,37 @@
+// The decoder of tokenizer.json: turns token spellings back into text, step by
+// step as Hugging Face's decoders chain does (ByteLevel for byte-level BPE;
+// Replace, ByteFallback, Fuse, Strip for SentencePiece-style BPE).
+#ifndef LLMSERVE_TOKENIZER_DECODER_H
+#define LLMSERVE_TOKENIZER_DECODER_H
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace llmserve {
+
+class Decoder {
+public:
+  // From tokenizer.json's "decoder" (null: spellings joined with spaces).
+  // Throws std::invalid_argument naming an unsupported type.
+  static Decoder from_json(const nlohmann::json &config);
+
+  std::string decode(std::vector<std::string> tokens) const;
+
+private:
+  struct Step {
+    enum Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip } kind;
+    std::string pattern, content; // Replace: pattern -> content; Strip: content
+    size_t start = 0, stop = 0;   // Strip: how many to strip at each end
+  };
+  static void append_steps(const nlohmann::json &config, std::vector<Step> &steps);
+  static void apply(const Step &step, std::vector<std::string> &tokens);
+
+  bool none_ = true;
+  std::vector<Step> steps_;
+};
+
+} // namespace llmserve
+
+#endif

@@ -1,0 +1,210 @@
+#include "tokenizer/pretokenizer.h"
+
+#include "tokenizer/unicode.h"
+
+#include <stdexcept>
+
+namespace llmserve {
+namespace {
+
+// What the patterns distinguish about a character.
+enum CharClass : uint8_t {
+  kLetter,  // \p{L}
+  kNumber,  // \p{N}
+  kSpace,   // \s other than \r and \n
+  kNewline, // \r or \n
+  kOther,   // [^\s\p{L}\p{N}]
+};
+
+struct AsciiClasses {
+  CharClass of[128];
+  constexpr AsciiClasses() : of() {
+    for (int c = 0; c < 128; ++c) {
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        of[c] = kLetter;
+      else if (c >= '0' && c <= '9')
+        of[c] = kNumber;
+      else if (c == '\r' || c == '\n')
+        of[c] = kNewline;
+      else if (c == ' ' || (c >= '\t' && c <= '\f'))
+        of[c] = kSpace;
+      else
+        of[c] = kOther;
+    }
+  }
+};
+constexpr AsciiClasses kAscii;
+
+// The text being split, read one code point at a time.
+class Text {
+public:
+  explicit Text(std::string_view s) : s_(s) {}
+  size_t size() const { return s_.size(); }
+  char byte(size_t pos) const { return s_[pos]; }
+
+  // Class of the character at pos (< size()); its length goes to *len.
+  CharClass at(size_t pos, size_t *len) const {
+    auto b = static_cast<unsigned char>(s_[pos]);
+    if (b < 0x80) {
+      *len = 1;
+      return kAscii.of[b];
+    }
+    uint32_t cp = unicode::decode_at(s_, pos, len);
+    if (unicode::is_letter(cp))
+      return kLetter;
+    if (unicode::is_number(cp))
+      return kNumber;
+    if (unicode::is_white_space(cp))
+      return kSpace;
+    return kOther;
+  }
+  bool is(size_t pos, CharClass c) const {
+    size_t len;
+    return pos < size() && at(pos, &len) == c;
+  }
+  // End of the run of characters of class c (or, with `any_space`, of either
+  // whitespace class) starting at pos, at most `max_chars` long.
+  size_t run(size_t pos, CharClass c, size_t max_chars = SIZE_MAX) const {
+    size_t len;
+    for (size_t n = 0; n < max_chars && pos < size() && at(pos, &len) == c; ++n)
+      pos += len;
+    return pos;
+  }
+  size_t whitespace_run(size_t pos) const {
+    size_t len;
+    while (pos < size()) {
+      CharClass c = at(pos, &len);
+      if (c != kSpace && c != kNewline)
+        break;
+      pos += len;
+    }
+    return pos;
+  }
+  // Start of the last character before end.
+  size_t previous(size_t end) const {
+    size_t p = end - 1;
+    while ((static_cast<unsigned char>(s_[p]) & 0xC0) == 0x80)
+      --p;
+    return p;
+  }
+
+private:
+  std::string_view s_;
+};
+
+bool is_ascii_letter_ci(char c, char lower) { return (c | 0x20) == lower; }
+
+// 's 't 're 've 'm 'll 'd at pos (an apostrophe); 0 if none. Case-insensitive
+// matching follows Unicode case folding, under which U+017F (long s) is 's'.
+size_t match_contraction(const Text &t, size_t pos, bool ignore_case) {
+  auto is = [&](size_t p, char lower) {
+    if (p >= t.size())
+      return false;
+    return ignore_case ? is_ascii_letter_ci(t.byte(p), lower)
+                       : t.byte(p) == lower;
+  };
+  if (is(pos + 1, 's') || is(pos + 1, 't') || is(pos + 1, 'm') ||
+      is(pos + 1, 'd'))
+    return pos + 2;
+  if ((is(pos + 1, 'r') || is(pos + 1, 'v')) && is(pos + 2, 'e'))
+    return pos + 3;
+  if (is(pos + 1, 'l') && is(pos + 2, 'l'))
+    return pos + 3;
+  if (ignore_case && pos + 2 < t.size() && t.byte(pos + 1) == '\xC5' &&
+      t.byte(pos + 2) == '\xBF')
+    return pos + 3;
+  return 0;
+}
+
+// \s+(?!\S)|\s+ at pos, a whitespace character: the run, less its last
+// character when a non-space follows and that leaves something.
+size_t match_whitespace_tail(const Text &t, size_t pos) {
+  size_t end = t.whitespace_run(pos);
+  if (end == t.size())
+    return end;
+  size_t last = t.previous(end);
+  return last > pos ? last : end;
+}
+
+// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+size_t match_gpt2(const Text &t, size_t pos) {
+  if (t.byte(pos) == '\'') {
+    if (size_t end = match_contraction(t, pos, false))
+      return end;
+  }
+  size_t start = t.byte(pos) == ' ' && pos + 1 < t.size() ? pos + 1 : pos;
+  size_t len;
+  CharClass c = t.at(start, &len);
+  if (c == kLetter || c == kNumber || c == kOther)
+    return t.run(start, c);
+  return match_whitespace_tail(t, pos);
+}
+
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,N}|
+//  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// with N = max_digits (3 for cl100k, 1 for Qwen2).
+size_t match_cl100k(const Text &t, size_t pos, size_t max_digits) {
+  if (t.byte(pos) == '\'') {
+    if (size_t end = match_contraction(t, pos, true))
+      return end;
+  }
+  size_t len;
+  CharClass c = t.at(pos, &len);
+  if (c == kLetter)
+    return t.run(pos, kLetter);
+  if ((c == kSpace || c == kOther) && t.is(pos + len, kLetter))
+    return t.run(pos + len, kLetter);
+  if (c == kNumber)
+    return t.run(pos, kNumber, max_digits);
+  size_t start = t.byte(pos) == ' ' && t.is(pos + 1, kOther) ? pos + 1 : pos;
+  if (t.is(start, kOther))
+    return t.run(t.run(start, kOther), kNewline);
+  // Whitespace: through its last newline if it has one.
+  size_t end = t.whitespace_run(pos);
+  for (size_t p = end; p > pos;) {
+    p = t.previous(p);
+    if (t.byte(p) == '\n' || t.byte(p) == '\r')
+      return p + 1;
+  }
+  return match_whitespace_tail(t, pos);
+}
+
+const char kGpt2Regex[] =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+const char kCl100kRegex[] =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char kQwen2Regex[] =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+} // namespace
+
+SplitPattern split_pattern_from_regex(const std::string &regex) {
+  if (regex == kGpt2Regex)
+    return SplitPattern::Gpt2;
+  if (regex == kCl100kRegex)
+    return SplitPattern::Cl100k;
+  if (regex == kQwen2Regex)
+    return SplitPattern::Qwen2;
+  throw std::invalid_argument(
+      "unsupported pre-tokenizer split regex '" + regex +
+      "' (supported: the GPT-2, Llama 3 and Qwen2 patterns)");
+}
+
+void split_text(SplitPattern pattern, std::string_view text,
+                std::vector<std::string_view> &pieces) {
+  if (pattern == SplitPattern::None) {
+    if (!text.empty())
+      pieces.push_back(text);
+    return;
+  }
+  Text t(text);
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = pattern == SplitPattern::Gpt2     ? match_gpt2(t, pos)
+                 : pattern == SplitPattern::Cl100k ? match_cl100k(t, pos, 3)
+                                                   : match_cl100k(t, pos, 1);
+    pieces.push_back(text.substr(pos, end - pos));
+    pos = end;
+  }
+}
+
+} // namespace llmserve
