@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/SmallString.h"
 
 using namespace mlir;
 using namespace mlir::llmserve;
@@ -38,12 +39,19 @@ static LogicalResult verifyDimsMatch(Operation *op, StringRef aName,
                            << " (" << bSize << ")";
 }
 
+// Whether size == a * b, for sizes whose product may overflow.
+static bool isProduct(int64_t size, int64_t a, int64_t b) {
+  if (b == 0)
+    return size == 0;
+  return size % b == 0 && size / b == a;
+}
+
 // `name` dim `dim` must equal `expected`, which the message calls `what`.
 static LogicalResult verifyDimIs(Operation *op, StringRef name, Value value,
                                  unsigned dim, int64_t expected,
-                                 const Twine &what) {
+                                 StringRef what) {
   int64_t size = cast<ShapedType>(value.getType()).getDimSize(dim);
-  if (!isStatic(size) || !isStatic(expected) || size == expected)
+  if (!isStatic(size) || size == expected)
     return success();
   return op->emitOpError() << name << " dim " << dim << " (" << size
                            << ") must equal " << what << " (" << expected
@@ -62,6 +70,13 @@ static LogicalResult verifySameElementType(Operation *op, StringRef aName,
                            << bType;
 }
 
+// The shortest decimal that round-trips, as a user would write it ("0.5").
+static std::string formatFloat(FloatAttr attr) {
+  SmallString<16> text;
+  attr.getValue().toString(text);
+  return text.str().str();
+}
+
 static LogicalResult verifyPositive(Operation *op, StringRef name,
                                     IntegerAttr attr) {
   if (!attr || attr.getInt() > 0)
@@ -76,7 +91,7 @@ static LogicalResult verifyPositive(Operation *op, StringRef name,
   if (!attr || attr.getValueAsDouble() > 0)
     return success();
   return op->emitOpError() << name << " must be positive, got "
-                           << attr.getValueAsDouble();
+                           << formatFloat(attr);
 }
 
 //===----------------------------------------------------------------------===//
@@ -92,6 +107,17 @@ LogicalResult WeightOp::verify() {
   if (getTransposed() && type.getRank() != 2)
     return emitOpError() << "a transposed weight must be 2-D, got rank "
                          << type.getRank();
+  if (std::optional<ArrayRef<int64_t>> rows = getRows()) {
+    if (type.getRank() == 0)
+      return emitOpError("rows needs a result of rank 1 or more");
+    if (rows->size() != 2 || (*rows)[0] < 0 || (*rows)[0] >= (*rows)[1])
+      return emitOpError("rows must be [begin, end] with 0 <= begin < end");
+    if ((*rows)[1] - (*rows)[0] != type.getDimSize(0))
+      return emitOpError() << "rows [" << (*rows)[0] << ", " << (*rows)[1]
+                           << "] select " << (*rows)[1] - (*rows)[0]
+                           << " rows but the result has "
+                           << type.getDimSize(0);
+  }
   return success();
 }
 
@@ -132,7 +158,7 @@ static LogicalResult verifyNorm(Operation *op, Value input, Value weight,
   // Not positive-only: epsilon 0 is a valid (if fragile) choice.
   if (!(epsilon.getValueAsDouble() >= 0))
     return op->emitOpError() << "epsilon must be non-negative, got "
-                             << epsilon.getValueAsDouble();
+                             << formatFloat(epsilon);
   return success();
 }
 
@@ -259,9 +285,9 @@ LogicalResult RopeOp::verify() {
       !(getHighFreqFactorAttr().getValueAsDouble() >
         getLowFreqFactorAttr().getValueAsDouble()))
     return emitOpError() << "high_freq_factor ("
-                         << getHighFreqFactorAttr().getValueAsDouble()
+                         << formatFloat(getHighFreqFactorAttr())
                          << ") must exceed low_freq_factor ("
-                         << getLowFreqFactorAttr().getValueAsDouble() << ")";
+                         << formatFloat(getLowFreqFactorAttr()) << ")";
   return success();
 }
 
@@ -277,12 +303,14 @@ LogicalResult KvWriteOp::verify() {
                              getInput(), 0)))
     return failure();
   RankedTensorType cache = getCache().getType();
+  int64_t width = getInput().getType().getDimSize(1);
   int64_t kvHeads = cache.getDimSize(2), headDim = cache.getDimSize(3);
-  if (!isStatic(kvHeads) || !isStatic(headDim))
-    return success();
-  return verifyDimIs(op, "input", getInput(), 1, kvHeads * headDim,
-                     "cache kv_heads x head_dim (" + Twine(kvHeads) + " x " +
-                         Twine(headDim) + ")");
+  if (isStatic(width) && isStatic(kvHeads) && isStatic(headDim) &&
+      !isProduct(width, kvHeads, headDim))
+    return emitOpError() << "input dim 1 (" << width
+                         << ") must equal cache kv_heads x head_dim ("
+                         << kvHeads << " x " << headDim << ")";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -301,28 +329,31 @@ LogicalResult PagedAttentionOp::verify() {
   int64_t numHeads = getNumHeadsAttr().getInt();
   RankedTensorType cache = getKeyCache().getType();
   int64_t kvHeads = cache.getDimSize(2), headDim = cache.getDimSize(3);
-  if (isStatic(kvHeads) && numHeads % kvHeads != 0)
+  if (isStatic(kvHeads) && (kvHeads == 0 || numHeads % kvHeads != 0))
     return emitOpError() << "num_heads (" << numHeads
                          << ") must be a multiple of the cache's kv_heads ("
                          << kvHeads << ")";
-  if (isStatic(headDim) &&
-      failed(verifyDimIs(op, "query", getQuery(), 1, numHeads * headDim,
-                         "num_heads x cache head_dim (" + Twine(numHeads) +
-                             " x " + Twine(headDim) + ")")))
-    return failure();
+  int64_t width = getQuery().getType().getDimSize(1);
+  if (isStatic(width) && isStatic(headDim) &&
+      !isProduct(width, numHeads, headDim))
+    return emitOpError() << "query dim 1 (" << width
+                         << ") must equal num_heads x cache head_dim ("
+                         << numHeads << " x " << headDim << ")";
 
-  // query_start has one more entry than there are sequences.
-  auto plusOne = [](int64_t size) {
-    return isStatic(size) ? size + 1 : ShapedType::kDynamic;
+  // query_start has one entry more than there are sequences.
+  auto verifyOneMoreStart = [&](StringRef name,
+                                Value perSequence) -> LogicalResult {
+    int64_t starts = getQueryStart().getType().getDimSize(0);
+    int64_t sequences = cast<ShapedType>(perSequence.getType()).getDimSize(0);
+    if (!isStatic(starts) || !isStatic(sequences) || starts - 1 == sequences)
+      return success();
+    return emitOpError() << "query_start dim 0 (" << starts << ") must equal "
+                         << name << " dim 0 (" << sequences << ") + 1";
   };
   if (failed(verifyDimsMatch(op, "block_table", getBlockTable(), 0,
                              "context_len", getContextLen(), 0)) ||
-      failed(verifyDimIs(op, "query_start", getQueryStart(), 0,
-                         plusOne(getContextLen().getType().getDimSize(0)),
-                         "context_len dim 0 + 1")) ||
-      failed(verifyDimIs(op, "query_start", getQueryStart(), 0,
-                         plusOne(getBlockTable().getType().getDimSize(0)),
-                         "block_table dim 0 + 1")) ||
+      failed(verifyOneMoreStart("context_len", getContextLen())) ||
+      failed(verifyOneMoreStart("block_table", getBlockTable())) ||
       failed(verifyDimsMatch(op, "lse", getLse(), 0, "query", getQuery(), 0)) ||
       failed(verifyDimIs(op, "lse", getLse(), 1, numHeads, "num_heads")))
     return failure();

@@ -29,17 +29,24 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     transpose: a checkpoint that stores `[in, out]` (GPT-2's `Conv1D`) yields
     the `[out, in]` weight that `llmserve.linear` takes.
 
+    With `rows [begin, end]`, the result is rows `[begin, end)` of the
+    (transposed) tensor: one part of a fused projection such as GPT-2's
+    `c_attn`, whose q, k and v are row blocks.
+
     Example:
 
     ```mlir
     %w = llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
     %c = llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
+    %q = llmserve.weight "h.0.attn.c_attn.weight" transposed rows [0, 64] : tensor<64x64xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$tensor_name, UnitAttr:$transposed);
+  let arguments = (ins StrAttr:$tensor_name, UnitAttr:$transposed,
+                       OptionalAttr<DenseI64ArrayAttr>:$rows);
   let results = (outs Llmserve_FloatTensor:$result);
   let assemblyFormat = [{
-    $tensor_name (`transposed` $transposed^)? attr-dict `:` type($result)
+    $tensor_name (`transposed` $transposed^)? (`rows` $rows^)? attr-dict `:`
+    type($result)
   }];
 }
 

@@ -4,14 +4,18 @@
 // RUN: %llmserve-opt %s -split-input-file -mlir-print-op-generic | %llmserve-opt -split-input-file | FileCheck %s
 
 // CHECK-LABEL: func @weight
-func.func @weight() -> (tensor<128x64xf32>, tensor<192x64xf16>, tensor<64xbf16>) {
+func.func @weight() -> (tensor<128x64xf32>, tensor<192x64xf16>, tensor<64xbf16>, tensor<64x64xf16>, tensor<2x8xf32>) {
   // CHECK: llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
   %w = llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
   // CHECK: llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
   %c = llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
   // CHECK: llmserve.weight "model.norm.weight" : tensor<64xbf16>
   %n = llmserve.weight "model.norm.weight" : tensor<64xbf16>
-  return %w, %c, %n : tensor<128x64xf32>, tensor<192x64xf16>, tensor<64xbf16>
+  // CHECK: llmserve.weight "h.0.attn.c_attn.weight" transposed rows [64, 128] : tensor<64x64xf16>
+  %k = llmserve.weight "h.0.attn.c_attn.weight" transposed rows [64, 128] : tensor<64x64xf16>
+  // CHECK: llmserve.weight "w" rows [2, 4] : tensor<2x8xf32>
+  %r = llmserve.weight "w" rows [2, 4] : tensor<2x8xf32>
+  return %w, %c, %n, %k, %r : tensor<128x64xf32>, tensor<192x64xf16>, tensor<64xbf16>, tensor<64x64xf16>, tensor<2x8xf32>
 }
 
 // -----

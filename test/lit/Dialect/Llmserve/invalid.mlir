@@ -1,0 +1,771 @@
+// Every verifier rule of the llmserve ops, each with the message it gives.
+// RUN: %llmserve-opt %s -split-input-file -verify-diagnostics
+
+//===----------------------------------------------------------------------===//
+// weight
+//===----------------------------------------------------------------------===//
+
+func.func @weight_empty_name() {
+  // expected-error @+1 {{'llmserve.weight' op tensor_name must not be empty}}
+  %w = llmserve.weight "" : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_dynamic() {
+  // expected-error @+1 {{'llmserve.weight' op result must be statically shaped, got 'tensor<?x4xf32>'}}
+  %w = llmserve.weight "w" : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_transposed_rank() {
+  // expected-error @+1 {{'llmserve.weight' op a transposed weight must be 2-D, got rank 1}}
+  %w = llmserve.weight "w" transposed : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_scalar() {
+  // expected-error @+1 {{'llmserve.weight' op rows needs a result of rank 1 or more}}
+  %w = llmserve.weight "w" rows [0, 1] : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_count() {
+  // expected-error @+1 {{'llmserve.weight' op rows must be [begin, end] with 0 <= begin < end}}
+  %w = llmserve.weight "w" rows [0, 4, 8] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_negative() {
+  // expected-error @+1 {{'llmserve.weight' op rows must be [begin, end] with 0 <= begin < end}}
+  %w = llmserve.weight "w" rows [-4, 0] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_empty() {
+  // expected-error @+1 {{'llmserve.weight' op rows must be [begin, end] with 0 <= begin < end}}
+  %w = llmserve.weight "w" rows [4, 4] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_rows_size() {
+  // expected-error @+1 {{'llmserve.weight' op rows [0, 8] select 8 rows but the result has 4}}
+  %w = llmserve.weight "w" transposed rows [0, 8] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_not_float() {
+  // expected-error @+1 {{'llmserve.weight' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %w = llmserve.weight "w" : tensor<4xi32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// embedding
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @embedding_element_type(%table: tensor<100x8xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.embedding' op result element type 'f16' must equal table element type 'f32'}}
+  %x = llmserve.embedding %table, %ids : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf16>
+  return
+}
+
+// -----
+
+func.func @embedding_tokens(%table: tensor<100x8xf32>, %ids: tensor<3xi32>) {
+  // expected-error @+1 {{'llmserve.embedding' op result dim 0 (4) must equal ids dim 0 (3)}}
+  %x = llmserve.embedding %table, %ids : tensor<100x8xf32>, tensor<3xi32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_width(%table: tensor<100x8xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.embedding' op result dim 1 (16) must equal table dim 1 (8)}}
+  %x = llmserve.embedding %table, %ids : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_ids_type(%table: tensor<100x8xf32>, %ids: tensor<?xi64>) {
+  // expected-error @+1 {{'llmserve.embedding' op operand #1 must be 1D tensor of 32-bit signless integer values, but got 'tensor<?xi64>'}}
+  %x = llmserve.embedding %table, %ids : tensor<100x8xf32>, tensor<?xi64> -> tensor<?x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// rms_norm, layer_norm
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @rms_norm_weight_type(%x: tensor<?x8xf32>, %w: tensor<8xf16>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op weight element type 'f16' must equal input element type 'f32'}}
+  %y = llmserve.rms_norm %x, %w epsilon 1.0e-06 : tensor<?x8xf32>, tensor<8xf16>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_size(%x: tensor<?x8xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op weight dim 0 (16) must equal input dim 1 (8)}}
+  %y = llmserve.rms_norm %x, %w epsilon 1.0e-06 : tensor<?x8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_residual_type(%x: tensor<?x8xf32>, %w: tensor<8xf32>, %r: tensor<4x8xf32>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op residual type 'tensor<4x8xf32>' must equal input type 'tensor<?x8xf32>'}}
+  %y, %s = llmserve.rms_norm %x, %w residual %r epsilon 1.0e-06 : tensor<?x8xf32>, tensor<8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_epsilon(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op epsilon must be non-negative, got -1}}
+  %y = llmserve.rms_norm %x, %w epsilon -1.0 : tensor<?x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_result_type(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+2 {{'llmserve.rms_norm' op failed to infer returned types}}
+  // expected-error @+1 {{'llmserve.rms_norm' op inferred type(s) 'tensor<?x8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>'}}
+  %y = "llmserve.rms_norm"(%x, %w) <{epsilon = 1.0e-06 : f32}> : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_missing_residual_out(%x: tensor<?x8xf32>, %w: tensor<8xf32>, %r: tensor<?x8xf32>) {
+  // expected-error @+2 {{'llmserve.rms_norm' op failed to infer returned types}}
+  // expected-error @+1 {{'llmserve.rms_norm' op inferred type(s) 'tensor<?x8xf32>', 'tensor<?x8xf32>' are incompatible with return type(s) of operation 'tensor<?x8xf32>'}}
+  %y = "llmserve.rms_norm"(%x, %w, %r) <{epsilon = 1.0e-06 : f32}> : (tensor<?x8xf32>, tensor<8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight_type(%x: tensor<?x8xbf16>, %w: tensor<8xf32>, %b: tensor<8xbf16>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op weight element type 'f32' must equal input element type 'bf16'}}
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<8xf32>, tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight_size(%x: tensor<?x8xbf16>, %w: tensor<4xbf16>, %b: tensor<8xbf16>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op weight dim 0 (4) must equal input dim 1 (8)}}
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<4xbf16>, tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_type(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xf16>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op bias element type 'f16' must equal input element type 'bf16'}}
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<8xbf16>, tensor<8xf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_size(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>, %b: tensor<9xbf16>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op bias dim 0 (9) must equal input dim 1 (8)}}
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<8xbf16>, tensor<9xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_residual_type(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xbf16>, %r: tensor<?x8xf32>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op residual type 'tensor<?x8xf32>' must equal input type 'tensor<?x8xbf16>'}}
+  %y, %s = llmserve.layer_norm %x, %w, %b residual %r epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xbf16>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op epsilon must be non-negative, got -0.5}}
+  %y = llmserve.layer_norm %x, %w, %b epsilon -0.5 : tensor<?x8xbf16>, tensor<8xbf16>, tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_rank(%x: tensor<8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xbf16>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op operand #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<8xbf16>'}}
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// linear
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @linear_weight_type(%x: tensor<?x8xf32>, %w: tensor<4x8xf16>) {
+  // expected-error @+1 {{'llmserve.linear' op weight element type 'f16' must equal input element type 'f32'}}
+  %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result_type(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op result element type 'bf16' must equal input element type 'f32'}}
+  %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_reduction(%x: tensor<?x8xf32>, %w: tensor<4x16xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op input dim 1 (8) must equal weight dim 1 (16)}}
+  %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x16xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_rows(%x: tensor<3x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op result dim 0 (2) must equal input dim 0 (3)}}
+  %y = llmserve.linear %x, %w : tensor<3x8xf32>, tensor<4x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_columns(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op result dim 1 (5) must equal weight dim 0 (4)}}
+  %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x5xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias_type(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'llmserve.linear' op bias element type 'f16' must equal input element type 'f32'}}
+  %y = llmserve.linear %x, %w bias %b : tensor<?x8xf32>, tensor<4x8xf32>, tensor<4xf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias_size(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op bias dim 0 (8) must equal weight dim 0 (4)}}
+  %y = llmserve.linear %x, %w bias %b : tensor<?x8xf32>, tensor<4x8xf32>, tensor<8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_not_float(%x: tensor<?x8xi32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op operand #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x8xi32>'}}
+  %y = llmserve.linear %x, %w : tensor<?x8xi32>, tensor<4x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// rope
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @rope_head_dim(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op head_dim must be positive, got 0}}
+  %y = llmserve.rope %x, %p style neox head_dim 0 rotary_dim 32 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_dim_positive(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op rotary_dim must be positive, got -2}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim -2 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op theta must be positive, got 0}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 0.0 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_dim_odd(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op rotary_dim must be even, got 31}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 31 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_dim_too_big(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op rotary_dim (64) must not exceed head_dim (32)}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 64 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_heads(%x: tensor<?x100xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op input dim 1 (100) must be a multiple of head_dim (32)}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 : tensor<?x100xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions(%x: tensor<4x64xf32>, %p: tensor<5xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op positions dim 0 (5) must equal input dim 0 (4)}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 : tensor<4x64xf32>, tensor<5xi32>
+  return
+}
+
+// -----
+
+func.func @rope_none_with_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling none takes no scaling_factor}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling_factor 2.0 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_linear_without_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling linear needs scaling_factor}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling linear : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_linear_with_llama3_attr(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling linear takes no original_max_position}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling linear scaling_factor 2.0 original_max_position 4096 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_without_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling llama3 needs scaling_factor}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 low_freq_factor 1.0 high_freq_factor 4.0 original_max_position 8192 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_without_low(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling llama3 needs low_freq_factor}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 scaling_factor 8.0 high_freq_factor 4.0 original_max_position 8192 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_without_high(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling llama3 needs high_freq_factor}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 scaling_factor 8.0 low_freq_factor 1.0 original_max_position 8192 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_without_max_position(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling llama3 needs original_max_position}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 scaling_factor 8.0 low_freq_factor 1.0 high_freq_factor 4.0 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_scaling_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling_factor must be positive, got -2}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling linear scaling_factor -2.0 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_low_freq_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op low_freq_factor must be positive, got 0}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 scaling_factor 8.0 low_freq_factor 0.0 high_freq_factor 4.0 original_max_position 8192 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_original_max_position(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op original_max_position must be positive, got 0}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 scaling_factor 8.0 low_freq_factor 1.0 high_freq_factor 4.0 original_max_position 0 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_band(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op high_freq_factor (1) must exceed low_freq_factor (4)}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 scaling_factor 8.0 low_freq_factor 4.0 high_freq_factor 1.0 original_max_position 8192 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_result_type(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op failed to verify that all of {input, result} have same type}}
+  %y = "llmserve.rope"(%x, %p) <{head_dim = 32 : i64, rotary_dim = 32 : i64, theta = 1.0e4 : f64, style = #llmserve<rope_style neox>}> : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_unknown_style(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+2 {{expected one of [neox, gptj] for which pairs of a head's channels rotary embedding rotates together, got: llama}}
+  // expected-error @+1 {{failed to parse Llmserve_RopeStyleAttr parameter 'value' which is to be a `::mlir::llmserve::RopeStyle`}}
+  %y = llmserve.rope %x, %p style llama head_dim 32 rotary_dim 32 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// kv_write
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @kv_write_element_type(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf16>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op input element type 'f32' must equal cache element type 'f16'}}
+  %r = llmserve.kv_write %k into %c at %s : tensor<?x128xf32>, tensor<?x16x2x64xf16>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_slots(%k: tensor<3x128xf16>, %c: tensor<?x16x2x64xf16>, %s: tensor<4xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op slot_mapping dim 0 (4) must equal input dim 0 (3)}}
+  %r = llmserve.kv_write %k into %c at %s : tensor<3x128xf16>, tensor<?x16x2x64xf16>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_width(%k: tensor<?x64xf16>, %c: tensor<?x16x2x64xf16>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op input dim 1 (64) must equal cache kv_heads x head_dim (2 x 64)}}
+  %r = llmserve.kv_write %k into %c at %s : tensor<?x64xf16>, tensor<?x16x2x64xf16>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_result_type(%k: tensor<?x128xf16>, %c: tensor<?x16x2x64xf16>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op failed to verify that all of {cache, result} have same type}}
+  %r = "llmserve.kv_write"(%k, %c, %s) : (tensor<?x128xf16>, tensor<?x16x2x64xf16>, tensor<?xi32>) -> tensor<8x16x2x64xf16>
+  return
+}
+
+// -----
+
+func.func @kv_write_cache_rank(%k: tensor<?x128xf16>, %c: tensor<?x16x128xf16>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op operand #1 must be 4D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x16x128xf16>'}}
+  %r = "llmserve.kv_write"(%k, %c, %s) : (tensor<?x128xf16>, tensor<?x16x128xf16>, tensor<?xi32>) -> tensor<?x16x128xf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// paged_attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @attention_num_heads(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op num_heads must be positive, got 0}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 0 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op scale must be positive, got -0.125}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale -0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sliding_window(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op sliding_window must be positive, got 0}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 0
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_element_type(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xbf16>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op key_cache element type 'bf16' must equal query element type 'f32'}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_gqa(%q: tensor<?x384xf32>, %kc: tensor<?x16x4x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op num_heads (6) must be a multiple of the cache's kv_heads (4)}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 6 scale 0.125
+      : tensor<?x384xf32>, tensor<?x16x4x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @attention_query_width(%q: tensor<?x500xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op query dim 1 (500) must equal num_heads x cache head_dim (8 x 64)}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x500xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_block_table(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<3x?xi32>, %cl: tensor<2xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op block_table dim 0 (3) must equal context_len dim 0 (2)}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<3x?xi32>, tensor<2xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_query_start_vs_context_len(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<2xi32>, %qs: tensor<2xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op query_start dim 0 (2) must equal context_len dim 0 (2) + 1}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<2xi32>, tensor<2xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_query_start_vs_block_table(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<4x?xi32>, %cl: tensor<?xi32>, %qs: tensor<4xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op query_start dim 0 (4) must equal block_table dim 0 (4) + 1}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<4x?xi32>, tensor<?xi32>, tensor<4xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse_tokens(%q: tensor<5x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op lse dim 0 (4) must equal query dim 0 (5)}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<5x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse_heads(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op lse dim 1 (2) must equal num_heads (8)}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse_type(%q: tensor<?x512xf16>, %kc: tensor<?x16x2x64xf16>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op result #1 must be 2D tensor of 32-bit float values, but got 'tensor<?x8xf16>'}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf16>, tensor<?x16x2x64xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_value_cache_type(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %vc: tensor<8x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op failed to verify that all of {key_cache, value_cache} have same type}}
+  %o, %lse = "llmserve.paged_attention"(%q, %kc, %vc, %bt, %cl, %qs) <{num_heads = 8 : i64, scale = 0.125 : f32}>
+      : (tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<8x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<?x512xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_no_kv_heads(%q: tensor<?x512xf32>, %kc: tensor<?x16x0x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op num_heads (8) must be a multiple of the cache's kv_heads (0)}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x0x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_huge_num_heads(%q: tensor<?x512xf32>, %kc: tensor<?x16x1x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op query dim 1 (512) must equal num_heads x cache head_dim (4611686018427387904 x 64)}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 4611686018427387904 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x1x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// silu_mul, gelu
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @silu_mul_types(%g: tensor<?x8xf32>, %u: tensor<4x8xf32>) {
+  // expected-error @+1 {{'llmserve.silu_mul' op failed to verify that all of {gate, up, result} have same type}}
+  %h = "llmserve.silu_mul"(%g, %u) : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_not_float(%x: tensor<?x8xi8>) {
+  // expected-error @+1 {{'llmserve.gelu' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x8xi8>'}}
+  %h = llmserve.gelu %x : tensor<?x8xi8>
+  return
+}
+
+// -----
+
+func.func @gelu_unknown_approximation(%x: tensor<?x8xf32>) {
+  // expected-error @+2 {{expected one of [none, tanh] for how GELU evaluates the normal CDF, got: sigmoid}}
+  // expected-error @+1 {{failed to parse Llmserve_GeluApproximationAttr parameter 'value' which is to be a `::mlir::llmserve::GeluApproximation`}}
+  %h = llmserve.gelu %x approximation sigmoid : tensor<?x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// gather_rows
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @gather_rows_element_type(%h: tensor<?x8xf32>, %rows: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.gather_rows' op result element type 'f16' must equal input element type 'f32'}}
+  %r = llmserve.gather_rows %h, %rows : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf16>
+  return
+}
+
+// -----
+
+func.func @gather_rows_count(%h: tensor<?x8xf32>, %rows: tensor<2xi32>) {
+  // expected-error @+1 {{'llmserve.gather_rows' op result dim 0 (3) must equal rows dim 0 (2)}}
+  %r = llmserve.gather_rows %h, %rows : tensor<?x8xf32>, tensor<2xi32> -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_rows_width(%h: tensor<?x8xf32>, %rows: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.gather_rows' op result dim 1 (4) must equal input dim 1 (8)}}
+  %r = llmserve.gather_rows %h, %rows : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// sample
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @sample_temperature(%l: tensor<2x100xf32>, %t: tensor<3xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>, %m: tensor<?xf32>, %s: tensor<?xi64>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op temperature dim 0 (3) must equal logits dim 0 (2)}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<3xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @sample_top_p(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor<3xf32>, %k: tensor<?xi32>, %m: tensor<?xf32>, %s: tensor<?xi64>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op top_p dim 0 (3) must equal logits dim 0 (2)}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<?xf32>, tensor<3xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @sample_top_k(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<3xi32>, %m: tensor<?xf32>, %s: tensor<?xi64>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op top_k dim 0 (3) must equal logits dim 0 (2)}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<3xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @sample_min_p(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>, %m: tensor<3xf32>, %s: tensor<?xi64>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op min_p dim 0 (3) must equal logits dim 0 (2)}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<3xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @sample_seed(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>, %m: tensor<?xf32>, %s: tensor<3xi64>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op seed dim 0 (3) must equal logits dim 0 (2)}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<3xi64>, tensor<?xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @sample_rng_offset(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>, %m: tensor<?xf32>, %s: tensor<?xi64>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op rng_offset dim 0 (3) must equal logits dim 0 (2)}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<3xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @sample_result(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>, %m: tensor<?xf32>, %s: tensor<?xi64>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op result dim 0 (3) must equal logits dim 0 (2)}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @sample_seed_type(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>, %m: tensor<?xf32>, %s: tensor<?xi32>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.sample' op operand #5 must be 1D tensor of 64-bit signless integer values, but got 'tensor<?xi32>'}}
+  %tok = llmserve.sample %l temperature %t top_p %p top_k %k min_p %m seed %s rng_offset %o
+      : tensor<2x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
+  return
+}
