@@ -10,7 +10,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
-  // The compiler's own passes register here too, once compiler/ has them.
+  // The compiler's passes join here: registerLlmservePasses() from compiler/.
   mlir::registerAllPasses();
 
   mlir::DialectRegistry registry;

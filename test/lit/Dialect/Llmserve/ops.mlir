@@ -1,6 +1,6 @@
 // Every llmserve op, in every optional form, prints in a form that parses
-// back to the same IR; the generic form parses back too.
-// RUN: %llmserve-opt %s -split-input-file | %llmserve-opt -split-input-file | FileCheck %s
+// back to the same IR (custom, generic and bytecode forms).
+// RUN: %llmserve-opt %s -split-input-file -verify-roundtrip | %llmserve-opt -split-input-file | FileCheck %s
 // RUN: %llmserve-opt %s -split-input-file -mlir-print-op-generic | %llmserve-opt -split-input-file | FileCheck %s
 
 // CHECK-LABEL: func @weight
