@@ -72,7 +72,8 @@ def read_devil():
     _require(DEVIL_DICT, "dict-devil", "apt-get install dict-devil")
     with gzip.open(DEVIL_DICT, "rt", encoding="utf-8") as f:
         lines = f.read().splitlines()
-    headword = re.compile(r"^[A-Z][A-Z' .-]*, [a-z.]+ ")
+    # "LAWYER, n.  One skilled ...", also "T, the twentieth letter ..."; not "S.J., whose ..."
+    headword = re.compile(r"^[A-Z]([A-Z' -]*[A-Z])?, [a-z.]+ ")
     start = next((i for i, l in enumerate(lines) if headword.match(l)), None)
     if start is None:
         raise CorpusError(f"{DEVIL_DICT}: no dictionary entry found")
