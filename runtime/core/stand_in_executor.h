@@ -47,11 +47,12 @@ private:
   int32_t block_size_;
   int64_t bytes_per_token_;
   std::vector<Slot> kv_;
-  // Per block and slot, the step that last touched it, to catch conflicts
-  // within one step without clearing anything between steps.
+  // Per block, the step and sequence that last listed it, to catch blocks
+  // shared within a step without clearing anything between steps. Distinct
+  // positions of one sequence and unshared blocks make every written slot
+  // distinct.
   std::vector<int64_t> block_seen_step_;
   std::vector<int32_t> block_seen_seq_;
-  std::vector<int64_t> slot_written_step_;
   int64_t num_steps_ = 0;
 };
 

@@ -1,0 +1,436 @@
+#include "core/engine.h"
+#include "core/stand_in_executor.h"
+#include "reference.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace llmserve {
+namespace {
+
+using ::testing::HasSubstr;
+using test::Reference;
+using test::run_alone;
+
+constexpr int32_t kVocab = 256;
+constexpr int32_t kEos = 3;
+
+std::vector<int32_t> prompt(int32_t n, int32_t salt) {
+  std::vector<int32_t> p(n);
+  for (int32_t i = 0; i < n; ++i)
+    p[i] = (salt * 131 + i * 7 + 5) % kVocab;
+  return p;
+}
+
+EngineConfig small_config() {
+  EngineConfig c;
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 64;
+  c.max_model_len = 256;
+  c.num_kv_blocks = 64;
+  c.eos_token_ids = {kEos};
+  c.vocab_size = kVocab;
+  return c;
+}
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  FinishReason reason = FinishReason::kNone;
+  std::string error;
+  int32_t num_cached_tokens = 0;
+  int finished_events = 0;
+};
+
+// Steps until idle, checking invariants; returns each request's outputs.
+std::map<uint64_t, Collected> run(Engine &engine, int max_steps = 100000) {
+  std::map<uint64_t, Collected> got;
+  for (int i = 0; i < max_steps && engine.has_work(); ++i) {
+    for (const RequestOutput &o : engine.step()) {
+      Collected &c = got[o.id];
+      c.tokens.insert(c.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+      if (o.finished) {
+        c.reason = o.finish_reason;
+        c.error = o.error;
+        c.num_cached_tokens = o.num_cached_tokens;
+        ++c.finished_events;
+      }
+    }
+    engine.check_invariants();
+  }
+  EXPECT_FALSE(engine.has_work());
+  return got;
+}
+
+template <typename F> std::string error_of(F &&f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(Engine, RejectsConfigsItCannotServe) {
+  StandInExecutor model(kVocab, 16, 1024);
+  EngineConfig c = small_config();
+  c.block_size = 32;
+  EXPECT_THAT(error_of([&] { Engine engine(model, c); }),
+              HasSubstr("block_size = 32, but the executor's KV layout has blocks of 16"));
+  c = small_config();
+  c.num_kv_blocks = 0;
+  c.kv_cache_bytes = 1000;
+  EXPECT_THAT(error_of([&] { Engine engine(model, c); }),
+              HasSubstr("budget of 1000 bytes holds no block of 16384 bytes"));
+  c.kv_cache_bytes = 16384 * 10;
+  EXPECT_THAT(error_of([&] { Engine engine(model, c); }),
+              HasSubstr("10 blocks of 16 tokens cannot hold one sequence of max_model_len = 256"));
+  c.kv_cache_bytes = 16384 * 16;
+  EXPECT_EQ(error_of([&] { Engine engine(model, c); }), "accepted");
+}
+
+TEST(Engine, RejectsBadRequestsWithTheReason) {
+  StandInExecutor model(kVocab);
+  Engine engine(model, small_config());
+  SamplingParams p;
+  EXPECT_THAT(error_of([&] { engine.add_request({}, p); }), HasSubstr("the prompt is empty"));
+  EXPECT_THAT(error_of([&] { engine.add_request(prompt(256, 0), p); }),
+              HasSubstr("the prompt has 256 tokens, which leaves no room for output in max_model_len = 256"));
+  EXPECT_THAT(error_of([&] { engine.add_request({1, 256}, p); }),
+              HasSubstr("the prompt holds token id 256, outside the vocabulary of 256"));
+  EXPECT_THAT(error_of([&] { engine.add_request({1, -1}, p); }), HasSubstr("token id -1"));
+  p.stop_token_ids = {999};
+  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }), HasSubstr("stop_token_ids holds token id 999"));
+  p = SamplingParams();
+  p.top_p = 2.0f;
+  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }), HasSubstr("top_p = 2"));
+  EXPECT_FALSE(engine.has_work());
+}
+
+TEST(Engine, OutputsEqualTheModelRunAlone) {
+  StandInExecutor model(kVocab);
+  EngineConfig config = small_config();
+  Engine engine(model, config);
+  std::map<uint64_t, std::pair<std::vector<int32_t>, SamplingParams>> sent;
+  for (int i = 0; i < 20; ++i) {
+    SamplingParams p;
+    p.temperature = i % 2 ? 0.0f : 0.9f;
+    if (i % 3 == 0)
+      p.seed = 1000 + i;
+    p.max_tokens = 1 + i * 3;
+    p.ignore_eos = i % 4 == 0;
+    auto tokens = prompt(1 + i * 9, i);
+    sent[engine.add_request(tokens, p)] = {tokens, p};
+  }
+  auto got = run(engine);
+  ASSERT_EQ(got.size(), sent.size());
+  for (auto &[id, req] : sent) {
+    const SamplingParams &p = req.second;
+    Reference ref = run_alone(model, req.first, p, p.seed ? *p.seed : default_seed(id),
+                              config.eos_token_ids, config.max_model_len);
+    EXPECT_EQ(got[id].tokens, ref.tokens) << "request " << id;
+    EXPECT_EQ(got[id].reason, ref.reason) << "request " << id;
+    EXPECT_EQ(got[id].finished_events, 1);
+  }
+  EXPECT_EQ(engine.kv_pool().num_free_blocks() + engine.radix_cache().num_cached_blocks(),
+            engine.kv_pool().num_blocks());
+}
+
+// Finds a prompt whose greedy continuation first samples `token` at index
+// *at, somewhere in [1, within).
+std::vector<int32_t> prompt_reaching(const StandInExecutor &model, int32_t token,
+                                     int within, int *at) {
+  for (int salt = 0;; ++salt) {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = within;
+    Reference ref = run_alone(model, prompt(5, salt), p, 0, {}, 1000);
+    auto first = std::find(ref.tokens.begin(), ref.tokens.end(), token);
+    if (first != ref.tokens.begin() && first != ref.tokens.end()) {
+      *at = static_cast<int>(first - ref.tokens.begin());
+      return prompt(5, salt);
+    }
+  }
+}
+
+TEST(Engine, StopsOnEosStopTokensMinTokensAndLength) {
+  StandInExecutor model(kVocab);
+  int at = 0;
+  std::vector<int32_t> eos_prompt = prompt_reaching(model, kEos, 200, &at);
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 1000;
+
+  SamplingParams p = greedy;
+  p.max_tokens = 300;
+  EngineConfig long_config = small_config();
+  long_config.max_model_len = 1000;
+  Engine long_engine(model, long_config);
+  uint64_t eos = long_engine.add_request(eos_prompt, p);
+  p.ignore_eos = true;
+  uint64_t ignored = long_engine.add_request(eos_prompt, p);
+  p.ignore_eos = false;
+  p.min_tokens = at + 2;
+  uint64_t min_tokens = long_engine.add_request(eos_prompt, p);
+  p = greedy;
+  p.max_tokens = 300;
+  p.stop_token_ids = {kEos};
+  uint64_t stop_id = long_engine.add_request(eos_prompt, p);
+  auto got = run(long_engine);
+  EXPECT_EQ(got[eos].reason, FinishReason::kStop);
+  EXPECT_EQ(got[eos].tokens.size(), size_t(at + 1)) << "EOS is the last token";
+  EXPECT_EQ(got[eos].tokens.back(), kEos);
+  EXPECT_EQ(got[ignored].reason, FinishReason::kLength);
+  EXPECT_EQ(got[ignored].tokens.size(), 300u);
+  EXPECT_GT(got[min_tokens].tokens.size(), size_t(at + 1));
+  EXPECT_EQ(got[stop_id].reason, FinishReason::kStop);
+  EXPECT_EQ(got[stop_id].tokens.size(), size_t(at + 1));
+
+  // max_model_len bounds prompt + output.
+  StandInExecutor model2(kVocab);
+  EngineConfig config = small_config();
+  config.max_model_len = 40;
+  Engine engine(model2, config);
+  p = greedy;
+  p.ignore_eos = true;
+  uint64_t capped = engine.add_request(prompt(30, 1), p);
+  auto capped_run = run(engine);
+  EXPECT_EQ(capped_run[capped].reason, FinishReason::kLength);
+  EXPECT_EQ(capped_run[capped].tokens.size(), 10u);
+}
+
+TEST(Engine, AbortAndFinishEndRequestsWhereverTheyAre) {
+  StandInExecutor model(kVocab);
+  EngineConfig config = small_config();
+  config.max_num_seqs = 2;
+  Engine engine(model, config);
+  SamplingParams p;
+  p.ignore_eos = true;
+  p.max_tokens = 50;
+  uint64_t a = engine.add_request(prompt(20, 0), p);
+  uint64_t b = engine.add_request(prompt(20, 1), p);
+  uint64_t waiting = engine.add_request(prompt(20, 2), p);
+  engine.step();
+  engine.step();
+  engine.abort(a);
+  engine.finish(b); // a stop string matched in b's text
+  engine.abort(waiting);
+  engine.abort(12345); // unknown ids are ignored
+  std::map<uint64_t, RequestOutput> ended;
+  for (const RequestOutput &o : engine.step())
+    ended[o.id] = o;
+  ASSERT_EQ(ended.size(), 3u);
+  EXPECT_EQ(ended[a].finish_reason, FinishReason::kAbort);
+  EXPECT_EQ(ended[b].finish_reason, FinishReason::kStop);
+  EXPECT_EQ(ended[waiting].finish_reason, FinishReason::kAbort);
+  EXPECT_TRUE(ended[a].new_token_ids.empty());
+  EXPECT_EQ(ended[a].num_output_tokens, 2);
+  EXPECT_FALSE(engine.has_work());
+  engine.abort(a); // already finished
+  EXPECT_TRUE(engine.step().empty());
+  engine.check_invariants();
+  EXPECT_EQ(engine.kv_pool().num_free_blocks() + engine.radix_cache().num_cached_blocks(),
+            engine.kv_pool().num_blocks());
+  EngineStats s = engine.stats();
+  EXPECT_EQ(s.num_finished[int(FinishReason::kAbort)], 2u);
+  EXPECT_EQ(s.num_finished[int(FinishReason::kStop)], 1u);
+  EXPECT_EQ(s.num_running + s.num_waiting, 0);
+}
+
+class FailingExecutor : public StandInExecutor {
+public:
+  FailingExecutor() : StandInExecutor(kVocab) {}
+  void execute(const StepBatch &b, StepOutput &out) override {
+    if (fail_next) {
+      fail_next = false;
+      throw std::runtime_error("device lost");
+    }
+    StandInExecutor::execute(b, out);
+    if (short_output)
+      out.next_tokens.pop_back();
+  }
+  bool fail_next = false;
+  bool short_output = false;
+};
+
+TEST(Engine, ExecutorFailureEndsTheStepsRequestsAndServingGoesOn) {
+  FailingExecutor model;
+  EngineConfig config = small_config();
+  Engine engine(model, config);
+  SamplingParams p;
+  p.max_tokens = 5;
+  p.ignore_eos = true;
+  engine.add_request(prompt(10, 0), p);
+  engine.add_request(prompt(10, 1), p);
+  model.fail_next = true;
+  auto outputs = engine.step();
+  ASSERT_EQ(outputs.size(), 2u);
+  for (const RequestOutput &o : outputs) {
+    EXPECT_EQ(o.finish_reason, FinishReason::kError);
+    EXPECT_EQ(o.error, "executor failed: device lost");
+  }
+  engine.check_invariants();
+  EXPECT_EQ(engine.kv_pool().num_free_blocks(), engine.kv_pool().num_blocks());
+
+  engine.add_request(prompt(10, 2), p);
+  model.short_output = true;
+  outputs = engine.step();
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].error, "executor returned 0 tokens for 1 sequences");
+  model.short_output = false;
+
+  uint64_t ok = engine.add_request(prompt(10, 3), p);
+  auto got = run(engine);
+  EXPECT_EQ(got[ok].reason, FinishReason::kLength);
+  EXPECT_EQ(engine.stats().num_finished[int(FinishReason::kError)], 3u);
+}
+
+TEST(Engine, UnseededSamplingIsReproducibleWhateverTheBatch) {
+  // The same requests, alone one after another and all at once with a tiny
+  // token budget, give the same tokens.
+  auto outputs = [](int32_t max_num_seqs, int32_t budget, bool one_at_a_time) {
+    StandInExecutor model(kVocab);
+    EngineConfig c = small_config();
+    c.max_num_seqs = max_num_seqs;
+    c.max_num_batched_tokens = budget;
+    Engine engine(model, c);
+    std::vector<std::vector<int32_t>> result;
+    std::map<uint64_t, Collected> all;
+    for (int i = 0; i < 6; ++i) {
+      SamplingParams p;
+      p.max_tokens = 12;
+      p.ignore_eos = true;
+      engine.add_request(prompt(30 + i, i), p);
+      if (one_at_a_time)
+        for (auto &[id, c] : run(engine))
+          all[id] = c;
+    }
+    for (auto &[id, c] : run(engine))
+      all[id] = c;
+    for (auto &[id, c] : all)
+      result.push_back(c.tokens);
+    return result;
+  };
+  auto alone = outputs(1, 64, true);
+  EXPECT_EQ(alone, outputs(8, 8, false));
+  EXPECT_EQ(alone.size(), 6u);
+  EXPECT_NE(alone[0], alone[1]);
+}
+
+TEST(Engine, ReusesPrefixesAcrossRequestsAndTurns) {
+  StandInExecutor model(kVocab);
+  Engine engine(model, small_config());
+  SamplingParams p;
+  p.ignore_eos = true;
+  p.max_tokens = 7;
+  std::vector<int32_t> system = prompt(48, 9);
+  uint64_t first = engine.add_request(system, p);
+  auto got = run(engine);
+  EXPECT_EQ(got[first].num_cached_tokens, 0);
+  std::vector<int32_t> second_turn = system;
+  second_turn.insert(second_turn.end(), got[first].tokens.begin(), got[first].tokens.end());
+  second_turn.insert(second_turn.end(), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  uint64_t second = engine.add_request(second_turn, p);
+  got = run(engine);
+  EXPECT_EQ(got[second].num_cached_tokens, 48) << "the first turn's whole blocks";
+  EngineStats s = engine.stats();
+  EXPECT_EQ(s.prefix_cache_hit_tokens, 48u);
+  EXPECT_EQ(s.prefix_cache_query_tokens, 47u + 64u);
+
+  EngineConfig off = small_config();
+  off.enable_prefix_caching = false;
+  StandInExecutor model2(kVocab);
+  Engine uncached(model2, off);
+  uncached.add_request(system, p);
+  run(uncached);
+  uint64_t again = uncached.add_request(system, p);
+  EXPECT_EQ(run(uncached)[again].num_cached_tokens, 0);
+  EXPECT_EQ(uncached.kv_pool().num_free_blocks(), uncached.kv_pool().num_blocks());
+}
+
+TEST(Engine, ReportsStats) {
+  StandInExecutor model(kVocab);
+  Engine engine(model, small_config());
+  SamplingParams p;
+  p.ignore_eos = true;
+  p.max_tokens = 4;
+  engine.add_request(prompt(40, 0), p);
+  engine.add_request(prompt(40, 1), p);
+  engine.step();
+  EngineStats s = engine.stats();
+  EXPECT_EQ(s.num_running, 2);
+  EXPECT_EQ(s.num_waiting, 0);
+  EXPECT_EQ(s.num_kv_blocks, 64);
+  EXPECT_DOUBLE_EQ(s.kv_usage, 5.0 / 64); // 3 + 2 blocks
+  EXPECT_EQ(s.num_batched_tokens, 64u);   // 40 + 24 of the second prompt
+  run(engine);
+  s = engine.stats();
+  EXPECT_EQ(s.num_generated_tokens, 8u);
+  EXPECT_EQ(s.num_finished[int(FinishReason::kLength)], 2u);
+  EXPECT_DOUBLE_EQ(s.kv_usage, 0.0) << "cached blocks count as free";
+  EXPECT_GT(s.num_cached_kv_blocks, 0);
+}
+
+TEST(Engine, AcceptsRequestsFromAnotherThreadWhileStepping) {
+  StandInExecutor model(kVocab);
+  EngineConfig config = small_config();
+  Engine engine(model, config);
+  constexpr int kRequests = 300;
+  std::vector<uint64_t> ids(kRequests);
+  std::vector<std::vector<int32_t>> prompts(kRequests);
+  std::atomic<bool> submitted{false};
+  std::thread server([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      SamplingParams p;
+      p.max_tokens = 1 + i % 9;
+      p.seed = i;
+      prompts[i] = prompt(1 + i % 40, i);
+      ids[i] = engine.add_request(prompts[i], p);
+      if (i % 10 == 9)
+        engine.abort(ids[i - 3]);
+      if (i % 50 == 0)
+        std::this_thread::yield();
+    }
+    submitted = true;
+  });
+  std::map<uint64_t, Collected> got;
+  while (!submitted || engine.has_work()) {
+    if (!engine.wait_for_work(std::chrono::milliseconds(50)))
+      continue;
+    for (const RequestOutput &o : engine.step()) {
+      Collected &c = got[o.id];
+      c.tokens.insert(c.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+      if (o.finished) {
+        c.reason = o.finish_reason;
+        ++c.finished_events;
+      }
+    }
+    engine.check_invariants();
+  }
+  server.join();
+  ASSERT_EQ(got.size(), size_t(kRequests));
+  for (int i = 0; i < kRequests; ++i) {
+    const Collected &c = got[ids[i]];
+    EXPECT_EQ(c.finished_events, 1);
+    SamplingParams p;
+    p.max_tokens = 1 + i % 9;
+    Reference ref = run_alone(model, prompts[i], p, i, config.eos_token_ids, config.max_model_len);
+    if (c.reason == FinishReason::kAbort) {
+      ASSERT_LE(c.tokens.size(), ref.tokens.size());
+      EXPECT_TRUE(std::equal(c.tokens.begin(), c.tokens.end(), ref.tokens.begin()));
+    } else {
+      EXPECT_EQ(c.tokens, ref.tokens) << "request " << i;
+    }
+  }
+  EXPECT_FALSE(engine.wait_for_work(std::chrono::milliseconds(1)));
+}
+
+} // namespace
+} // namespace llmserve

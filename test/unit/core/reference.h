@@ -1,0 +1,55 @@
+// What the stand-in model produces for one request run alone: the expected
+// output of every request, however the engine batched, chunked, cached or
+// preempted it.
+#ifndef LLMSERVE_TEST_CORE_REFERENCE_H
+#define LLMSERVE_TEST_CORE_REFERENCE_H
+
+#include "core/request.h"
+#include "core/sampling_params.h"
+#include "core/stand_in_executor.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace llmserve::test {
+
+struct Reference {
+  std::vector<int32_t> tokens;
+  FinishReason reason = FinishReason::kNone;
+};
+
+inline Reference run_alone(const StandInExecutor &model,
+                           const std::vector<int32_t> &prompt,
+                           const SamplingParams &params, int64_t seed,
+                           const std::vector<int32_t> &eos_token_ids,
+                           int32_t max_model_len) {
+  auto contains = [](const std::vector<int32_t> &ids, int32_t token) {
+    return std::find(ids.begin(), ids.end(), token) != ids.end();
+  };
+  uint64_t context = StandInExecutor::kEmptyContext;
+  for (int32_t token : prompt)
+    context = StandInExecutor::extend(context, token);
+  Reference ref;
+  while (true) {
+    int32_t token = model.sample(context, params.temperature, seed);
+    ref.tokens.push_back(token);
+    int32_t n = static_cast<int32_t>(ref.tokens.size());
+    if (n >= params.min_tokens &&
+        ((!params.ignore_eos && contains(eos_token_ids, token)) ||
+         contains(params.stop_token_ids, token))) {
+      ref.reason = FinishReason::kStop;
+      return ref;
+    }
+    if (n >= params.max_tokens ||
+        static_cast<int32_t>(prompt.size()) + n >= max_model_len) {
+      ref.reason = FinishReason::kLength;
+      return ref;
+    }
+    context = StandInExecutor::extend(context, token);
+  }
+}
+
+} // namespace llmserve::test
+
+#endif // LLMSERVE_TEST_CORE_REFERENCE_H
