@@ -222,6 +222,20 @@ LogicalResult LinearOp::verify() {
 // RopeOp
 //===----------------------------------------------------------------------===//
 
+// How many of scaling_factor, low_freq_factor, high_freq_factor and
+// original_max_position (in this order) a scaling kind takes.
+static size_t scalingAttributeCount(RopeScaling scaling) {
+  switch (scaling) {
+  case RopeScaling::none:
+    return 0;
+  case RopeScaling::linear:
+    return 1;
+  case RopeScaling::llama3:
+    return 4;
+  }
+  llvm_unreachable("unknown RopeScaling");
+}
+
 LogicalResult RopeOp::verify() {
   Operation *op = getOperation();
   int64_t headDim = getHeadDimAttr().getInt();
@@ -244,36 +258,20 @@ LogicalResult RopeOp::verify() {
                              getInput(), 0)))
     return failure();
 
-  // Each scaling kind takes a prefix of these attributes, in this order.
-  struct NamedAttr {
-    StringRef name;
-    Attribute value;
-  };
-  const NamedAttr scalingAttrs[] = {
+  // Each scaling kind takes a prefix of these attributes.
+  const std::pair<StringRef, Attribute> scalingAttrs[] = {
       {"scaling_factor", getScalingFactorAttr()},
       {"low_freq_factor", getLowFreqFactorAttr()},
       {"high_freq_factor", getHighFreqFactorAttr()},
       {"original_max_position", getOriginalMaxPositionAttr()}};
-  size_t taken = 0;
-  switch (getScaling()) {
-  case RopeScaling::none:
-    taken = 0;
-    break;
-  case RopeScaling::linear:
-    taken = 1;
-    break;
-  case RopeScaling::llama3:
-    taken = 4;
-    break;
-  }
+  size_t taken = scalingAttributeCount(getScaling());
   StringRef scaling = stringifyRopeScaling(getScaling());
   for (size_t i = 0; i < std::size(scalingAttrs); ++i) {
-    const NamedAttr &attr = scalingAttrs[i];
-    if (i < taken && !attr.value)
-      return emitOpError() << "scaling " << scaling << " needs " << attr.name;
-    if (i >= taken && attr.value)
-      return emitOpError() << "scaling " << scaling << " takes no "
-                           << attr.name;
+    auto [name, value] = scalingAttrs[i];
+    if (i < taken && !value)
+      return emitOpError() << "scaling " << scaling << " needs " << name;
+    if (i >= taken && value)
+      return emitOpError() << "scaling " << scaling << " takes no " << name;
   }
   if (failed(verifyPositive(op, "scaling_factor", getScalingFactorAttr())) ||
       failed(verifyPositive(op, "low_freq_factor", getLowFreqFactorAttr())) ||
