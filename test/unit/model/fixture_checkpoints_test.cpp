@@ -1,0 +1,162 @@
+// Reads the checkpoints test/fixtures/make_fixtures.py writes (with torch and
+// its own Python safetensors writer) and checks them against what their
+// config.json implies: the C++ reader and the Python writer agree on the
+// format, and torch's f16/bf16 rounding agrees with ours.
+#include "model/checkpoint.h"
+#include "model/convert.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace llmserve {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+const fs::path kFixtures = LLMSERVE_FIXTURES_DIR;
+
+json read_json(const fs::path &path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+// The tensors Hugging Face's LlamaForCausalLM (Mistral, Qwen2) saves for `c`.
+Shapes llama_shapes(const json &c) {
+  const int64_t hidden = c["hidden_size"], inter = c["intermediate_size"];
+  const int64_t heads = c["num_attention_heads"], kv_heads = c["num_key_value_heads"];
+  const int64_t head_dim = hidden / heads, vocab = c["vocab_size"];
+  const bool bias = c["model_type"] == "qwen2";
+  Shapes s{{"model.embed_tokens.weight", {vocab, hidden}}, {"model.norm.weight", {hidden}}};
+  if (!c["tie_word_embeddings"].get<bool>())
+    s["lm_head.weight"] = {vocab, hidden};
+  for (int layer = 0; layer < c["num_hidden_layers"].get<int>(); ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    s[p + "input_layernorm.weight"] = {hidden};
+    s[p + "post_attention_layernorm.weight"] = {hidden};
+    s[p + "self_attn.q_proj.weight"] = {heads * head_dim, hidden};
+    s[p + "self_attn.k_proj.weight"] = {kv_heads * head_dim, hidden};
+    s[p + "self_attn.v_proj.weight"] = {kv_heads * head_dim, hidden};
+    s[p + "self_attn.o_proj.weight"] = {hidden, heads * head_dim};
+    if (bias) {
+      s[p + "self_attn.q_proj.bias"] = {heads * head_dim};
+      s[p + "self_attn.k_proj.bias"] = {kv_heads * head_dim};
+      s[p + "self_attn.v_proj.bias"] = {kv_heads * head_dim};
+    }
+    s[p + "mlp.gate_proj.weight"] = {inter, hidden};
+    s[p + "mlp.up_proj.weight"] = {inter, hidden};
+    s[p + "mlp.down_proj.weight"] = {hidden, inter};
+  }
+  return s;
+}
+
+// GPT2LMHeadModel's tensors: Conv1D weights are [in, out]; lm_head is tied.
+Shapes gpt2_shapes(const json &c, const std::string &prefix) {
+  const int64_t n = c["n_embd"], positions = c["n_positions"], vocab = c["vocab_size"];
+  Shapes s{{"wte.weight", {vocab, n}}, {"wpe.weight", {positions, n}},
+           {"ln_f.weight", {n}}, {"ln_f.bias", {n}}};
+  for (int layer = 0; layer < c["n_layer"].get<int>(); ++layer) {
+    const std::string p = "h." + std::to_string(layer) + ".";
+    for (const char *norm : {"ln_1", "ln_2"}) {
+      s[p + norm + ".weight"] = {n};
+      s[p + norm + ".bias"] = {n};
+    }
+    s[p + "attn.c_attn.weight"] = {n, 3 * n};
+    s[p + "attn.c_attn.bias"] = {3 * n};
+    s[p + "attn.c_proj.weight"] = {n, n};
+    s[p + "attn.c_proj.bias"] = {n};
+    s[p + "mlp.c_fc.weight"] = {n, 4 * n};
+    s[p + "mlp.c_fc.bias"] = {4 * n};
+    s[p + "mlp.c_proj.weight"] = {4 * n, n};
+    s[p + "mlp.c_proj.bias"] = {n};
+  }
+  Shapes prefixed;
+  for (auto &[name, shape] : s)
+    prefixed[prefix + name] = shape;
+  return prefixed;
+}
+
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  for (const auto &entry : fs::directory_iterator(kFixtures))
+    if (fs::exists(entry.path() / "config.json"))
+      names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
+  std::vector<std::string> names = fixture_names();
+  ASSERT_GE(names.size(), 10u) << kFixtures;
+  for (const std::string &name : names) {
+    SCOPED_TRACE(name);
+    const fs::path dir = kFixtures / name;
+    const json config = read_json(dir / "config.json");
+    Checkpoint ckpt = Checkpoint::open(dir.string());
+    Shapes expected;
+    if (config["model_type"] == "gpt2")
+      expected = gpt2_shapes(config, ckpt.find("transformer.wte.weight") ? "transformer." : "");
+    else
+      expected = llama_shapes(config);
+    const DType dtype = *parse_dtype(std::map<std::string, std::string>{
+        {"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}}[config["torch_dtype"]]);
+
+    size_t matched = 0;
+    for (const TensorView *t : ckpt.tensors()) {
+      auto it = expected.find(t->name);
+      if (it == expected.end()) {
+        // The hub's GPT-2 checkpoints also store each layer's causal mask.
+        EXPECT_NE(t->name.find(".attn.bias"), std::string::npos) << t->name;
+        continue;
+      }
+      ++matched;
+      EXPECT_EQ(t->shape, it->second) << t->name;
+      EXPECT_EQ(t->dtype, dtype) << t->name;
+    }
+    EXPECT_EQ(matched, expected.size());
+  }
+}
+
+TEST(FixtureCheckpoints, ShardedEqualsSingleFile) {
+  Checkpoint single = Checkpoint::open((kFixtures / "llama").string());
+  Checkpoint sharded = Checkpoint::open((kFixtures / "llama_sharded").string());
+  ASSERT_EQ(single.tensors().size(), sharded.tensors().size());
+  for (const TensorView *t : single.tensors()) {
+    const TensorView &s = sharded.tensor(t->name);
+    ASSERT_EQ(s.nbytes, t->nbytes) << t->name;
+    EXPECT_EQ(std::memcmp(s.data, t->data, t->nbytes), 0) << t->name;
+  }
+}
+
+// llama_f16 and llama_bf16 hold llama's f32 weights rounded by torch; reading
+// them through convert_tensor must give exactly our own rounding of llama's.
+TEST(FixtureCheckpoints, TorchRoundingMatchesOurs) {
+  const int seed = read_json(kFixtures / "llama" / "reference.json")["seed"];
+  Checkpoint f32 = Checkpoint::open((kFixtures / "llama").string());
+  for (const char *variant : {"llama_f16", "llama_bf16"}) {
+    SCOPED_TRACE(variant);
+    if (read_json(kFixtures / variant / "reference.json")["seed"] != seed)
+      GTEST_SKIP() << variant << " was generated from a different seed";
+    Checkpoint rounded = Checkpoint::open((kFixtures / variant).string());
+    for (const TensorView *t : f32.tensors()) {
+      const TensorView &r = rounded.tensor(t->name);
+      std::vector<float> original(t->numel()), widened(t->numel());
+      convert_tensor(*t, DType::F32, false, original.data());
+      convert_tensor(r, DType::F32, false, widened.data());
+      for (size_t i = 0; i < original.size(); ++i) {
+        const float ours = r.dtype == DType::F16 ? f16_to_f32(f32_to_f16(original[i]))
+                                                 : bf16_to_f32(f32_to_bf16(original[i]));
+        ASSERT_EQ(widened[i], ours) << t->name << "[" << i << "]";
+      }
+    }
+  }
+}
+
+} // namespace
+} // namespace llmserve
