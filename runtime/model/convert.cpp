@@ -1,6 +1,7 @@
 #include "model/convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -68,21 +69,16 @@ template <DType D> typename Stored<D>::type narrow(float f) {
     return f32_to_bf16(f);
 }
 
-// Converts `n` contiguous elements, a block at a time through aligned local
-// arrays, so the inner loop is typed, branch-free and vectorizes.
+// Converts `n` contiguous elements; typed and branch-free, so it vectorizes.
 template <DType From, DType To>
 void convert_run(const uint8_t *src, uint8_t *dst, int64_t n) {
   using In = typename Stored<From>::type;
   using Out = typename Stored<To>::type;
-  constexpr int64_t kBlock = 1024;
-  In in[kBlock];
-  Out out[kBlock];
-  for (int64_t i = 0; i < n; i += kBlock) {
-    const int64_t m = std::min(kBlock, n - i);
-    std::memcpy(in, src + i * sizeof(In), m * sizeof(In));
-    for (int64_t j = 0; j < m; ++j)
-      out[j] = narrow<To>(widen<From>(in[j]));
-    std::memcpy(dst + i * sizeof(Out), out, m * sizeof(Out));
+  for (int64_t i = 0; i < n; ++i) {
+    In in;
+    std::memcpy(&in, src + i * sizeof(In), sizeof(In));
+    const Out out = narrow<To>(widen<From>(in));
+    std::memcpy(dst + i * sizeof(Out), &out, sizeof(Out));
   }
 }
 
@@ -126,38 +122,38 @@ void transpose_convert(const TensorView &src, DType dst_dtype, uint8_t *dst) {
 
 } // namespace
 
+// The f16 conversions are branch-free so block loops over them vectorize;
+// the float unit does the rounding (the method of Maratyszcza's FP16 library).
+
 float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1f;
-  const uint32_t mantissa = h & 0x3ff;
-  if (exponent == 0x1f) // inf, nan (keeping the payload)
-    return float_of(sign | 0x7f800000 | (mantissa << 13));
-  if (exponent != 0)
-    return float_of(sign | ((exponent + 112) << 23) | (mantissa << 13));
-  // Zero or subnormal: mantissa * 2^-24, exact in f32.
-  const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-  return float_of(sign | bits_of(magnitude));
+  const uint32_t w = static_cast<uint32_t>(h) << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w; // exponent and mantissa, sign shifted out
+  // Normal, inf and nan: move the exponent field into place and rebias by
+  // scaling; the scale leaves inf and nan as they are.
+  const float normal = float_of((two_w >> 4) + (0xe0u << 23)) * 0x1p-112f;
+  // Zero and subnormal: the mantissa as the low bits of 0.5's mantissa,
+  // minus 0.5, is mantissa * 2^-24 exactly.
+  const float subnormal = float_of((two_w >> 17) | (126u << 23)) - 0.5f;
+  return float_of(sign | bits_of(two_w < (1u << 27) ? subnormal : normal));
 }
 
 uint16_t f32_to_f16(float f) {
-  const uint32_t u = bits_of(f);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
-  const uint32_t abs = u & 0x7fffffff;
-  if (abs > 0x7f800000) // nan: keep it a (quiet) nan
-    return sign | 0x7e00 | static_cast<uint16_t>((abs >> 13) & 0x3ff);
-  if (abs >= 0x477ff000) // rounds to >= 65520: overflow to inf
-    return sign | 0x7c00;
-  if (abs < 0x38800000) {
-    // Below the smallest normal f16 (2^-14): the result is subnormal. Adding
-    // 0.5 lets the FPU do the round-to-nearest-even at 2^-24 granularity.
-    const float shifted = float_of(abs) + 0.5f;
-    return sign | static_cast<uint16_t>(bits_of(shifted) - bits_of(0.5f));
-  }
-  // Normal: rebias the exponent and round the 13 dropped mantissa bits to
-  // nearest even; a carry into the exponent is the right answer.
-  const uint32_t odd = (abs >> 13) & 1;
-  const uint32_t rounded = abs + 0xfff + odd - (112u << 23);
-  return sign | static_cast<uint16_t>(rounded >> 13);
+  const uint32_t w = bits_of(f);
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  // Scaling up then down sends magnitudes past f16's range to infinity and
+  // keeps the rest exact.
+  float base = (std::fabs(f) * 0x1p+112f) * 0x1p-110f;
+  // Adding a power of two just above `base` makes the float unit round the
+  // mantissa to f16's 10 bits (or to the subnormal step), nearest even.
+  uint32_t bias = shl1_w & 0xff000000u;
+  if (bias < 0x71000000u)
+    bias = 0x71000000u;
+  base = float_of((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = bits_of(base);
+  const uint32_t nonsign = ((bits >> 13) & 0x00007c00u) + (bits & 0x00000fffu);
+  return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
 }
 
 float bf16_to_f32(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
