@@ -769,3 +769,40 @@ func.func @sample_seed_type(%l: tensor<2x100xf32>, %t: tensor<?xf32>, %p: tensor
       : tensor<2x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xi32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Malformed generic forms are diagnosed, not crashed on
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @rms_norm_too_few_operands(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op expected 2 or more operands, but found 1}}
+  %y = "llmserve.rms_norm"(%x) <{epsilon = 1.0e-06 : f32}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_two_residuals(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op operand group starting at #2 requires 0 or 1 element, but found 2}}
+  %y:2 = "llmserve.rms_norm"(%x, %w, %x, %x) <{epsilon = 1.0e-06 : f32}>
+      : (tensor<?x8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @rope_missing_attribute(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op requires attribute 'head_dim'}}
+  %y = "llmserve.rope"(%x, %p) : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @kv_write_no_result(%k: tensor<?x8xf32>, %c: tensor<?x16x2x4xf32>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op requires one result}}
+  "llmserve.kv_write"(%k, %c, %s) : (tensor<?x8xf32>, tensor<?x16x2x4xf32>, tensor<?xi32>) -> ()
+  return
+}
