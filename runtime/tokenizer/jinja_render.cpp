@@ -1,0 +1,716 @@
+// Rendering of parsed Jinja templates (see jinja.h), with Python's semantics
+// for values, operators and the string methods templates call.
+#include "tokenizer/chat_template.h"
+#include "tokenizer/jinja.h"
+#include "tokenizer/unicode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <unordered_map>
+
+namespace llmserve::jinja {
+namespace {
+
+[[noreturn]] void fail(int line, const std::string &message) {
+  throw ChatTemplateError("chat template line " + std::to_string(line) + ": " + message);
+}
+
+Value undefined() { return Value(Value::value_t::discarded); }
+bool is_undefined(const Value &v) { return v.is_discarded(); }
+
+const char *type_name(const Value &v) {
+  switch (v.type()) {
+  case Value::value_t::discarded: return "undefined";
+  case Value::value_t::null: return "none";
+  case Value::value_t::boolean: return "bool";
+  case Value::value_t::string: return "string";
+  case Value::value_t::array: return "list";
+  case Value::value_t::object: return "dict";
+  case Value::value_t::number_float: return "float";
+  default: return "int";
+  }
+}
+
+bool truthy(const Value &v) {
+  switch (v.type()) {
+  case Value::value_t::discarded:
+  case Value::value_t::null: return false;
+  case Value::value_t::boolean: return v.get<bool>();
+  case Value::value_t::string: return !v.get_ref<const std::string &>().empty();
+  case Value::value_t::array:
+  case Value::value_t::object: return !v.empty();
+  case Value::value_t::number_float: return v.get<double>() != 0;
+  default: return v.get<int64_t>() != 0;
+  }
+}
+
+std::string python_repr(const Value &v);
+
+// How {{ v }} prints v (Python's str()).
+std::string to_text(const Value &v) {
+  switch (v.type()) {
+  case Value::value_t::discarded: return "";
+  case Value::value_t::null: return "None";
+  case Value::value_t::boolean: return v.get<bool>() ? "True" : "False";
+  case Value::value_t::string: return v.get<std::string>();
+  case Value::value_t::array:
+  case Value::value_t::object: return python_repr(v);
+  default: return v.dump();
+  }
+}
+
+std::string python_repr(const Value &v) {
+  if (v.is_string()) {
+    std::string out = "'";
+    for (char c : v.get_ref<const std::string &>()) {
+      if (c == '\'' || c == '\\') out += '\\', out += c;
+      else if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else out += c;
+    }
+    return out + "'";
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      out += (i ? ", " : "") + python_repr(v[i]);
+    return out + "]";
+  }
+  if (v.is_object()) {
+    std::string out = "{";
+    bool first = true;
+    for (const auto &[k, item] : v.items()) {
+      out += (first ? "'" : ", '") + k + "': " + python_repr(item);
+      first = false;
+    }
+    return out + "}";
+  }
+  return to_text(v);
+}
+
+// Python's json.dumps(v, ensure_ascii=False[, indent]) as transformers'
+// tojson filter calls it.
+void to_json(const Value &v, int indent, int depth, std::string &out) {
+  auto newline = [&](int d) {
+    if (indent < 0)
+      return;
+    out += '\n';
+    out.append(static_cast<size_t>(indent * d), ' ');
+  };
+  const char *item_sep = indent < 0 ? ", " : ",";
+  switch (v.type()) {
+  case Value::value_t::string:
+    out += '"';
+    for (unsigned char c : v.get_ref<const std::string &>()) {
+      switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+      }
+    }
+    out += '"';
+    break;
+  case Value::value_t::array:
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out += item_sep;
+      newline(depth + 1);
+      to_json(v[i], indent, depth + 1, out);
+    }
+    if (!v.empty()) newline(depth);
+    out += ']';
+    break;
+  case Value::value_t::object: {
+    out += '{';
+    bool first = true;
+    for (const auto &[k, item] : v.items()) {
+      if (!first) out += item_sep;
+      first = false;
+      newline(depth + 1);
+      to_json(Value(k), indent, depth + 1, out);
+      out += ": ";
+      to_json(item, indent, depth + 1, out);
+    }
+    if (!v.empty()) newline(depth);
+    out += '}';
+    break;
+  }
+  case Value::value_t::discarded:
+    out += "null";
+    break;
+  default:
+    out += v.dump();
+  }
+}
+
+std::vector<std::string> code_points(const std::string &s) {
+  std::vector<std::string> out;
+  for (size_t i = 0, len; i < s.size(); i += len) {
+    unicode::decode_at(s, i, &len);
+    out.push_back(s.substr(i, len));
+  }
+  return out;
+}
+
+std::string strip(const std::string &s, const Value &chars, bool left, bool right) {
+  auto strippable = [&](char c) {
+    if (chars.is_null() || is_undefined(chars))
+      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+    return chars.get_ref<const std::string &>().find(c) != std::string::npos;
+  };
+  size_t begin = 0, end = s.size();
+  while (left && begin < end && strippable(s[begin])) ++begin;
+  while (right && end > begin && strippable(s[end - 1])) --end;
+  return s.substr(begin, end - begin);
+}
+
+bool values_equal(const Value &a, const Value &b) {
+  if (is_undefined(a) || is_undefined(b))
+    return is_undefined(a) && is_undefined(b);
+  return a == b;
+}
+
+class Renderer {
+public:
+  explicit Renderer(const Value &context) {
+    scopes_.emplace_back();
+    for (const auto &[k, v] : context.items())
+      scopes_.back()[k] = v;
+  }
+
+  enum class Flow { Normal, Break, Continue };
+
+  Flow run(const std::vector<Node> &nodes, std::string &out) {
+    for (const Node &n : nodes) {
+      Flow flow = run(n, out);
+      if (flow != Flow::Normal)
+        return flow;
+    }
+    return Flow::Normal;
+  }
+
+private:
+  Flow run(const Node &n, std::string &out) {
+    switch (n.kind) {
+    case Node::Text:
+      out += n.text;
+      return Flow::Normal;
+    case Node::Output:
+      out += to_text(eval(*n.expr));
+      return Flow::Normal;
+    case Node::If:
+      for (const auto &[cond, body] : n.branches)
+        if (truthy(eval(*cond)))
+          return run(body, out);
+      return run(n.else_body, out);
+    case Node::Set: {
+      Value v = eval(*n.expr);
+      if (n.targets.size() == 1) {
+        scopes_.back()[n.targets[0]] = std::move(v);
+        return Flow::Normal;
+      }
+      Value *target = lookup(n.targets[0]);
+      if (!target || !target->is_object())
+        fail(n.line, "cannot set attribute '" + n.targets[1] + "' of '" + n.targets[0] +
+                         "' (not a namespace)");
+      (*target)[n.targets[1]] = std::move(v);
+      return Flow::Normal;
+    }
+    case Node::For:
+      return run_for(n, out);
+    case Node::Break:
+      return Flow::Break;
+    case Node::Continue:
+      return Flow::Continue;
+    }
+    return Flow::Normal;
+  }
+
+  Flow run_for(const Node &n, std::string &out) {
+    Value iterable = eval(*n.expr);
+    std::vector<Value> items;
+    if (iterable.is_array()) {
+      items.assign(iterable.begin(), iterable.end());
+    } else if (iterable.is_object()) {
+      for (const auto &[k, v] : iterable.items())
+        items.emplace_back(k);
+    } else if (iterable.is_string()) {
+      for (auto &c : code_points(iterable.get<std::string>()))
+        items.emplace_back(std::move(c));
+    } else if (!is_undefined(iterable)) {
+      fail(n.line, std::string("cannot iterate over ") + type_name(iterable));
+    }
+    scopes_.emplace_back();
+    auto bind = [&](const Value &item) {
+      if (n.targets.size() == 1) {
+        scopes_.back()[n.targets[0]] = item;
+        return;
+      }
+      if (!item.is_array() || item.size() != n.targets.size())
+        fail(n.line, "cannot unpack " + python_repr(item) + " into " +
+                         std::to_string(n.targets.size()) + " loop variables");
+      for (size_t k = 0; k < n.targets.size(); ++k)
+        scopes_.back()[n.targets[k]] = item[k];
+    };
+    if (n.filter) {
+      std::vector<Value> kept;
+      for (const auto &item : items) {
+        bind(item);
+        if (truthy(eval(*n.filter)))
+          kept.push_back(item);
+      }
+      items = std::move(kept);
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      bind(items[i]);
+      size_t count = items.size();
+      scopes_.back()["loop"] = Value{{"index0", i}, {"index", i + 1},
+                                     {"revindex0", count - 1 - i}, {"revindex", count - i},
+                                     {"first", i == 0}, {"last", i + 1 == count},
+                                     {"length", count}};
+      if (run(n.body, out) == Flow::Break)
+        break;
+    }
+    scopes_.pop_back();
+    if (items.empty())
+      return run(n.else_body, out);
+    return Flow::Normal;
+  }
+
+  Value *lookup(const std::string &name) {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      auto it = scope->find(name);
+      if (it != scope->end())
+        return &it->second;
+    }
+    return nullptr;
+  }
+
+  std::vector<Value> eval_args(const Expr &e, size_t first) {
+    std::vector<Value> args;
+    for (size_t i = first; i < e.args.size(); ++i)
+      args.push_back(eval(*e.args[i]));
+    return args;
+  }
+
+  void require_no_kwargs(const Expr &e, const std::string &what) {
+    if (!e.kwargs.empty())
+      fail(e.line, what + " takes no keyword arguments");
+  }
+
+  static std::string string_arg(const Expr &e, const std::vector<Value> &args, size_t i,
+                                const std::string &what) {
+    if (i >= args.size() || !args[i].is_string())
+      fail(e.line, what + ": expected a string argument");
+    return args[i].get<std::string>();
+  }
+
+  Value eval(const Expr &e) {
+    switch (e.kind) {
+    case Expr::Literal:
+      return e.value;
+    case Expr::Name: {
+      Value *v = lookup(e.name);
+      return v ? *v : undefined();
+    }
+    case Expr::Attribute: {
+      Value obj = eval(*e.args[0]);
+      if (is_undefined(obj))
+        fail(e.line, "cannot read attribute '" + e.name + "' of an undefined value");
+      if (obj.is_object() && obj.contains(e.name))
+        return obj[e.name];
+      return undefined();
+    }
+    case Expr::Item:
+      return item(e, eval(*e.args[0]), eval(*e.args[1]));
+    case Expr::Slice:
+      return slice(e);
+    case Expr::Call:
+      return call(e);
+    case Expr::Filter:
+      return filter(e);
+    case Expr::Test:
+      return test(e) != e.negated;
+    case Expr::Unary: {
+      Value v = eval(*e.args[0]);
+      if (e.name == "not")
+        return !truthy(v);
+      if (v.is_number_integer())
+        return -v.get<int64_t>();
+      if (v.is_number())
+        return -v.get<double>();
+      fail(e.line, std::string("cannot negate ") + type_name(v));
+    }
+    case Expr::Binary:
+      return binary(e);
+    case Expr::Conditional:
+      return truthy(eval(*e.args[1])) ? eval(*e.args[0]) : eval(*e.args[2]);
+    case Expr::List: {
+      Value list = Value::array();
+      for (const auto &a : e.args)
+        list.push_back(eval(*a));
+      return list;
+    }
+    case Expr::Dict: {
+      Value dict = Value::object();
+      for (size_t i = 0; i < e.args.size(); i += 2) {
+        Value key = eval(*e.args[i]);
+        if (!key.is_string())
+          fail(e.line, "dict keys must be strings");
+        dict[key.get<std::string>()] = eval(*e.args[i + 1]);
+      }
+      return dict;
+    }
+    }
+    return undefined();
+  }
+
+  Value item(const Expr &e, const Value &obj, const Value &key) {
+    if (is_undefined(obj))
+      fail(e.line, "cannot index an undefined value");
+    if (obj.is_object()) {
+      if (key.is_string() && obj.contains(key.get<std::string>()))
+        return obj[key.get<std::string>()];
+      return undefined();
+    }
+    if ((obj.is_array() || obj.is_string()) && key.is_number_integer()) {
+      std::vector<std::string> chars;
+      if (obj.is_string())
+        chars = code_points(obj.get<std::string>());
+      int64_t size = obj.is_array() ? obj.size() : chars.size();
+      int64_t i = key.get<int64_t>();
+      if (i < 0)
+        i += size;
+      if (i < 0 || i >= size)
+        return undefined();
+      return obj.is_array() ? obj[i] : Value(chars[i]);
+    }
+    fail(e.line, std::string("cannot index ") + type_name(obj) + " with " + type_name(key));
+  }
+
+  Value slice(const Expr &e) {
+    Value obj = eval(*e.args[0]);
+    auto bound = [&](int k) -> std::optional<int64_t> {
+      if (!e.args[k])
+        return std::nullopt;
+      Value v = eval(*e.args[k]);
+      if (v.is_null())
+        return std::nullopt;
+      if (!v.is_number_integer())
+        fail(e.line, "slice bounds must be integers");
+      return v.get<int64_t>();
+    };
+    std::vector<Value> items;
+    if (obj.is_array())
+      items.assign(obj.begin(), obj.end());
+    else if (obj.is_string())
+      for (auto &c : code_points(obj.get<std::string>()))
+        items.emplace_back(std::move(c));
+    else
+      fail(e.line, std::string("cannot slice ") + type_name(obj));
+    auto start = bound(1), stop = bound(2), step_arg = bound(3);
+    int64_t n = items.size(), step = step_arg.value_or(1);
+    if (step == 0)
+      fail(e.line, "slice step cannot be zero");
+    // Python's slice.indices().
+    auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+      if (!v)
+        return fallback;
+      int64_t x = *v < 0 ? *v + n : *v;
+      return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
+    };
+    int64_t lo = clamp(start, step > 0 ? 0 : n - 1), hi = clamp(stop, step > 0 ? n : -1);
+    Value out = obj.is_array() ? Value::array() : Value("");
+    for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
+      if (obj.is_array())
+        out.push_back(items[i]);
+      else
+        out.get_ref<std::string &>() += items[i].get<std::string>();
+    }
+    return out;
+  }
+
+  Value call(const Expr &e) {
+    const Expr &callee = *e.args[0];
+    if (callee.kind == Expr::Name && !lookup(callee.name)) {
+      if (callee.name == "raise_exception") {
+        auto args = eval_args(e, 1);
+        throw ChatTemplateError("chat template raised an exception: " +
+                                (args.empty() ? std::string() : to_text(args[0])));
+      }
+      if (callee.name == "namespace") {
+        Value ns = Value::object();
+        for (const auto &[k, v] : e.kwargs)
+          ns[k] = eval(*v);
+        return ns;
+      }
+      if (callee.name == "range") {
+        auto args = eval_args(e, 1);
+        for (const auto &a : args)
+          if (!a.is_number_integer())
+            fail(e.line, "range() takes integers");
+        int64_t lo = args.size() > 1 ? args[0].get<int64_t>() : 0;
+        int64_t hi = args.empty() ? 0 : args[args.size() > 1 ? 1 : 0].get<int64_t>();
+        int64_t step = args.size() > 2 ? args[2].get<int64_t>() : 1;
+        if (step == 0)
+          fail(e.line, "range() step cannot be zero");
+        Value list = Value::array();
+        for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step)
+          list.push_back(i);
+        return list;
+      }
+    }
+    if (callee.kind != Expr::Attribute)
+      fail(e.line, "unsupported function call (supported: raise_exception, namespace, "
+                   "range, and string/dict methods)");
+    Value obj = eval(*callee.args[0]);
+    const std::string &m = callee.name;
+    require_no_kwargs(e, m + "()");
+    auto args = eval_args(e, 1);
+    if (obj.is_string()) {
+      const std::string &s = obj.get_ref<const std::string &>();
+      if (m == "strip" || m == "lstrip" || m == "rstrip")
+        return strip(s, args.empty() ? Value() : args[0], m != "rstrip", m != "lstrip");
+      if (m == "startswith")
+        return s.compare(0, string_arg(e, args, 0, m).size(), args[0].get<std::string>()) == 0;
+      if (m == "endswith") {
+        std::string suffix = string_arg(e, args, 0, m);
+        return s.size() >= suffix.size() &&
+               s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+      }
+      if (m == "upper" || m == "lower") {
+        std::string out = s;
+        for (char &c : out)
+          if (c >= 'a' && c <= 'z' && m == "upper") c -= 32;
+          else if (c >= 'A' && c <= 'Z' && m == "lower") c += 32;
+        return out;
+      }
+      if (m == "split")
+        return split(e, s, args);
+      if (m == "replace") {
+        std::string from = string_arg(e, args, 0, m), to = string_arg(e, args, 1, m);
+        if (from.empty())
+          fail(e.line, "replace() with an empty pattern is not supported");
+        std::string out;
+        size_t pos = 0;
+        for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
+          out.append(s, pos, hit - pos).append(to);
+        return out.append(s, pos, std::string::npos);
+      }
+    } else if (obj.is_object()) {
+      if (m == "get") {
+        std::string key = string_arg(e, args, 0, m);
+        return obj.contains(key) ? obj[key] : (args.size() > 1 ? args[1] : Value());
+      }
+      if (m == "items" || m == "keys" || m == "values") {
+        Value list = Value::array();
+        for (const auto &[k, v] : obj.items())
+          list.push_back(m == "items" ? Value::array({k, v}) : m == "keys" ? Value(k) : v);
+        return list;
+      }
+    }
+    fail(e.line, "unsupported method '" + m + "' on " + type_name(obj));
+  }
+
+  Value split(const Expr &e, const std::string &s, const std::vector<Value> &args) {
+    Value parts = Value::array();
+    if (args.empty() || args[0].is_null()) { // runs of whitespace
+      size_t i = 0;
+      while (true) {
+        while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+        if (i == s.size()) break;
+        size_t j = i;
+        while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+        parts.push_back(s.substr(i, j - i));
+        i = j;
+      }
+      return parts;
+    }
+    std::string sep = string_arg(e, args, 0, "split");
+    if (sep.empty())
+      fail(e.line, "split(): empty separator");
+    int64_t max_splits = args.size() > 1 && args[1].is_number_integer() ? args[1].get<int64_t>() : -1;
+    size_t pos = 0;
+    for (size_t hit; max_splits != 0 && (hit = s.find(sep, pos)) != std::string::npos;
+         pos = hit + sep.size(), --max_splits)
+      parts.push_back(s.substr(pos, hit - pos));
+    parts.push_back(s.substr(pos));
+    return parts;
+  }
+
+  Value filter(const Expr &e) {
+    Value v = eval(*e.args[0]);
+    auto args = eval_args(e, 1);
+    const std::string &f = e.name;
+    if (f == "tojson") {
+      int indent = -1;
+      for (const auto &[k, arg] : e.kwargs) {
+        Value a = eval(*arg);
+        if (k != "indent" || !a.is_number_integer())
+          fail(e.line, "tojson: only an integer 'indent' argument is supported");
+        indent = static_cast<int>(a.get<int64_t>());
+      }
+      std::string out;
+      to_json(v, indent, 0, out);
+      return out;
+    }
+    require_no_kwargs(e, "filter '" + f + "'");
+    if (f == "default" || f == "d") {
+      bool boolean = args.size() > 1 && truthy(args[1]);
+      return (boolean ? truthy(v) : !is_undefined(v)) ? v : (args.empty() ? Value("") : args[0]);
+    }
+    if (f == "string")
+      return to_text(v);
+    if (is_undefined(v) && (f == "length" || f == "count"))
+      return 0;
+    if (f == "length" || f == "count") {
+      if (v.is_string())
+        return code_points(v.get<std::string>()).size();
+      if (v.is_array() || v.is_object())
+        return v.size();
+    } else if (f == "trim" && v.is_string()) {
+      return strip(v.get<std::string>(), Value(), true, true);
+    } else if ((f == "upper" || f == "lower" || f == "capitalize") && v.is_string()) {
+      std::string s = v.get<std::string>();
+      for (size_t i = 0; i < s.size(); ++i) {
+        bool up = f == "upper" || (f == "capitalize" && i == 0);
+        if (up && s[i] >= 'a' && s[i] <= 'z') s[i] -= 32;
+        else if (!up && s[i] >= 'A' && s[i] <= 'Z') s[i] += 32;
+      }
+      return s;
+    } else if ((f == "first" || f == "last") && v.is_array()) {
+      return v.empty() ? undefined() : f == "first" ? v.front() : v.back();
+    } else if (f == "join" && v.is_array()) {
+      std::string sep = args.empty() ? "" : to_text(args[0]), out;
+      for (size_t i = 0; i < v.size(); ++i)
+        out += (i ? sep : "") + to_text(v[i]);
+      return out;
+    } else if (f == "items" && v.is_object()) {
+      Value list = Value::array();
+      for (const auto &[k, item] : v.items())
+        list.push_back(Value::array({k, item}));
+      return list;
+    } else if (f != "length" && f != "count" && f != "trim" && f != "upper" && f != "lower" &&
+               f != "capitalize" && f != "first" && f != "last" && f != "join" && f != "items") {
+      fail(e.line, "unsupported filter '" + f +
+                       "' (supported: tojson, default, string, length, count, trim, upper, "
+                       "lower, capitalize, first, last, join, items)");
+    }
+    fail(e.line, "filter '" + f + "' does not apply to " + type_name(v));
+  }
+
+  bool test(const Expr &e) {
+    Value v = eval(*e.args[0]);
+    const std::string &t = e.name;
+    if (t == "defined") return !is_undefined(v);
+    if (t == "undefined") return is_undefined(v);
+    if (t == "none") return v.is_null();
+    if (t == "string") return v.is_string();
+    if (t == "number") return v.is_number();
+    if (t == "integer") return v.is_number_integer();
+    if (t == "float") return v.is_number_float();
+    if (t == "boolean") return v.is_boolean();
+    if (t == "true") return v.is_boolean() && v.get<bool>();
+    if (t == "false") return v.is_boolean() && !v.get<bool>();
+    if (t == "mapping") return v.is_object();
+    if (t == "sequence" || t == "iterable") return v.is_array() || v.is_string() || v.is_object();
+    fail(e.line, "unsupported test '" + t +
+                     "' (supported: defined, undefined, none, string, number, integer, float, "
+                     "boolean, true, false, mapping, sequence, iterable)");
+  }
+
+  Value binary(const Expr &e) {
+    const std::string &op = e.name;
+    Value a = eval(*e.args[0]);
+    if (op == "and")
+      return truthy(a) ? eval(*e.args[1]) : a;
+    if (op == "or")
+      return truthy(a) ? a : eval(*e.args[1]);
+    Value b = eval(*e.args[1]);
+    if (op == "==") return values_equal(a, b);
+    if (op == "!=") return !values_equal(a, b);
+    if (op == "~") return to_text(a) + to_text(b);
+    if (op == "in" || op == "not in") {
+      bool found;
+      if (b.is_string() && a.is_string())
+        found = b.get_ref<const std::string &>().find(a.get<std::string>()) != std::string::npos;
+      else if (b.is_array())
+        found = std::any_of(b.begin(), b.end(), [&](const Value &x) { return values_equal(x, a); });
+      else if (b.is_object())
+        found = a.is_string() && b.contains(a.get<std::string>());
+      else if (is_undefined(b))
+        found = false;
+      else
+        fail(e.line, std::string("'in' does not apply to ") + type_name(b));
+      return found == (op == "in");
+    }
+    if (op == "+" && a.is_string() && b.is_string())
+      return a.get<std::string>() + b.get<std::string>();
+    if (op == "+" && a.is_array() && b.is_array()) {
+      Value out = a;
+      out.insert(out.end(), b.begin(), b.end());
+      return out;
+    }
+    if (a.is_string() && b.is_string() && (op == "<" || op == ">" || op == "<=" || op == ">=")) {
+      int c = a.get<std::string>().compare(b.get<std::string>());
+      return op == "<" ? c < 0 : op == ">" ? c > 0 : op == "<=" ? c <= 0 : c >= 0;
+    }
+    if (!a.is_number() || !b.is_number() || a.is_boolean() || b.is_boolean())
+      fail(e.line, "unsupported operand types for " + op + ": " + type_name(a) + " and " +
+                       type_name(b));
+    if (a.is_number_integer() && b.is_number_integer() && op != "/") {
+      int64_t x = a.get<int64_t>(), y = b.get<int64_t>();
+      if ((op == "//" || op == "%") && y == 0)
+        fail(e.line, "division by zero");
+      if (op == "+") return x + y;
+      if (op == "-") return x - y;
+      if (op == "*") return x * y;
+      if (op == "//") return x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
+      if (op == "%") return ((x % y) + y) % y;
+      if (op == "<") return x < y;
+      if (op == ">") return x > y;
+      if (op == "<=") return x <= y;
+      if (op == ">=") return x >= y;
+    }
+    double x = a.get<double>(), y = b.get<double>();
+    if ((op == "/" || op == "//" || op == "%") && y == 0)
+      fail(e.line, "division by zero");
+    if (op == "+") return x + y;
+    if (op == "-") return x - y;
+    if (op == "*") return x * y;
+    if (op == "/") return x / y;
+    if (op == "//") return std::floor(x / y);
+    if (op == "%") return x - y * std::floor(x / y);
+    if (op == "<") return x < y;
+    if (op == ">") return x > y;
+    if (op == "<=") return x <= y;
+    return x >= y;
+  }
+
+  std::vector<std::unordered_map<std::string, Value>> scopes_;
+};
+
+} // namespace
+
+std::string render(const Template &t, const Value &context) {
+  std::string out;
+  Renderer(context).run(t.nodes, out);
+  return out;
+}
+
+} // namespace llmserve::jinja
