@@ -8,6 +8,8 @@ APT_PACKAGES=(
   # compiler toolchain: MLIR/LLVM 22 built with clang-22 + lld
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
   cmake ninja-build pkg-config
+  # lit's per-test timeout (test/lit) needs psutil
+  python3-psutil
   # runtime libraries and test frameworks
   nlohmann-json3-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-pthread
