@@ -21,8 +21,8 @@ config.environment["PATH"] = os.pathsep.join(
 # and an address-space limit; exceeding either kills it with a signal, which
 # `not` reports as a crash (unlike timeout(1), whose exit status `not` would
 # take for the expected failure). Wall-clock hangs are caught by lit's
-# per-test timeout, which needs psutil (python3-psutil, a dependency of
-# python3-torch).
+# per-test timeout, which needs psutil (python3-psutil, in
+# tools/install-deps.sh).
 LIMITS = "prlimit --cpu=60 --as={} --".format(4 << 30)
 lit_config.maxIndividualTestTime = 120
 
