@@ -91,7 +91,16 @@ std::vector<std::string> fixture_names() {
   return names;
 }
 
-TEST(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
+class FixtureCheckpoints : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::is_directory(kFixtures))
+        << kFixtures << " is missing: ctest writes it first (model_fixtures_generate), or run "
+        << "/usr/bin/python3 test/fixtures/make_fixtures.py " << kFixtures;
+  }
+};
+
+TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
   std::vector<std::string> names = fixture_names();
   ASSERT_GE(names.size(), 10u) << kFixtures;
   for (const std::string &name : names) {
@@ -123,7 +132,7 @@ TEST(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
   }
 }
 
-TEST(FixtureCheckpoints, ShardedEqualsSingleFile) {
+TEST_F(FixtureCheckpoints, ShardedEqualsSingleFile) {
   Checkpoint single = Checkpoint::open((kFixtures / "llama").string());
   Checkpoint sharded = Checkpoint::open((kFixtures / "llama_sharded").string());
   ASSERT_EQ(single.tensors().size(), sharded.tensors().size());
@@ -136,7 +145,7 @@ TEST(FixtureCheckpoints, ShardedEqualsSingleFile) {
 
 // llama_f16 and llama_bf16 hold llama's f32 weights rounded by torch; reading
 // them through convert_tensor must give exactly our own rounding of llama's.
-TEST(FixtureCheckpoints, TorchRoundingMatchesOurs) {
+TEST_F(FixtureCheckpoints, TorchRoundingMatchesOurs) {
   const int seed = read_json(kFixtures / "llama" / "reference.json")["seed"];
   Checkpoint f32 = Checkpoint::open((kFixtures / "llama").string());
   for (const char *variant : {"llama_f16", "llama_bf16"}) {
