@@ -159,6 +159,11 @@ CpuExecutor::run_entry(std::string_view name, Symbols symbols,
   const EntryPoint &e = entry(name);
   const Manifest &m = bundle_.manifest();
   symbols.NB = num_kv_blocks_;
+  for (const Dispatch &d : e.dispatches)
+    for (int id : d.bindings)
+      if (m.buffers[id].kind == BufferKind::KvCache && num_kv_blocks_ == 0)
+        throw std::logic_error("entry point '" + e.name +
+                               "' needs the KV cache; allocate it first");
   if (inputs.size() != e.arguments.size())
     throw std::invalid_argument("entry point '" + e.name + "' takes " +
                                 std::to_string(e.arguments.size()) +
@@ -187,10 +192,6 @@ CpuExecutor::run_entry(std::string_view name, Symbols symbols,
                                   " bytes of data for " + describe(in.dtype, in.shape));
     arguments.push_back(in.data.data());
   }
-  for (const Buffer &b : m.buffers)
-    if (b.kind == BufferKind::KvCache && num_kv_blocks_ == 0)
-      throw std::logic_error("entry point '" + e.name +
-                             "' needs the KV cache; allocate it first");
 
   run(e, symbols, arguments);
 

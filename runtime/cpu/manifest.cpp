@@ -332,8 +332,8 @@ EntryPoint parse_entry(const Reader &r, const json &e, const std::string &p,
       const std::string q = p + "." + key + "[" + std::to_string(i) + "]";
       const int id = r.buffer_id(list[i], q, m.buffers.size());
       if (m.buffers[id].kind != kind)
-        r.fail(q, "buffer " + std::to_string(id) + " is a " +
-                      buffer_kind_name(m.buffers[id].kind) + ", expected a " +
+        r.fail(q, "buffer " + std::to_string(id) + " is of kind " +
+                      buffer_kind_name(m.buffers[id].kind) + ", expected " +
                       buffer_kind_name(kind));
       out.push_back(id);
     }
@@ -384,8 +384,9 @@ EntryPoint parse_entry(const Reader &r, const json &e, const std::string &p,
           kind == BufferKind::Argument ? entry.arguments : entry.results;
       if ((kind == BufferKind::Argument || kind == BufferKind::Result) &&
           std::find(own.begin(), own.end(), id) == own.end())
-        r.fail(bq, "buffer " + std::to_string(id) + " is a " +
-                       buffer_kind_name(kind) + " of another entry point");
+        r.fail(bq, "buffer " + std::to_string(id) + " is of kind " +
+                       buffer_kind_name(kind) + " but not one of this entry "
+                       "point's " + buffer_kind_name(kind) + "s");
       dispatch.bindings.push_back(id);
     }
     dispatch.push_constants =

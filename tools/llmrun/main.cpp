@@ -8,6 +8,7 @@
 namespace llmrun {
 // One declaration and one table row per subcommand.
 int tokenize_command(int argc, char **argv);
+int call_command(int argc, char **argv);
 } // namespace llmrun
 
 namespace {
@@ -15,6 +16,7 @@ namespace {
 const llmrun::Command kCommands[] = {
     {"version", "print the bundle format and kernel ABI versions", nullptr},
     {"tokenize", "encode JSON strings to ids (or decode) with a tokenizer", llmrun::tokenize_command},
+    {"call", "run one entry point of a bundle on .npy inputs", llmrun::call_command},
 };
 
 int usage(FILE *out) {

@@ -1,0 +1,202 @@
+#include "cpu/bundle.h"
+
+#include "test_bundle.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace llmserve {
+namespace {
+
+using ::testing::HasSubstr;
+using test::fs::path;
+using test::json;
+
+std::string load_error(const path &dir, const std::string &checkpoint = {}) {
+  try {
+    Bundle bundle(dir.string(), checkpoint);
+  } catch (const std::runtime_error &e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+std::vector<float> floats(const void *p, size_t n) {
+  std::vector<float> v(n);
+  std::memcpy(v.data(), p, n * sizeof(float));
+  return v;
+}
+
+TEST(Bundle, LoadsKernelsAndEmbeddedWeights) {
+  const path dir = test::ops_bundle(test::fresh_dir());
+  const Bundle bundle(dir.string());
+  EXPECT_EQ(bundle.manifest().entry_points.size(), 4u);
+  EXPECT_EQ(bundle.weights_source(), (dir / "weights.safetensors").string());
+
+  // The kernels are the functions of the shared object: run one.
+  const float a[] = {1, 2, 3, 4, 5}, b[] = {10, 20, 30, 40, 50};
+  float out[5] = {};
+  void *bindings[] = {const_cast<float *>(a), const_cast<float *>(b), out};
+  const int64_t n = 5;
+  bundle.kernel(0)(bindings, &n, 1, 0, 0); // the second tile: element 4
+  EXPECT_EQ(floats(out, 5), (std::vector<float>{0, 0, 0, 0, 55}));
+
+  // gain: f32 in the file, used where it lies.
+  EXPECT_EQ(floats(bundle.weight(5), 4), test::kGain);
+  // half_gain: f16 in the file, converted to f32.
+  EXPECT_EQ(floats(bundle.weight(7), 4), test::kHalfGain);
+  // proj: [3, 4] in the file, [4, 3] for the kernels.
+  const std::vector<float> proj = floats(bundle.weight(8), 12);
+  for (int k = 0; k < 4; ++k)
+    for (int n3 = 0; n3 < 3; ++n3)
+      EXPECT_EQ(proj[k * 3 + n3], test::kProj[n3 * 4 + k]);
+  EXPECT_EQ(bundle.weight(0), nullptr); // an argument
+  EXPECT_EQ(bundle.mapped_weight_bytes(), 16u);
+  EXPECT_EQ(bundle.converted_weight_bytes(), 16u + 48u);
+}
+
+TEST(Bundle, ConvertsUnalignedTensors) {
+  // A 3-element f16 tensor first puts gain at an odd offset of 6 bytes, so it
+  // cannot be read in place as f32.
+  const path dir = test::fresh_dir();
+  test::write_bundle(dir, test::ops_manifest());
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.insert(weights.begin(), test::f16_tensor("pad", {3}, {1, 2, 3}));
+  test::write_weights(dir / "weights.safetensors", weights);
+  const Bundle bundle(dir.string());
+  EXPECT_EQ(bundle.mapped_weight_bytes(), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(bundle.weight(5)) % kBufferAlignment, 0u);
+  EXPECT_EQ(floats(bundle.weight(5), 4), test::kGain);
+}
+
+TEST(Bundle, ReadsTiedTensorOnceAsIsAndOnceTransposed) {
+  const path ckpt = test::step_checkpoint(test::fresh_dir("_ckpt"));
+  const path dir = test::step_bundle(test::fresh_dir(), ckpt);
+  const Bundle bundle(dir.string());
+  EXPECT_EQ(bundle.weights_source(), ckpt.string());
+  const std::vector<float> e = test::embedding_values();
+  const std::vector<float> embed = floats(bundle.weight(13), e.size());
+  const std::vector<float> unembed = floats(bundle.weight(14), e.size());
+  for (int v = 0; v < test::kVocab; ++v)
+    for (int h = 0; h < test::kHidden; ++h) {
+      EXPECT_EQ(embed[v * test::kHidden + h], e[v * test::kHidden + h]);
+      EXPECT_EQ(unembed[h * test::kVocab + v], e[v * test::kHidden + h]);
+    }
+}
+
+TEST(Bundle, CheckpointGivenAtLoadOverridesTheManifests) {
+  const path recorded = test::step_checkpoint(test::fresh_dir("_recorded"), 1.0f);
+  const path other = test::step_checkpoint(test::fresh_dir("_other"), 2.0f);
+  const path dir = test::step_bundle(test::fresh_dir(), recorded);
+  const Bundle bundle(dir.string(), other.string());
+  EXPECT_EQ(bundle.weights_source(), other.string());
+  EXPECT_EQ(floats(bundle.weight(13), 32), test::embedding_values(2.0f));
+}
+
+TEST(Bundle, RelativeCheckpointIsRelativeToTheBundle) {
+  const path dir = test::fresh_dir();
+  test::step_checkpoint(dir / "weights");
+  json m = test::step_manifest();
+  m["weights"]["checkpoint"] = "../weights";
+  test::write_bundle(dir / "model.llmb", m);
+  const Bundle bundle((dir / "model.llmb").string());
+  EXPECT_EQ(floats(bundle.weight(13), 32), test::embedding_values());
+}
+
+TEST(Bundle, BundleWithoutWeightsNeedsNoSource) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  m["weights"] = json::object();
+  m["buffers"][5]["kind"] = m["buffers"][7]["kind"] = m["buffers"][8]["kind"] = "activation";
+  test::write_bundle(dir, m);
+  const Bundle bundle(dir.string());
+  EXPECT_EQ(bundle.weights_source(), "");
+}
+
+TEST(Bundle, RefusesMissingPieces) {
+  const path dir = test::fresh_dir();
+  EXPECT_THAT(load_error(dir / "absent"), HasSubstr("absent: not a directory"));
+  EXPECT_THAT(load_error(dir), HasSubstr("not a kernel bundle (no manifest.json)"));
+
+  test::write_bundle(dir, test::ops_manifest(), /*with_kernels=*/false);
+  EXPECT_THAT(load_error(dir), HasSubstr("the bundle has no CPU kernels (no kernels.cpu.so)"));
+
+  test::write_text(dir / "kernels.cpu.so", "not an ELF file");
+  EXPECT_THAT(load_error(dir), HasSubstr("kernels.cpu.so: cannot load: "));
+
+  test::write_text(dir / "manifest.json", "{\"format\": ");
+  EXPECT_THAT(load_error(dir), HasSubstr("manifest.json: not valid JSON"));
+}
+
+TEST(Bundle, RefusesMissingKernelSymbol) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  m["kernels"][2]["symbol"] = "llmserve_not_there";
+  test::write_bundle(dir, m);
+  test::write_weights(dir / "weights.safetensors", test::ops_weights());
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("kernels.cpu.so: no symbol 'llmserve_not_there' for kernel 'matmul'"));
+}
+
+TEST(Bundle, RefusesMissingOrMisshapenWeights) {
+  const path dir = test::fresh_dir();
+  test::write_bundle(dir, test::ops_manifest());
+  EXPECT_THAT(load_error(dir), HasSubstr("weights.safetensors"));
+
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.erase(weights.begin() + 1); // half_gain
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[7] (weight 'half_gain'): tensor 'half_gain' "
+                                         "is missing from " +
+                                         (dir / "weights.safetensors").string()));
+
+  weights = test::ops_weights();
+  weights[2] = test::f32_tensor("proj", {4, 3}, test::kProj); // already transposed
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[8] (weight 'proj'): tensor 'proj' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         " has shape [4, 3], expected [3, 4] "
+                                         "(transposed to [4, 3])"));
+
+  weights = test::ops_weights();
+  weights[0] = test::f32_tensor("gain", {2, 2}, test::kGain);
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("tensor 'gain' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         " has shape [2, 2], expected [4]"));
+
+  weights = test::ops_weights();
+  weights[0] = test::TestTensor{"gain", DType::I32, {4}, std::vector<uint8_t>(16)};
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[5] (weight 'gain'): "));
+}
+
+TEST(Bundle, RefusesMissingCheckpointTensor) {
+  const path ckpt = test::fresh_dir("_ckpt");
+  test::write_weights(ckpt / "model.safetensors",
+                      {test::f32_tensor("other", {1}, {1.0f})});
+  const path dir = test::step_bundle(test::fresh_dir(), ckpt);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[13] (weight 'embed'): " + ckpt.string() +
+                                         ": tensor 'embed' is missing"));
+  EXPECT_THAT(load_error(dir, (ckpt / "nowhere").string()), HasSubstr("nowhere"));
+}
+
+TEST(Bundle, RefusesWeightsWithoutSource) {
+  const path dir = test::fresh_dir();
+  test::write_bundle(dir, test::step_manifest());
+  EXPECT_THAT(load_error(dir), HasSubstr("neither embeds them nor names a checkpoint"));
+}
+
+TEST(Bundle, MovesWithItsWeights) {
+  const path dir = test::ops_bundle(test::fresh_dir());
+  Bundle first(dir.string());
+  const void *gain = first.weight(5);
+  Bundle moved = std::move(first);
+  EXPECT_EQ(moved.weight(5), gain);
+  EXPECT_EQ(floats(moved.weight(5), 4), test::kGain);
+}
+
+} // namespace
+} // namespace llmserve

@@ -1,0 +1,251 @@
+#include "cpu/manifest.h"
+
+#include "test_bundle.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace llmserve {
+namespace {
+
+using ::testing::HasSubstr;
+using test::json;
+
+std::string parse_error(const std::string &text) {
+  try {
+    Manifest::parse(text, "m.json");
+  } catch (const std::runtime_error &e) {
+    return e.what();
+  }
+  return "(parsed)";
+}
+
+TEST(Manifest, ParsesTheStepBundle) {
+  const Manifest m = Manifest::parse(test::step_manifest().dump(), "m.json");
+  EXPECT_EQ(m.target, "cpu");
+  EXPECT_EQ(m.model.architecture, "llama");
+  EXPECT_EQ(m.model.vocab_size, 8);
+  EXPECT_EQ(m.model.bos_token_id, 1);
+  EXPECT_EQ(m.model.eos_token_ids, std::vector<int64_t>{2});
+  EXPECT_EQ(m.kv_cache.block_size, 2);
+  EXPECT_EQ(m.kv_cache.dtype, DType::F32);
+  EXPECT_EQ(m.kv_cache.bytes_per_token, 32);
+  ASSERT_EQ(m.buffers.size(), 20u);
+  EXPECT_EQ(m.buffers[4].kind, BufferKind::Argument);
+  EXPECT_EQ(m.buffers[4].name, "block_table");
+  EXPECT_EQ(shape_text(m.buffers[4].shape), "S,MB");
+  EXPECT_EQ(m.buffers[14].kind, BufferKind::Weight);
+  EXPECT_EQ(m.buffers[14].tensor, "embed");
+  EXPECT_TRUE(m.buffers[14].transpose);
+  EXPECT_FALSE(m.buffers[13].transpose);
+  EXPECT_EQ(m.buffers[16].kind, BufferKind::KvCache);
+  EXPECT_EQ(m.buffers[16].layer, 0);
+  EXPECT_EQ(m.buffers[16].role, 'v');
+  EXPECT_EQ(m.buffers[17].kind, BufferKind::Activation);
+  EXPECT_EQ(m.buffers[17].name, "");
+  ASSERT_EQ(m.kernels.size(), 5u);
+  EXPECT_EQ(m.kernels[2].symbol, "test_attend");
+
+  const EntryPoint *step = m.find_entry("step");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->arguments.size(), static_cast<size_t>(abi::kNumStepArguments));
+  EXPECT_EQ(step->results, std::vector<int>{12});
+  ASSERT_EQ(step->dispatches.size(), 5u);
+  const Dispatch &attend = step->dispatches[2];
+  EXPECT_EQ(attend.kernel, 2);
+  EXPECT_EQ(attend.bindings, (std::vector<int>{3, 4, 15, 18}));
+  ASSERT_EQ(attend.push_constants.size(), 3u);
+  EXPECT_EQ(attend.push_constants[1].text(), "MB");
+  EXPECT_EQ(attend.grid[0].text(), "S");
+  EXPECT_EQ(m.find_entry("nope"), nullptr);
+}
+
+TEST(Manifest, SizesBuffers) {
+  const Manifest m = Manifest::parse(test::step_manifest().dump(), "m.json");
+  const Symbols s{5, 2, 3, 10};
+  EXPECT_EQ(m.buffers[4].byte_size(s, 4), 2u * 3 * 4);   // block_table i32 [S,MB]
+  EXPECT_EQ(m.buffers[11].byte_size(s, 11), 2u * 8);     // seed i64 [S]
+  EXPECT_EQ(m.buffers[15].byte_size(s, 15), 10u * 2 * 4 * 4); // KV [NB,2,1,4]
+  EXPECT_THAT([&] {
+    try {
+      m.buffers[17].byte_size({-1, 0, 0, 0}, 17);
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }(), HasSubstr("buffer 17 has shape [-1, 4] for [T,4]: negative dimension"));
+  EXPECT_THROW(m.buffers[17].byte_size({INT64_MAX / 2, 0, 0, 0}, 17), std::runtime_error);
+}
+
+TEST(Manifest, LoadsFromFile) {
+  const auto dir = test::fresh_dir();
+  test::write_text(dir / "manifest.json", test::ops_manifest().dump());
+  EXPECT_EQ(Manifest::load((dir / "manifest.json").string()).entry_points.size(), 4u);
+  EXPECT_THAT(
+      [&] {
+        try {
+          Manifest::load((dir / "absent.json").string());
+        } catch (const std::runtime_error &e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      HasSubstr("absent.json: cannot open"));
+}
+
+TEST(Manifest, RefusesOtherVersions) {
+  json m = test::ops_manifest();
+  m["format_version"] = abi::kBundleFormatVersion + 1;
+  EXPECT_THAT(parse_error(m.dump()),
+              HasSubstr("m.json: format_version: bundle format version 2, runtime supports 1"));
+  m = test::ops_manifest();
+  m["kernel_abi_version"] = 7;
+  EXPECT_THAT(parse_error(m.dump()),
+              HasSubstr("kernel_abi_version: bundle kernel ABI version 7, runtime supports 1"));
+  m = test::ops_manifest();
+  m["format"] = "onnx";
+  EXPECT_THAT(parse_error(m.dump()), HasSubstr("format: 'onnx' is not a kernel bundle"));
+}
+
+TEST(Manifest, RefusesMalformedJson) {
+  const std::string text = test::ops_manifest().dump();
+  EXPECT_THAT(parse_error(text.substr(0, text.size() / 2)),
+              HasSubstr("m.json: not valid JSON"));
+  EXPECT_THAT(parse_error(""), HasSubstr("m.json: not valid JSON"));
+  EXPECT_THAT(parse_error("[1, 2]"), HasSubstr("m.json: manifest: expected a JSON object"));
+}
+
+// Each case breaks one thing in a valid manifest; the error names the field.
+struct BrokenCase {
+  const char *what;
+  std::function<void(json &)> breakit;
+  const char *error;
+  bool step = false; // break the step manifest rather than the ops one
+};
+
+const BrokenCase kBroken[] = {
+    {"missing model", [](json &m) { m.erase("model"); }, "manifest: missing field 'model'"},
+    {"string vocab", [](json &m) { m["model"]["vocab_size"] = "8"; },
+     "model.vocab_size: expected an integer, got \"8\""},
+    {"zero heads", [](json &m) { m["model"]["num_heads"] = 0; },
+     "model.num_heads: 0 is less than 1"},
+    {"eos outside vocab", [](json &m) { m["model"]["eos_token_ids"] = {2, 8}; },
+     "model.eos_token_ids: token 8 is outside the vocabulary of 8"},
+    {"bos outside vocab", [](json &m) { m["model"]["bos_token_id"] = 9; },
+     "model.bos_token_id: token 9 is outside"},
+    {"huge integer", [](json &m) { m["model"]["hidden_size"] = UINT64_MAX; },
+     "model.hidden_size: integer 18446744073709551615 does not fit in int64"},
+    {"kv dtype", [](json &m) { m["kv_cache"]["dtype"] = "f8"; },
+     "kv_cache.dtype: unknown dtype 'f8'"},
+    {"kv layers", [](json &m) { m["kv_cache"]["num_layers"] = 2; },
+     "kv_cache.num_layers: 2 layers, the model has 1"},
+    {"kv bytes", [](json &m) { m["kv_cache"]["bytes_per_token"] = 33; },
+     "kv_cache.bytes_per_token: 33, but 2 * layers * kv_heads * head_dim * sizeof(dtype) is 32"},
+    {"weights not object", [](json &m) { m["weights"] = "w"; },
+     "weights: expected a JSON object"},
+    {"buffers not array", [](json &m) { m["buffers"] = json::object(); },
+     "buffers: expected an array"},
+    {"unknown dtype", [](json &m) { m["buffers"][1]["dtype"] = "float32"; },
+     "buffers[1].dtype: unknown dtype 'float32'"},
+    {"checkpoint dtype spelling", [](json &m) { m["buffers"][1]["dtype"] = "F32"; },
+     "buffers[1].dtype: unknown dtype 'F32'"},
+    {"unknown kind", [](json &m) { m["buffers"][0]["kind"] = "input"; },
+     "buffers[0].kind: unknown buffer kind 'input'"},
+    {"nameless argument", [](json &m) { m["buffers"][0].erase("name"); },
+     "buffers[0]: missing field 'name'"},
+    {"bad shape expression", [](json &m) { m["buffers"][0]["shape"] = {"T+"}; },
+     "buffers[0].shape[0]: bad expression 'T+' at position 2"},
+    {"float shape", [](json &m) { m["buffers"][0]["shape"] = {1.5}; },
+     "buffers[0].shape[0]: expected an integer or an expression string, got 1.5"},
+    {"unknown transform", [](json &m) { m["buffers"][8]["transform"] = "flip"; },
+     "buffers[8].transform: unknown transform 'flip'"},
+    {"transpose 1-D", [](json &m) { m["buffers"][5]["transform"] = "transpose"; },
+     "buffers[5].transform: transpose needs a 2-D shape, got [4]"},
+    {"symbolic weight", [](json &m) { m["buffers"][5]["shape"] = {"T"}; },
+     "buffers[5].shape: a weight's shape must be constant"},
+    {"empty tensor name", [](json &m) { m["buffers"][5]["tensor"] = ""; },
+     "buffers[5].tensor: empty tensor name"},
+    {"weight read twice", [](json &m) { m["buffers"][7]["tensor"] = "gain"; },
+     "buffers[7]: tensor 'gain' with transform none is already bound by buffers[5]"},
+    {"kv layer", [](json &m) { m["buffers"][15]["layer"] = 1; },
+     "buffers[15].layer: layer 1 is out of range (1 layers)", true},
+    {"kv role", [](json &m) { m["buffers"][15]["role"] = "q"; },
+     "buffers[15].role: unknown role 'q'", true},
+    {"kv dtype mismatch", [](json &m) { m["buffers"][15]["dtype"] = "f16"; },
+     "buffers[15].dtype: f16, but kv_cache.dtype is f32", true},
+    {"kv shape uses T", [](json &m) { m["buffers"][15]["shape"][0] = "T"; },
+     "buffers[15].shape: a KV cache shape may use only NB", true},
+    {"kv twice", [](json &m) { m["buffers"][16]["role"] = "k"; },
+     "buffers[16]: a second KV cache buffer for layer 0 role k", true},
+    {"kv missing", [](json &m) { m["buffers"][16]["kind"] = "activation"; },
+     "buffers: 1 KV cache buffers, expected one per layer and role (2)", true},
+    {"kernel listed twice", [](json &m) { m["kernels"][1]["name"] = "add"; },
+     "kernels[1].name: kernel 'add' is listed twice"},
+    {"kernel without symbol", [](json &m) { m["kernels"][1]["symbol"] = ""; },
+     "kernels[1]: empty kernel name or symbol"},
+    {"unlisted kernel", [](json &m) { m["entry_points"][0]["dispatches"][0]["kernel"] = "mul"; },
+     "entry_points[0].dispatches[0].kernel: kernel 'mul' is not listed in kernels"},
+    {"binding out of range", [](json &m) { m["entry_points"][0]["dispatches"][1]["bindings"][2] = 10; },
+     "entry_points[0].dispatches[1].bindings[2]: buffer id 10 is out of range (10 buffers)"},
+    {"negative binding", [](json &m) { m["entry_points"][0]["dispatches"][1]["bindings"][2] = -1; },
+     "entry_points[0].dispatches[1].bindings[2]: buffer id -1 is out of range"},
+    {"foreign argument", [](json &m) { m["entry_points"][1]["dispatches"][0]["bindings"][0] = 0; },
+     "entry_points[1].dispatches[0].bindings[0]: buffer 0 is of kind argument but not one of "
+     "this entry point's arguments"},
+    {"argument is a weight", [](json &m) { m["entry_points"][1]["arguments"][0] = 5; },
+     "entry_points[1].arguments[0]: buffer 5 is of kind weight, expected argument"},
+    {"result is an argument", [](json &m) { m["entry_points"][1]["results"][0] = 4; },
+     "entry_points[1].results[0]: buffer 4 is of kind argument, expected result"},
+    {"argument twice", [](json &m) { m["entry_points"][0]["arguments"] = {0, 0}; },
+     "entry_points[0]: a buffer is listed twice"},
+    {"two-dimensional grid", [](json &m) { m["entry_points"][0]["dispatches"][0]["grid"] = {1, 1}; },
+     "entry_points[0].dispatches[0].grid: 2 dimensions, expected 3"},
+    {"bad push constant", [](json &m) { m["entry_points"][0]["dispatches"][0]["push_constants"][0] = "ceildiv(T"; },
+     "entry_points[0].dispatches[0].push_constants[0]: bad expression 'ceildiv(T' at position 9"},
+    {"arity differs", [](json &m) { m["entry_points"][0]["dispatches"][1]["push_constants"] = {"T", 1}; },
+     "entry_points[0].dispatches[1]: kernel 'add' dispatched with 3 bindings and 2 push constants, "
+     "elsewhere with 3 and 1"},
+    {"entry listed twice", [](json &m) { m["entry_points"][1]["name"] = "add"; },
+     "entry_points[1].name: entry point 'add' is listed twice"},
+    {"missing dispatches", [](json &m) { m["entry_points"][0].erase("dispatches"); },
+     "entry_points[0]: missing field 'dispatches'"},
+    {"step arguments swapped",
+     [](json &m) { std::swap(m["entry_points"][0]["arguments"][0], m["entry_points"][0]["arguments"][1]); },
+     "entry_points[0].arguments[0]: buffer 'positions' i32 [T], the step contract says 'token_ids' i32 [T]",
+     true},
+    {"step argument dtype", [](json &m) { m["buffers"][7]["dtype"] = "f16"; },
+     "entry_points[0].arguments[7]: buffer 'temperature' f16 [S], the step contract says "
+     "'temperature' f32 [S]", true},
+    {"step argument shape", [](json &m) { m["buffers"][2]["shape"] = {"S"}; },
+     "entry_points[0].arguments[2]: buffer 'query_start' i32 [S], the step contract says "
+     "'query_start' i32 [S+1]", true},
+    {"step argument missing", [](json &m) { m["entry_points"][0]["arguments"].erase(11); },
+     "entry_points[0].arguments: 11 arguments, the step contract has 12", true},
+    {"step result", [](json &m) { m["buffers"][12]["name"] = "tokens"; },
+     "entry_points[0].results[0]: buffer 'tokens' i32 [S], the step contract says 'next_tokens'",
+     true},
+};
+
+TEST(Manifest, RefusesBrokenManifests) {
+  for (const BrokenCase &c : kBroken) {
+    json m = c.step ? test::step_manifest() : test::ops_manifest();
+    c.breakit(m);
+    EXPECT_THAT(parse_error(m.dump()), HasSubstr(std::string("m.json: ") + c.error))
+        << c.what;
+  }
+}
+
+TEST(Manifest, AcceptsOptionalFieldsLeftOut) {
+  json m = test::ops_manifest();
+  m.erase("weights");
+  m["model"].erase("bos_token_id");
+  m["buffers"][2].erase("name");
+  const Manifest parsed = Manifest::parse(m.dump(), "m.json");
+  EXPECT_EQ(parsed.model.bos_token_id, -1);
+  EXPECT_TRUE(parsed.weights.embedded.empty());
+}
+
+} // namespace
+} // namespace llmserve

@@ -1,0 +1,114 @@
+// llmrun call: runs one entry point of a bundle on tensors read from .npy
+// files and writes its results as .npy files, so a test in Python can check a
+// compiled op against a reference (torch) without linking the runtime.
+#include "commands.h"
+
+#include "cpu/cpu_executor.h"
+#include "cpu/npy.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace llmrun {
+namespace {
+
+const char kUsage[] =
+    "usage: llmrun call <bundle> --entry NAME --input a.npy [b.npy ...]\n"
+    "                   --output-dir DIR [--weights DIR] [--sym T=7 ...]\n"
+    "                   [--threads N]\n"
+    "  Runs entry point NAME on the inputs (one per argument, in order) and\n"
+    "  writes result_0.npy, result_1.npy, ... to DIR.\n"
+    "  --weights DIR  checkpoint directory to read the weights from\n"
+    "  --sym S=N      value of a shape symbol (T, S, MB); NB=N allocates a KV\n"
+    "                 cache of N blocks\n"
+    "  --threads N    worker threads including the caller (default: all)\n";
+
+int64_t parse_int(const std::string &text, const char *what) {
+  size_t end = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &end);
+  } catch (const std::exception &) {
+    end = 0;
+  }
+  if (end == 0 || end != text.size())
+    throw std::invalid_argument(std::string(what) + ": '" + text + "' is not an integer");
+  return value;
+}
+
+} // namespace
+
+int call_command(int argc, char **argv) {
+  std::string bundle_dir, entry, output_dir, weights;
+  std::vector<std::string> inputs;
+  llmserve::Symbols symbols;
+  int64_t kv_blocks = 0, threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--entry") && has_value) {
+      entry = argv[++i];
+    } else if (!std::strcmp(argv[i], "--input") && has_value) {
+      // Every following argument up to the next option is an input.
+      while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0)
+        inputs.push_back(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--output-dir") && has_value) {
+      output_dir = argv[++i];
+    } else if (!std::strcmp(argv[i], "--weights") && has_value) {
+      weights = argv[++i];
+    } else if (!std::strcmp(argv[i], "--sym") && has_value) {
+      const std::string binding = argv[++i];
+      const size_t eq = binding.find('=');
+      if (eq == std::string::npos)
+        throw std::invalid_argument("--sym " + binding + ": expected NAME=VALUE");
+      const std::string name = binding.substr(0, eq);
+      const int64_t value = parse_int(binding.substr(eq + 1), "--sym");
+      if (name == "NB")
+        kv_blocks = value;
+      else
+        symbols.set(name, value);
+    } else if (!std::strcmp(argv[i], "--threads") && has_value) {
+      threads = parse_int(argv[++i], "--threads");
+    } else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (argv[i][0] != '-' && bundle_dir.empty()) {
+      bundle_dir = argv[i];
+    } else {
+      std::fprintf(stderr, "llmrun call: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  if (bundle_dir.empty() || entry.empty() || output_dir.empty()) {
+    std::fprintf(stderr, "llmrun call: <bundle>, --entry and --output-dir are required\n%s",
+                 kUsage);
+    return 2;
+  }
+  if (threads < 0 || threads > INT32_MAX)
+    throw std::invalid_argument("--threads " + std::to_string(threads) + " is out of range");
+  if (kv_blocks < 0 || kv_blocks > INT32_MAX)
+    throw std::invalid_argument("--sym NB=" + std::to_string(kv_blocks) + " is out of range");
+
+  llmserve::CpuExecutor executor(llmserve::Bundle(bundle_dir, weights),
+                                 static_cast<int>(threads));
+  if (kv_blocks > 0)
+    executor.allocate_kv_cache(static_cast<int32_t>(kv_blocks));
+  std::vector<llmserve::HostTensor> tensors;
+  for (const std::string &path : inputs)
+    tensors.push_back(llmserve::read_npy(path));
+  const std::vector<llmserve::HostTensor> results =
+      executor.run_entry(entry, symbols, tensors);
+
+  std::filesystem::create_directories(output_dir);
+  for (size_t i = 0; i < results.size(); ++i)
+    llmserve::write_npy(
+        (std::filesystem::path(output_dir) / ("result_" + std::to_string(i) + ".npy")).string(),
+        results[i]);
+  return 0;
+}
+
+} // namespace llmrun
