@@ -26,27 +26,6 @@ bool is_float(DType d) {
   return d == DType::F32 || d == DType::F16 || d == DType::BF16;
 }
 
-// Element loads and stores through memcpy: checkpoint data is not aligned.
-float load_float(const uint8_t *p, DType dtype) {
-  if (dtype == DType::F32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-void store_float(uint8_t *p, DType dtype, float f) {
-  if (dtype == DType::F32) {
-    std::memcpy(p, &f, 4);
-    return;
-  }
-  uint16_t h = dtype == DType::F16 ? f32_to_f16(f) : f32_to_bf16(f);
-  std::memcpy(p, &h, 2);
-}
-
 // How each float dtype is stored, and its conversions through f32.
 template <DType D> struct Stored { using type = uint16_t; };
 template <> struct Stored<DType::F32> { using type = float; };
@@ -82,7 +61,12 @@ void convert_run(const uint8_t *src, uint8_t *dst, int64_t n) {
   }
 }
 
-using RunFn = void (*)(const uint8_t *, uint8_t *, int64_t);
+// Same dtype: the bytes as they are (NaN payloads included).
+template <size_t Size> void copy_run(const uint8_t *src, uint8_t *dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * Size);
+}
+
+using RunFn = void (*)(const uint8_t *src, uint8_t *dst, int64_t n);
 
 template <DType From> RunFn run_to(DType to) {
   switch (to) {
@@ -92,7 +76,15 @@ template <DType From> RunFn run_to(DType to) {
   }
 }
 
+// The run for a dtype pair convert_tensor accepts.
 RunFn run_fn(DType from, DType to) {
+  if (from == to) {
+    switch (dtype_size(from)) {
+    case 2: return copy_run<2>;
+    case 4: return copy_run<4>;
+    default: return copy_run<8>;
+    }
+  }
   switch (from) {
   case DType::F32: return run_to<DType::F32>(to);
   case DType::F16: return run_to<DType::F16>(to);
@@ -100,24 +92,16 @@ RunFn run_fn(DType from, DType to) {
   }
 }
 
-// Transposes [rows, cols] into [cols, rows] in tiles that stay in cache,
-// converting each element on the way.
-void transpose_convert(const TensorView &src, DType dst_dtype, uint8_t *dst) {
+// Transposes [rows, cols] into [cols, rows], one element at a time through
+// `run`, in tiles that stay in cache.
+void transpose_run(RunFn run, const uint8_t *src, size_t in, uint8_t *dst,
+                   size_t out, int64_t rows, int64_t cols) {
   constexpr int64_t kTile = 32;
-  const int64_t rows = src.shape[0], cols = src.shape[1];
-  const size_t in = dtype_size(src.dtype), out = dtype_size(dst_dtype);
-  const bool same = src.dtype == dst_dtype;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
       for (int64_t c = c0; c < std::min(c0 + kTile, cols); ++c)
-        for (int64_t r = r0; r < std::min(r0 + kTile, rows); ++r) {
-          const uint8_t *s = src.data + (r * cols + c) * in;
-          uint8_t *d = dst + (c * rows + r) * out;
-          if (same)
-            std::memcpy(d, s, in);
-          else
-            store_float(d, dst_dtype, load_float(s, src.dtype));
-        }
+        for (int64_t r = r0; r < std::min(r0 + kTile, rows); ++r)
+          run(src + (r * cols + c) * in, dst + (c * rows + r) * out, 1);
 }
 
 } // namespace
@@ -175,13 +159,13 @@ void convert_tensor(const TensorView &src, DType dst_dtype, bool transpose,
   if (transpose && src.shape.size() != 2)
     throw std::runtime_error(where + "cannot transpose a " +
                              std::to_string(src.shape.size()) + "-D tensor");
+  const RunFn run = run_fn(src.dtype, dst_dtype);
   auto *out = static_cast<uint8_t *>(dst);
   if (transpose)
-    transpose_convert(src, dst_dtype, out);
-  else if (src.dtype == dst_dtype)
-    std::memcpy(out, src.data, src.nbytes);
+    transpose_run(run, src.data, dtype_size(src.dtype), out, dtype_size(dst_dtype),
+                  src.shape[0], src.shape[1]);
   else
-    run_fn(src.dtype, dst_dtype)(src.data, out, src.numel());
+    run(src.data, out, src.numel());
 }
 
 } // namespace llmserve
