@@ -154,7 +154,7 @@ std::vector<RequestOutput> Engine::step() {
   uint64_t num_generated = 0;
   std::array<uint64_t, kNumFinishReasons> finished_by_reason{};
   for (const RequestOutput &o : outputs) {
-    num_generated += o.new_token_ids.size();
+    num_generated += o.token >= 0;
     if (o.finished) {
       ++num_finished;
       ++finished_by_reason[static_cast<int>(o.finish_reason)];

@@ -79,7 +79,8 @@ public:
   void finish(uint64_t id);
 
   // Runs one step. Returns an output for every request that sampled a token
-  // or finished (aborts and executor errors included).
+  // or finished (aborts and executor errors included); at most one token per
+  // request per step.
   std::vector<RequestOutput> step();
 
   bool has_work() const;

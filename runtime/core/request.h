@@ -74,7 +74,9 @@ struct Request {
 // What one step did to one request.
 struct RequestOutput {
   uint64_t id = 0;
-  std::vector<int32_t> new_token_ids; // sampled this step (EOS included)
+  // The token sampled this step (EOS included), or -1 when the request only
+  // ended (abort, error, stop from outside) or ran a prompt chunk.
+  int32_t token = -1;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error; // why, when finish_reason is kError

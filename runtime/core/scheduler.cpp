@@ -258,6 +258,7 @@ FinishReason Scheduler::stop_reason(const Request &request,
 
 void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
                             std::vector<RequestOutput> &outputs) {
+  outputs.reserve(outputs.size() + scheduled_.size());
   for (size_t s = 0; s < scheduled_.size(); ++s) {
     Request *r = scheduled_[s];
     int32_t ran = r->num_scheduled_tokens;
@@ -278,7 +279,7 @@ void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
     if (reason != FinishReason::kNone)
       finish(r, reason, now);
     RequestOutput o = output_of(*r, now);
-    o.new_token_ids.push_back(token);
+    o.token = token;
     outputs.push_back(std::move(o));
   }
   scheduled_.clear();
