@@ -170,6 +170,11 @@ TEST(SafetensorsErrors, HeaderJson) {
               HasSubstr("'__metadata__' value of 'k' is not a string"));
   EXPECT_THAT(open_error(safetensors_bytes(R"({"w":[1]})", "")),
               HasSubstr("tensor 'w': header entry is not a JSON object"));
+  // Deep nesting is parsed and freed without recursion.
+  const size_t depth = 200000;
+  EXPECT_THAT(open_error(safetensors_bytes(
+                  "{\"w\":" + std::string(depth, '[') + std::string(depth, ']') + "}", "")),
+              HasSubstr("tensor 'w': header entry is not a JSON object"));
 }
 
 TEST(SafetensorsErrors, Dtype) {
