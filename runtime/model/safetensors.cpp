@@ -279,10 +279,14 @@ const char *SafetensorsFile::unreadable_dtype(std::string_view name) const {
 }
 
 void SafetensorsFile::release(const TensorView &tensor) const {
-  // Only whole pages inside the tensor: its neighbours may still be in use.
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uintptr_t begin = reinterpret_cast<uintptr_t>(tensor.data);
   uintptr_t end = begin + tensor.nbytes;
+  // Dropping pages of memory that is not ours would zero it.
+  if (begin < reinterpret_cast<uintptr_t>(map_) ||
+      end > reinterpret_cast<uintptr_t>(map_) + map_size_)
+    fail_tensor(path_, tensor.name, "is not a tensor of this file");
+  // Only whole pages inside the tensor: its neighbours may still be in use.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   begin = (begin + page - 1) / page * page;
   end = end / page * page;
   if (end > begin)

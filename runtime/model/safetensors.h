@@ -48,9 +48,10 @@ public:
   const char *unreadable_dtype(std::string_view name) const;
   const std::string &path() const { return path_; }
 
-  // Drops the pages of `tensor` (one of ours) from the process's resident
-  // set once a loader has copied it out; reading it again faults them back
-  // in. Keeps peak memory at one copy of the weights while loading.
+  // Drops the pages of `tensor` (one of ours; throws otherwise) from the
+  // process's resident set once a loader has copied it out; reading it again
+  // faults them back in. Keeps peak memory at one copy of the weights while
+  // loading.
   void release(const TensorView &tensor) const;
 
 private:

@@ -88,6 +88,19 @@ TEST(CheckpointErrors, MissingTensorNamesDirectoryAndTensor) {
   }
 }
 
+TEST(CheckpointErrors, ReleaseOfAnotherCheckpointsTensor) {
+  fs::path dir = sharded_checkpoint();
+  Checkpoint ckpt = Checkpoint::open(dir.string());
+  Checkpoint other = Checkpoint::open(dir.string());
+  try {
+    ckpt.release(other.tensor("a"));
+    ADD_FAILURE();
+  } catch (const std::runtime_error &e) {
+    EXPECT_EQ(std::string(e.what()),
+              dir.string() + ": tensor 'a' does not belong to this checkpoint");
+  }
+}
+
 TEST(CheckpointErrors, UnreadableDtypeIsNamed) {
   fs::path dir = fresh_dir();
   write_bytes(dir / "model.safetensors",

@@ -110,6 +110,16 @@ TEST(Safetensors, ReleaseKeepsContentsReadable) {
   const TensorView &t = file.tensors()[0];
   file.release(t);
   EXPECT_EQ(std::memcmp(t.data, big.data(), t.nbytes), 0);
+
+  // A view into other memory is refused: dropping its pages would zero it.
+  const TensorView foreign = view("big", DType::F32, {1 << 16}, big.data(), big.size() * 4);
+  try {
+    file.release(foreign);
+    ADD_FAILURE();
+  } catch (const std::runtime_error &e) {
+    EXPECT_EQ(std::string(e.what()), path + ": tensor 'big': is not a tensor of this file");
+  }
+  EXPECT_EQ(big[12345], 12345.0f);
 }
 
 TEST(Safetensors, ReadsHeaderPaddedWithSpacesAndEmptyFile) {
@@ -322,6 +332,10 @@ TEST(SafetensorsWriterErrors, RejectsBadTensorsAndPaths) {
               HasSubstr("tensor 'a': negative dimension -2"));
   EXPECT_THAT(write_error({view("a", DType::F32, {2}, a, 8)}, (dir / "no" / "w.safetensors").string()),
               HasSubstr("cannot create"));
+  std::filesystem::create_directory(dir / "taken");
+  EXPECT_THAT(write_error({view("a", DType::F32, {2}, a, 8)}, (dir / "taken").string()),
+              HasSubstr("taken: cannot write: Is a directory"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "taken.tmp"));
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
