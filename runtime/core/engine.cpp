@@ -65,6 +65,19 @@ uint64_t Engine::add_request(std::vector<int32_t> prompt,
   for (int32_t token : params.stop_token_ids)
     check_token(token, "stop_token_ids");
   params.validate();
+  // The step contract (abi::kStepArguments) carries neither the token
+  // history penalties need nor log-probs: refuse rather than ignore them.
+  auto unsupported = [&](bool used, const std::string &what) {
+    if (used)
+      reject(what + ": not supported by the step contract yet");
+  };
+  unsupported(params.presence_penalty != 0.0f,
+              "presence_penalty = " + std::to_string(params.presence_penalty));
+  unsupported(params.frequency_penalty != 0.0f,
+              "frequency_penalty = " + std::to_string(params.frequency_penalty));
+  unsupported(params.repetition_penalty != 1.0f,
+              "repetition_penalty = " + std::to_string(params.repetition_penalty));
+  unsupported(params.logprobs != 0, "logprobs = " + std::to_string(params.logprobs));
 
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t id = next_id_++;

@@ -68,8 +68,9 @@ public:
   Engine(Executor &executor, EngineConfig config);
 
   // Queues a request and returns its id. Throws std::invalid_argument for an
-  // empty or too long prompt, a token id outside the vocabulary, or invalid
-  // sampling parameters.
+  // empty or too long prompt, a token id outside the vocabulary, invalid
+  // sampling parameters, or penalties and logprobs, which the step contract
+  // cannot carry yet.
   uint64_t add_request(std::vector<int32_t> prompt, SamplingParams params);
   // Ends a request with reason kAbort, wherever it is, at the next step.
   // Unknown or finished ids are ignored.

@@ -112,6 +112,22 @@ TEST(Engine, RejectsBadRequestsWithTheReason) {
   p = SamplingParams();
   p.top_p = 2.0f;
   EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }), HasSubstr("top_p = 2"));
+  p = SamplingParams();
+  p.presence_penalty = 0.5f;
+  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
+              HasSubstr("presence_penalty = 0.5"));
+  p = SamplingParams();
+  p.frequency_penalty = -1.0f;
+  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
+              HasSubstr("frequency_penalty = -1"));
+  p = SamplingParams();
+  p.repetition_penalty = 1.2f;
+  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
+              HasSubstr("repetition_penalty = 1.2"));
+  p = SamplingParams();
+  p.logprobs = 2;
+  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
+              HasSubstr("logprobs = 2: not supported by the step contract yet"));
   EXPECT_FALSE(engine.has_work());
 }
 
