@@ -4,7 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -112,33 +114,79 @@ void Bundle::bind_weights(const std::string &checkpoint_dir) {
                                  "' is missing from " + weights_source_);
     }
 
-    std::vector<int64_t> want;
+    std::vector<int64_t> want; // the buffer's shape
     for (const Expression &dim : b.shape)
       want.push_back(dim.evaluate(Symbols{}));
-    std::vector<int64_t> stored = want; // the shape the checkpoint should hold
-    if (b.transpose)
-      std::swap(stored[0], stored[1]);
-    if (t->shape != stored)
-      throw std::runtime_error(
-          where + "tensor '" + b.tensor + "' in " + weights_source_ +
-          " has shape " + dims_text(t->shape) + ", expected " + dims_text(stored) +
-          (b.transpose ? " (transposed to " + dims_text(want) + ")" : ""));
+    const bool sliced = b.rows_end >= 0;
+    // The tensor as the kernels see it before the row slice.
+    std::vector<int64_t> whole = t->shape;
+    if (b.transpose && whole.size() == 2)
+      std::swap(whole[0], whole[1]);
+    const bool fits =
+        whole.size() == want.size() &&
+        (want.empty() ||
+         (std::equal(want.begin() + 1, want.end(), whole.begin() + 1) &&
+          (sliced ? b.rows_end <= whole[0] : whole[0] == want[0])));
+    if (!fits) {
+      std::vector<std::string> dims; // the shape the checkpoint should hold
+      for (int64_t d : want)
+        dims.push_back(std::to_string(d));
+      if (sliced)
+        dims[0] = ">=" + std::to_string(b.rows_end);
+      if (b.transpose)
+        std::swap(dims[0], dims[1]);
+      std::string expected = "[";
+      for (size_t i = 0; i < dims.size(); ++i)
+        expected += (i ? ", " : "") + dims[i];
+      expected += "]";
+      if (b.transpose)
+        expected += " (transposed to " + dims_text(want) + ")";
+      throw std::runtime_error(where + "tensor '" + b.tensor + "' in " +
+                               weights_source_ + " has shape " +
+                               dims_text(t->shape) + ", expected " + expected +
+                               (sliced ? " for rows [" + std::to_string(b.rows_begin) +
+                                             ", " + std::to_string(b.rows_end) + ")"
+                                       : ""));
+    }
 
-    const size_t bytes = static_cast<size_t>(t->numel()) * dtype_size(b.dtype);
+    // Rows of an untransposed tensor are a contiguous part of it.
+    TensorView source = *t;
+    if (sliced && !b.transpose) {
+      const size_t row_bytes = t->nbytes / static_cast<size_t>(t->shape[0]);
+      source.shape[0] = b.rows_end - b.rows_begin;
+      source.data += static_cast<size_t>(b.rows_begin) * row_bytes;
+      source.nbytes = static_cast<size_t>(source.shape[0]) * row_bytes;
+    }
+    size_t bytes = dtype_size(b.dtype);
+    for (int64_t d : want)
+      bytes *= static_cast<size_t>(d);
     const bool aligned =
-        reinterpret_cast<uintptr_t>(t->data) % dtype_size(b.dtype) == 0;
-    if (t->dtype == b.dtype && !b.transpose && aligned) {
-      weights_[id] = const_cast<uint8_t *>(t->data); // mapped read-only
+        reinterpret_cast<uintptr_t>(source.data) % dtype_size(b.dtype) == 0;
+    if (source.dtype == b.dtype && !b.transpose && aligned) {
+      weights_[id] = const_cast<uint8_t *>(source.data); // mapped read-only
       mapped_weight_bytes_ += bytes;
       continue;
     }
-    AlignedBuffer &dst = converted_.emplace_back(bytes);
+    AlignedBuffer dst(bytes);
     try {
-      convert_tensor(*t, b.dtype, b.transpose, dst.data());
+      if (sliced && b.transpose) {
+        // Transposed rows are columns of the stored tensor: transpose it all,
+        // then keep the rows.
+        AlignedBuffer all(static_cast<size_t>(t->numel()) * dtype_size(b.dtype));
+        convert_tensor(*t, b.dtype, true, all.data());
+        const size_t row_bytes = bytes / static_cast<size_t>(want[0]);
+        std::memcpy(dst.data(),
+                    static_cast<uint8_t *>(all.data()) +
+                        static_cast<size_t>(b.rows_begin) * row_bytes,
+                    bytes);
+      } else {
+        convert_tensor(source, b.dtype, b.transpose, dst.data());
+      }
     } catch (const std::exception &e) {
       throw std::runtime_error(where + e.what());
     }
     weights_[id] = dst.data();
+    converted_.push_back(std::move(dst));
     converted_weight_bytes_ += bytes;
     // The converted copy is what kernels read; drop the file's pages.
     if (checkpoint_)

@@ -53,9 +53,10 @@ void check_batch(const StepBatch &b, const Manifest &m, int64_t num_blocks) {
   check_size(b.min_p, "min_p", S, "S");
   check_size(b.seed, "seed", S, "S");
 
-  const int64_t block_size = m.kv_cache.block_size;
-  check_range(b.token_ids, "token_ids", 0, m.model.vocab_size);
-  check_range(b.positions, "positions", 0, m.model.max_position_embeddings);
+  // The manifest guarantees model and kv_cache for a bundle with a step.
+  const int64_t block_size = m.kv_cache->block_size;
+  check_range(b.token_ids, "token_ids", 0, m.model->vocab_size);
+  check_range(b.positions, "positions", 0, m.model->max_position_embeddings);
   check_range(b.context_len, "context_len", 0, MB * block_size + 1);
   check_range(b.block_table, "block_table", -1, num_blocks);
   check_range(b.slot_mapping, "slot_mapping", 0, num_blocks * block_size);
@@ -96,10 +97,12 @@ CpuExecutor::CpuExecutor(Bundle bundle, int num_threads)
 }
 
 KvCacheSpec CpuExecutor::kv_cache_spec() const {
-  const KvCacheLayout &kv = bundle_.manifest().kv_cache;
+  const std::optional<KvCacheLayout> &kv = bundle_.manifest().kv_cache;
+  if (!kv)
+    throw std::logic_error(bundle_.dir() + ": the bundle has no KV cache");
   KvCacheSpec spec;
-  spec.block_size = static_cast<int32_t>(kv.block_size);
-  spec.bytes_per_token = kv.bytes_per_token;
+  spec.block_size = static_cast<int32_t>(kv->block_size);
+  spec.bytes_per_token = kv->bytes_per_token;
   return spec;
 }
 

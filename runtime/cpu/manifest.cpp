@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace llmserve {
 
@@ -175,7 +176,7 @@ ModelConfig parse_model(const Reader &r, const json &m) {
 }
 
 KvCacheLayout parse_kv_cache(const Reader &r, const json &kv,
-                             const ModelConfig &model) {
+                             const std::optional<ModelConfig> &model) {
   const std::string p = "kv_cache";
   KvCacheLayout l;
   l.block_size = r.integer(kv, p, "block_size", 1);
@@ -185,10 +186,10 @@ KvCacheLayout parse_kv_cache(const Reader &r, const json &kv,
   l.num_kv_heads = r.integer(kv, p, "num_kv_heads", 1);
   l.head_dim = r.integer(kv, p, "head_dim", 1);
   l.bytes_per_token = r.integer(kv, p, "bytes_per_token", 1);
-  if (l.num_layers != model.num_layers)
+  if (model && l.num_layers != model->num_layers)
     r.fail(p + ".num_layers", std::to_string(l.num_layers) +
                                   " layers, the model has " +
-                                  std::to_string(model.num_layers));
+                                  std::to_string(model->num_layers));
   const int64_t expected = 2 * l.num_layers * l.num_kv_heads * l.head_dim *
                            static_cast<int64_t>(dtype_size(l.dtype));
   if (l.bytes_per_token != expected)
@@ -199,7 +200,7 @@ KvCacheLayout parse_kv_cache(const Reader &r, const json &kv,
 }
 
 Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
-                    const KvCacheLayout &kv) {
+                    const std::optional<KvCacheLayout> &kv) {
   const std::string kind = r.string(b, p, "kind");
   Buffer buf{};
   bool known = false;
@@ -237,21 +238,35 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (!dim.is_constant())
         r.fail(p + ".shape", "a weight's shape must be constant, got [" +
                                  shape_text(buf.shape) + "]");
+    if (const json *rows = r.optional_field(b, "rows")) {
+      if (!rows->is_array() || rows->size() != 2)
+        r.fail(p + ".rows", "expected [begin, end], got " + rows->dump());
+      buf.rows_begin = r.integer((*rows)[0], p + ".rows[0]");
+      buf.rows_end = r.integer((*rows)[1], p + ".rows[1]");
+      if (buf.rows_begin < 0 || buf.rows_end <= buf.rows_begin)
+        r.fail(p + ".rows", "empty or negative range " + rows->dump());
+      if (buf.shape.empty() ||
+          buf.shape[0].evaluate({}) != buf.rows_end - buf.rows_begin)
+        r.fail(p + ".rows", "rows " + rows->dump() + " do not match shape [" +
+                                shape_text(buf.shape) + "]");
+    }
     break;
   }
   case BufferKind::KvCache: {
+    if (!kv)
+      r.fail(p, "a kv_cache buffer, but the manifest has no 'kv_cache'");
     buf.layer = r.integer(r.field(b, p, "layer"), p + ".layer");
-    if (buf.layer < 0 || buf.layer >= kv.num_layers)
+    if (buf.layer < 0 || buf.layer >= kv->num_layers)
       r.fail(p + ".layer", "layer " + std::to_string(buf.layer) +
                                " is out of range (" +
-                               std::to_string(kv.num_layers) + " layers)");
+                               std::to_string(kv->num_layers) + " layers)");
     const std::string role = r.string(b, p, "role");
     if (role != "k" && role != "v")
       r.fail(p + ".role", "unknown role '" + role + "' (expected k or v)");
     buf.role = role[0];
-    if (buf.dtype != kv.dtype)
+    if (buf.dtype != kv->dtype)
       r.fail(p + ".dtype", std::string(dtype_name(buf.dtype)) +
-                               ", but kv_cache.dtype is " + dtype_name(kv.dtype));
+                               ", but kv_cache.dtype is " + dtype_name(kv->dtype));
     // Sized once for the whole pool, so only NB may appear.
     for (const Expression &dim : buf.shape)
       if (dim.uses("T") || dim.uses("S") || dim.uses("MB"))
@@ -266,17 +281,21 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
 }
 
 void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
-                   const KvCacheLayout &kv) {
-  std::map<std::pair<std::string, bool>, size_t> weights;
+                   const std::optional<KvCacheLayout> &kv) {
+  std::map<std::tuple<std::string, bool, int64_t, int64_t>, size_t> weights;
   std::set<std::pair<int64_t, char>> kv_pools;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Buffer &b = buffers[i];
     const std::string p = "buffers[" + std::to_string(i) + "]";
     if (b.kind == BufferKind::Weight) {
-      auto [it, fresh] = weights.emplace(std::make_pair(b.tensor, b.transpose), i);
+      auto [it, fresh] = weights.emplace(
+          std::make_tuple(b.tensor, b.transpose, b.rows_begin, b.rows_end), i);
       if (!fresh)
         r.fail(p, "tensor '" + b.tensor + "' with transform " +
                       (b.transpose ? "transpose" : "none") +
+                      (b.rows_end < 0 ? std::string()
+                                      : " rows [" + std::to_string(b.rows_begin) +
+                                            ", " + std::to_string(b.rows_end) + "]") +
                       " is already bound by buffers[" + std::to_string(it->second) + "]");
     } else if (b.kind == BufferKind::KvCache) {
       if (!kv_pools.emplace(b.layer, b.role).second)
@@ -284,10 +303,10 @@ void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
                       " role " + b.role);
     }
   }
-  if (!kv_pools.empty() && kv_pools.size() != static_cast<size_t>(2 * kv.num_layers))
+  if (!kv_pools.empty() && kv_pools.size() != static_cast<size_t>(2 * kv->num_layers))
     r.fail("buffers", std::to_string(kv_pools.size()) + " KV cache buffers, " +
                           "expected one per layer and role (" +
-                          std::to_string(2 * kv.num_layers) + ")");
+                          std::to_string(2 * kv->num_layers) + ")");
 }
 
 std::vector<Kernel> parse_kernels(const Reader &r, const json &list) {
@@ -348,6 +367,8 @@ EntryPoint parse_entry(const Reader &r, const json &e, const std::string &p,
     r.fail(p, "a buffer is listed twice among the arguments or results");
 
   if (entry.name == "step") {
+    if (!m.model || !m.kv_cache)
+      r.fail(p, "the step entry point needs the manifest's 'model' and 'kv_cache'");
     if (entry.arguments.size() != abi::kNumStepArguments)
       r.fail(p + ".arguments", std::to_string(entry.arguments.size()) +
                                    " arguments, the step contract has " +
@@ -464,8 +485,10 @@ Manifest Manifest::parse(std::string_view text, const std::string &origin) {
 
   Manifest m;
   m.target = r.string(root, "manifest", "target");
-  m.model = parse_model(r, r.field(root, "manifest", "model"));
-  m.kv_cache = parse_kv_cache(r, r.field(root, "manifest", "kv_cache"), m.model);
+  if (const json *model = r.optional_field(root, "model"))
+    m.model = parse_model(r, *model);
+  if (const json *kv = r.optional_field(root, "kv_cache"))
+    m.kv_cache = parse_kv_cache(r, *kv, m.model);
   if (const json *w = r.optional_field(root, "weights")) {
     if (!w->is_object())
       r.fail("weights", "expected a JSON object, got " + w->dump());

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,9 +53,13 @@ struct Buffer {
   std::string name; // may be empty for activations
   DType dtype;
   std::vector<Expression> shape;
-  // kind == Weight: checkpoint tensor and whether it is stored transposed.
+  // kind == Weight: the checkpoint tensor, whether it is stored transposed,
+  // and the rows [begin, end) of the (transposed) tensor this buffer holds;
+  // all of them when rows_end is -1.
   std::string tensor;
   bool transpose = false;
+  int64_t rows_begin = 0;
+  int64_t rows_end = -1;
   // kind == KvCache
   int64_t layer = -1;
   char role = 0; // 'k' or 'v'
@@ -85,8 +90,10 @@ struct EntryPoint {
 
 struct Manifest {
   std::string target;
-  ModelConfig model;
-  KvCacheLayout kv_cache;
+  // Absent in bundles of single ops; the `step` entry point needs both, and
+  // kv_cache buffers need kv_cache.
+  std::optional<ModelConfig> model;
+  std::optional<KvCacheLayout> kv_cache;
   WeightSource weights;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;

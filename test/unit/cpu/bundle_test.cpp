@@ -57,6 +57,35 @@ TEST(Bundle, LoadsKernelsAndEmbeddedWeights) {
   EXPECT_EQ(bundle.converted_weight_bytes(), 16u + 48u);
 }
 
+TEST(Bundle, CutsRowsOfATensorOrOfItsTranspose) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  m["buffers"].push_back({{"kind", "weight"}, {"name", "proj_rows"}, {"dtype", "f32"},
+                          {"shape", {2, 4}}, {"tensor", "proj"}, {"transform", "none"},
+                          {"rows", {1, 3}}}); // 10
+  m["buffers"].push_back({{"kind", "weight"}, {"name", "proj_t_rows"}, {"dtype", "f32"},
+                          {"shape", {2, 3}}, {"tensor", "proj"}, {"transform", "transpose"},
+                          {"rows", {1, 3}}}); // 11
+  test::write_bundle(dir, m);
+  test::write_weights(dir / "weights.safetensors", test::ops_weights());
+  const Bundle bundle(dir.string());
+  // Rows 1 and 2 of proj [3, 4], read in place.
+  EXPECT_EQ(floats(bundle.weight(10), 8),
+            std::vector<float>(test::kProj.begin() + 4, test::kProj.end()));
+  EXPECT_EQ(bundle.mapped_weight_bytes(), 16u + 32u);
+  // Rows 1 and 2 of proj^T [4, 3]: columns 1 and 2 of proj.
+  const std::vector<float> t_rows = floats(bundle.weight(11), 6);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(t_rows[r * 3 + c], test::kProj[c * 4 + (r + 1)]) << r << "," << c;
+
+  m["buffers"][10]["rows"] = {2, 4};
+  test::write_text(dir / "manifest.json", m.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'proj_rows'): tensor 'proj' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         " has shape [3, 4], expected [>=4, 4] for rows [2, 4)"));
+}
+
 TEST(Bundle, ConvertsUnalignedTensors) {
   // A 3-element f16 tensor first puts gain at an odd offset of 6 bytes, so it
   // cannot be read in place as f32.

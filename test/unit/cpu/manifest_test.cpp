@@ -25,13 +25,14 @@ std::string parse_error(const std::string &text) {
 TEST(Manifest, ParsesTheStepBundle) {
   const Manifest m = Manifest::parse(test::step_manifest().dump(), "m.json");
   EXPECT_EQ(m.target, "cpu");
-  EXPECT_EQ(m.model.architecture, "llama");
-  EXPECT_EQ(m.model.vocab_size, 8);
-  EXPECT_EQ(m.model.bos_token_id, 1);
-  EXPECT_EQ(m.model.eos_token_ids, std::vector<int64_t>{2});
-  EXPECT_EQ(m.kv_cache.block_size, 2);
-  EXPECT_EQ(m.kv_cache.dtype, DType::F32);
-  EXPECT_EQ(m.kv_cache.bytes_per_token, 32);
+  ASSERT_TRUE(m.model && m.kv_cache);
+  EXPECT_EQ(m.model->architecture, "llama");
+  EXPECT_EQ(m.model->vocab_size, 8);
+  EXPECT_EQ(m.model->bos_token_id, 1);
+  EXPECT_EQ(m.model->eos_token_ids, std::vector<int64_t>{2});
+  EXPECT_EQ(m.kv_cache->block_size, 2);
+  EXPECT_EQ(m.kv_cache->dtype, DType::F32);
+  EXPECT_EQ(m.kv_cache->bytes_per_token, 32);
   ASSERT_EQ(m.buffers.size(), 20u);
   EXPECT_EQ(m.buffers[4].kind, BufferKind::Argument);
   EXPECT_EQ(m.buffers[4].name, "block_table");
@@ -126,7 +127,10 @@ struct BrokenCase {
 };
 
 const BrokenCase kBroken[] = {
-    {"missing model", [](json &m) { m.erase("model"); }, "manifest: missing field 'model'"},
+    {"step without model", [](json &m) { m.erase("model"); },
+     "entry_points[0]: the step entry point needs the manifest's 'model' and 'kv_cache'", true},
+    {"kv buffers without kv_cache", [](json &m) { m.erase("kv_cache"); },
+     "buffers[15]: a kv_cache buffer, but the manifest has no 'kv_cache'", true},
     {"string vocab", [](json &m) { m["model"]["vocab_size"] = "8"; },
      "model.vocab_size: expected an integer, got \"8\""},
     {"zero heads", [](json &m) { m["model"]["num_heads"] = 0; },
@@ -169,6 +173,20 @@ const BrokenCase kBroken[] = {
      "buffers[5].tensor: empty tensor name"},
     {"weight read twice", [](json &m) { m["buffers"][7]["tensor"] = "gain"; },
      "buffers[7]: tensor 'gain' with transform none is already bound by buffers[5]"},
+    {"rows read twice",
+     [](json &m) {
+       m["buffers"][5]["rows"] = m["buffers"][7]["rows"] = {0, 4};
+       m["buffers"][7]["tensor"] = "gain";
+     },
+     "buffers[7]: tensor 'gain' with transform none rows [0, 4] is already bound by buffers[5]"},
+    {"rows not a pair", [](json &m) { m["buffers"][5]["rows"] = {1}; },
+     "buffers[5].rows: expected [begin, end], got [1]"},
+    {"rows empty", [](json &m) { m["buffers"][5]["rows"] = {2, 2}; },
+     "buffers[5].rows: empty or negative range [2,2]"},
+    {"rows negative", [](json &m) { m["buffers"][5]["rows"] = {-1, 3}; },
+     "buffers[5].rows: empty or negative range [-1,3]"},
+    {"rows off shape", [](json &m) { m["buffers"][5]["rows"] = {0, 3}; },
+     "buffers[5].rows: rows [0,3] do not match shape [4]"},
     {"kv layer", [](json &m) { m["buffers"][15]["layer"] = 1; },
      "buffers[15].layer: layer 1 is out of range (1 layers)", true},
     {"kv role", [](json &m) { m["buffers"][15]["role"] = "q"; },
@@ -242,9 +260,26 @@ TEST(Manifest, AcceptsOptionalFieldsLeftOut) {
   m.erase("weights");
   m["model"].erase("bos_token_id");
   m["buffers"][2].erase("name");
-  const Manifest parsed = Manifest::parse(m.dump(), "m.json");
-  EXPECT_EQ(parsed.model.bos_token_id, -1);
+  Manifest parsed = Manifest::parse(m.dump(), "m.json");
+  ASSERT_TRUE(parsed.model);
+  EXPECT_EQ(parsed.model->bos_token_id, -1);
   EXPECT_TRUE(parsed.weights.embedded.empty());
+  EXPECT_EQ(parsed.buffers[5].rows_end, -1);
+
+  // A bundle of single ops has no model and no KV cache.
+  m.erase("model");
+  m.erase("kv_cache");
+  parsed = Manifest::parse(m.dump(), "m.json");
+  EXPECT_FALSE(parsed.model);
+  EXPECT_FALSE(parsed.kv_cache);
+}
+
+TEST(Manifest, ParsesWeightRows) {
+  json m = test::ops_manifest();
+  m["buffers"][8]["rows"] = {1, 5};
+  const Manifest parsed = Manifest::parse(m.dump(), "m.json");
+  EXPECT_EQ(parsed.buffers[8].rows_begin, 1);
+  EXPECT_EQ(parsed.buffers[8].rows_end, 5);
 }
 
 } // namespace
