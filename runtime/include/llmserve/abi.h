@@ -28,7 +28,7 @@ using CpuKernelFn = void (*)(void *const *bindings,
                              int64_t workgroup_y, int64_t workgroup_z);
 
 // Symbols that shape and grid expressions may use; the runtime binds them per
-// step (T, S) or at load (NB, MB).
+// step (T, S, MB) or when it allocates the KV cache (NB).
 inline constexpr const char *kSymNumTokens = "T";      // tokens in the step
 inline constexpr const char *kSymNumSeqs = "S";        // sequences in the step
 inline constexpr const char *kSymMaxBlocks = "MB";     // block_table row width
