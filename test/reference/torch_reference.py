@@ -179,8 +179,10 @@ class GPT2:
         prefix = "transformer." if "transformer.wte.weight" in weights else ""
         self.w = {name[len(prefix):]: t.to(dtype) for name, t in weights.items()
                   if name.startswith(prefix)}
-        self.lm_head = weights["lm_head.weight"].to(dtype) if (
-            "lm_head.weight" in weights and not config.get("tie_word_embeddings", True)) else self.w["wte.weight"]
+        if config.get("tie_word_embeddings", True):  # GPT-2's default
+            self.lm_head = self.w["wte.weight"]
+        else:
+            self.lm_head = weights["lm_head.weight"].to(dtype)
 
     def conv1d(self, x, name):
         """Hugging Face's Conv1D: weight [in, out], y = x @ W + b."""
