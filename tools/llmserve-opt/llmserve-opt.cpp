@@ -1,6 +1,7 @@
 // llmserve-opt: parses, verifies, transforms and prints llmserve IR; the
 // driver of the compiler's lit tests.
 
+#include "compiler/Conversion/Passes.h"
 #include "llmserve/IR/LlmserveDialect.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -10,8 +11,8 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
-  // The compiler's passes join here: registerLlmservePasses() from compiler/.
   mlir::registerAllPasses();
+  mlir::llmserve::registerLlmservePasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::llmserve::LlmserveDialect>();

@@ -1,0 +1,167 @@
+//===- KernelEmitter.cpp --------------------------------------------------===//
+
+#include "compiler/Conversion/LlmserveToCpu/KernelEmitter.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+KernelEmitter::KernelEmitter(ModuleOp kernels, StringRef symbol, Location loc,
+                             ArrayRef<RankedTensorType> types)
+    : b(loc, kernels.getContext()), bindingTypes(types) {
+  MLIRContext *ctx = kernels.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = b.getI64Type();
+  b.setInsertionPointToEnd(kernels.getBody());
+  func = func::FuncOp::create(
+      b, symbol, b.getFunctionType({ptr, ptr, i64, i64, i64}, {}));
+  b.setInsertionPointToStart(func.addEntryBlock());
+
+  // Load every push constant once, at the top of the kernel.
+  int count = 0;
+  for (RankedTensorType type : bindingTypes) {
+    firstConstant.push_back(count);
+    count += type.getNumDynamicDims();
+  }
+  for (int i = 0; i < count; ++i) {
+    Value addr = LLVM::GEPOp::create(b, ptr, i64, func.getArgument(1),
+                                     ArrayRef<LLVM::GEPArg>{i});
+    Value value = LLVM::LoadOp::create(b, i64, addr);
+    pushConstants.push_back(
+        arith::IndexCastOp::create(b, b.getIndexType(), value));
+  }
+}
+
+Value KernelEmitter::workgroupId(int dim) {
+  return arith::IndexCastOp::create(b, b.getIndexType(),
+                                    func.getArgument(2 + dim));
+}
+
+Value KernelEmitter::dimSize(int binding, int dim) {
+  RankedTensorType type = bindingTypes[binding];
+  if (!type.isDynamicDim(dim))
+    return index(type.getDimSize(dim));
+  return pushConstants[firstConstant[binding] + type.getDynamicDimIndex(dim)];
+}
+
+std::string KernelEmitter::dimExpr(int binding, int dim) const {
+  RankedTensorType type = bindingTypes[binding];
+  if (!type.isDynamicDim(dim))
+    return std::to_string(type.getDimSize(dim));
+  return "$" +
+         std::to_string(firstConstant[binding] + type.getDynamicDimIndex(dim));
+}
+
+Value KernelEmitter::numElements(int binding) {
+  Value n = index(1);
+  for (int d = 0, e = bindingTypes[binding].getRank(); d < e; ++d)
+    n = arith::MulIOp::create(b, n, dimSize(binding, d));
+  return n;
+}
+
+Value KernelEmitter::binding(int i) {
+  SmallVector<Value> shape;
+  for (int d = 0, e = bindingTypes[i].getRank(); d < e; ++d)
+    shape.push_back(dimSize(i, d));
+  return binding(i, shape);
+}
+
+Value KernelEmitter::binding(int i, ArrayRef<Value> shape) {
+  MLIRContext *ctx = b.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = b.getI64Type();
+  int64_t rank = shape.size();
+
+  // The memref type keeps every size that is a constant static.
+  SmallVector<int64_t> staticShape;
+  for (Value size : shape) {
+    std::optional<int64_t> c = getConstantIntValue(size);
+    staticShape.push_back(c ? *c : ShapedType::kDynamic);
+  }
+  auto memrefType =
+      MemRefType::get(staticShape, bindingTypes[i].getElementType());
+
+  // Assemble the memref descriptor {allocated, aligned, offset, sizes,
+  // strides} from the bound base pointer; the cast to the memref type folds
+  // away against the descriptor type once memrefs are lowered to LLVM.
+  Value slot = LLVM::GEPOp::create(b, ptr, ptr, func.getArgument(0),
+                                   ArrayRef<LLVM::GEPArg>{i});
+  Value base = LLVM::LoadOp::create(b, ptr, slot);
+  auto arrayType = LLVM::LLVMArrayType::get(i64, rank);
+  auto descType =
+      LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64, arrayType, arrayType});
+  Value desc = LLVM::PoisonOp::create(b, descType);
+  auto insert = [&](Value v, ArrayRef<int64_t> pos) {
+    desc = LLVM::InsertValueOp::create(b, desc, v, b.getDenseI64ArrayAttr(pos));
+  };
+  insert(base, {0});
+  insert(base, {1});
+  insert(LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(0)), {2});
+  Value stride = index(1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    insert(arith::IndexCastOp::create(b, i64, shape[d]), {3, d});
+    insert(arith::IndexCastOp::create(b, i64, stride), {4, d});
+    stride = arith::MulIOp::create(b, stride, shape[d]);
+  }
+  return UnrealizedConversionCastOp::create(b, TypeRange{memrefType},
+                                            ValueRange{desc})
+      .getResult(0);
+}
+
+Value KernelEmitter::index(int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+Value KernelEmitter::f32(double v) {
+  return arith::ConstantFloatOp::create(b, b.getF32Type(),
+                                        APFloat(static_cast<float>(v)));
+}
+
+Value KernelEmitter::i32(int32_t v) {
+  return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+}
+
+void KernelEmitter::forLoop(Value lb, Value ub, int64_t step,
+                            const std::function<void(Value)> &body) {
+  auto loop = scf::ForOp::create(b, lb, ub, index(step));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  body(loop.getInductionVar());
+}
+
+SmallVector<Value> KernelEmitter::forLoop(
+    Value lb, Value ub, int64_t step, ValueRange init,
+    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
+  auto loop = scf::ForOp::create(b, lb, ub, index(step), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *block = loop.getBody();
+    if (!block->empty())
+      block->getTerminator()->erase();
+    b.setInsertionPointToEnd(block);
+    SmallVector<Value> next =
+        body(loop.getInductionVar(), loop.getRegionIterArgs());
+    scf::YieldOp::create(b, next);
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
+void KernelEmitter::ifThen(Value cond, const std::function<void()> &body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body();
+}
+
+std::pair<Value, Value> KernelEmitter::rowRange(Value rows,
+                                                int64_t rowsPerGroup) {
+  Value begin = arith::MulIOp::create(b, workgroupId(0), index(rowsPerGroup));
+  Value end = arith::MinSIOp::create(
+      b, arith::AddIOp::create(b, begin, index(rowsPerGroup)), rows);
+  return {begin, end};
+}
+
+void KernelEmitter::finish() { func::ReturnOp::create(b); }

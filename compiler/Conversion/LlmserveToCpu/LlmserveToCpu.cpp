@@ -1,0 +1,669 @@
+//===- LlmserveToCpu.cpp - Outline llmserve ops into CPU kernels ----------===//
+//
+// Every compute op of an entry function becomes one dispatch: a kernel in the
+// nested `kernels` module, written against the bundle ABI (bindings, push
+// constants, workgroup id), and an `llmserve.dispatch` attribute on the op
+// that names the kernel and its grid. The entry function itself stays at the
+// tensor level: it is the host program the bundle writer serialises.
+//
+// Binding order is the op's operands then its results (kv_write's result is
+// its cache operand, updated in place, and is not bound twice). Push
+// constants are the dynamic sizes of the bindings, in binding order. Grid
+// expressions refer to push constant k as `$k`.
+//
+// Kernels process rows independently with a fixed reduction order, so a
+// row's result does not depend on which other rows share the step (batch
+// invariance).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Passes.h"
+
+#include "compiler/Conversion/LlmserveToCpu/KernelEmitter.h"
+#include "llmserve/IR/LlmserveOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+namespace mlir::llmserve {
+#define GEN_PASS_DEF_LLMSERVETOCPUKERNELS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace mlir::llmserve
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+namespace {
+
+constexpr int64_t kRowsPerGroup = 4;
+constexpr int64_t kLinearColumnsPerGroup = 64;
+constexpr int64_t kElementsPerGroup = 4096;
+
+std::string ceilDiv(const std::string &n, int64_t d) {
+  return "ceildiv(" + n + "," + std::to_string(d) + ")";
+}
+
+/// Arithmetic shorthands over an emitter's builder.
+struct Arith {
+  ImplicitLocOpBuilder &b;
+  arith::FastMathFlagsAttr reassoc;
+
+  explicit Arith(ImplicitLocOpBuilder &b)
+      : b(b), reassoc(arith::FastMathFlagsAttr::get(
+                  b.getContext(), arith::FastMathFlags::reassoc |
+                                      arith::FastMathFlags::contract)) {}
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  Value max(Value x, Value y) { return arith::MaximumFOp::create(b, x, y); }
+  Value exp(Value x) { return math::ExpOp::create(b, x); }
+  /// A sum term whose order the backend may vectorize (used for dot
+  /// products: the order is still fixed by the compiled code, never by the
+  /// batch).
+  Value addReassoc(Value x, Value y) {
+    return arith::AddFOp::create(b, x, y, reassoc);
+  }
+  Value mulReassoc(Value x, Value y) {
+    return arith::MulFOp::create(b, x, y, reassoc);
+  }
+  Value addi(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value subi(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value muli(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value divui(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+  Value remui(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
+  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  Value toIndex(Value i32) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), i32);
+  }
+  Value toF32(Value index) {
+    Value i64 = arith::IndexCastOp::create(b, b.getI64Type(), index);
+    return arith::SIToFPOp::create(b, b.getF32Type(), i64);
+  }
+  Value load(Value memref, ValueRange indices) {
+    return memref::LoadOp::create(b, memref, indices);
+  }
+  void store(Value v, Value memref, ValueRange indices) {
+    memref::StoreOp::create(b, v, memref, indices);
+  }
+};
+
+/// Result of emitting one kernel: the grid, as expressions.
+using Grid = SmallVector<std::string, 3>;
+
+class CpuKernelBuilder {
+public:
+  CpuKernelBuilder(ModuleOp kernels, Operation *op, StringRef symbol)
+      : op(op), emitter(kernels, symbol, op->getLoc(), bindingTypes(op)),
+        a(emitter.builder()) {}
+
+  static SmallVector<RankedTensorType> bindingTypes(Operation *op) {
+    SmallVector<RankedTensorType> types;
+    for (Value v : op->getOperands())
+      types.push_back(cast<RankedTensorType>(v.getType()));
+    if (!isa<KvWriteOp>(op))
+      for (Value v : op->getResults())
+        types.push_back(cast<RankedTensorType>(v.getType()));
+    return types;
+  }
+
+  FailureOr<Grid> build() {
+    for (Type type : op->getOperandTypes())
+      if (auto element = cast<RankedTensorType>(type).getElementType();
+          isa<FloatType>(element) && !element.isF32()) {
+        emitter.function().erase();
+        return op->emitOpError("CPU kernels compute in f32; got ") << type,
+               failure();
+      }
+    FailureOr<Grid> grid =
+        llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
+            .Case([&](EmbeddingOp o) { return embedding(o); })
+            .Case([&](RmsNormOp o) { return rmsNorm(o); })
+            .Case([&](LayerNormOp o) { return layerNorm(o); })
+            .Case([&](LinearOp o) { return linear(o); })
+            .Case([&](RopeOp o) { return rope(o); })
+            .Case([&](KvWriteOp o) { return kvWrite(o); })
+            .Case([&](PagedAttentionOp o) { return pagedAttention(o); })
+            .Case([&](SiluMulOp o) { return siluMul(o); })
+            .Case([&](GeluOp o) { return gelu(o); })
+            .Case([&](GatherRowsOp o) { return gatherRows(o); })
+            .Case([&](SampleOp o) { return sample(o); })
+            .Default([&](Operation *) {
+              return op->emitOpError("has no CPU kernel"), failure();
+            });
+    if (failed(grid)) {
+      emitter.function().erase();
+      return failure();
+    }
+    emitter.finish();
+    return grid;
+  }
+
+private:
+  ImplicitLocOpBuilder &b() { return emitter.builder(); }
+
+  /// A grid of row blocks over size `dim` of binding `binding`.
+  Grid rowGrid(int binding, int64_t rowsPerGroup, std::string y = "1") {
+    return {ceilDiv(emitter.dimExpr(binding, 0), rowsPerGroup), y, "1"};
+  }
+
+  /// Elementwise kernels see every binding as a flat vector.
+  Grid elementwise(int numBindings,
+                   const std::function<Value(ArrayRef<Value>)> &fn) {
+    Value n = emitter.numElements(0);
+    SmallVector<Value> flat;
+    for (int i = 0; i < numBindings; ++i)
+      flat.push_back(emitter.binding(i, {emitter.numElements(i)}));
+    auto [begin, end] = emitter.rowRange(n, kElementsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value i) {
+      SmallVector<Value> inputs;
+      for (int k = 0; k + 1 < numBindings; ++k)
+        inputs.push_back(a.load(flat[k], i));
+      a.store(fn(inputs), flat.back(), i);
+    });
+    std::string size = emitter.dimExpr(0, 0);
+    auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+    for (int d = 1; d < type.getRank(); ++d)
+      size += "*" + emitter.dimExpr(0, d);
+    return {ceilDiv(size, kElementsPerGroup), "1", "1"};
+  }
+
+  FailureOr<Grid> embedding(EmbeddingOp) {
+    Value table = emitter.binding(0), ids = emitter.binding(1),
+          out = emitter.binding(2);
+    Value vocab = emitter.dimSize(0, 0), width = emitter.dimSize(0, 1);
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(1, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value t) {
+      Value id = a.toIndex(a.load(ids, t));
+      // Out-of-vocabulary ids (rejected by the runtime) read row 0 as zeros
+      // rather than out of bounds.
+      Value valid = a.cmpi(arith::CmpIPredicate::ult, id, vocab);
+      Value row = a.select(valid, id, emitter.index(0));
+      Value zero = emitter.f32(0);
+      emitter.forLoop(emitter.index(0), width, 1, [&](Value d) {
+        a.store(a.select(valid, a.load(table, {row, d}), zero), out, {t, d});
+      });
+    });
+    return rowGrid(1, kRowsPerGroup);
+  }
+
+  /// Shared body of rms_norm and layer_norm: s = input (+ residual), stored
+  /// to residual_out when fused; then `normalize(row sums)` per element.
+  Grid norm(bool hasResidual, bool hasBias, bool centered, double epsilon) {
+    int next = 0;
+    Value input = emitter.binding(next++), weight = emitter.binding(next++);
+    Value bias = hasBias ? emitter.binding(next++) : Value();
+    Value residual = hasResidual ? emitter.binding(next++) : Value();
+    Value result = emitter.binding(next++);
+    Value residualOut = hasResidual ? emitter.binding(next++) : Value();
+    Value width = emitter.dimSize(0, 1);
+    Value widthF = a.toF32(width);
+    Value zero = emitter.index(0);
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value t) {
+      // Pass 1: the (residual-added) row, and its sum.
+      Value source = hasResidual ? residualOut : input;
+      Value sum = emitter.forLoop(
+          zero, width, 1, {emitter.f32(0)},
+          [&](Value d, ValueRange acc) -> SmallVector<Value> {
+            Value s = a.load(input, {t, d});
+            if (hasResidual) {
+              s = a.add(s, a.load(residual, {t, d}));
+              a.store(s, residualOut, {t, d});
+            }
+            return {a.add(acc[0], centered ? s : a.mul(s, s))};
+          })[0];
+      Value mean = centered ? a.div(sum, widthF) : emitter.f32(0);
+      Value meanSquare = sum;
+      if (centered) {
+        meanSquare = emitter.forLoop(
+            zero, width, 1, {emitter.f32(0)},
+            [&](Value d, ValueRange acc) -> SmallVector<Value> {
+              Value c = a.sub(a.load(source, {t, d}), mean);
+              return {a.add(acc[0], a.mul(c, c))};
+            })[0];
+      }
+      Value variance = a.div(meanSquare, widthF);
+      Value inv = math::RsqrtOp::create(b(),
+                                        a.add(variance, emitter.f32(epsilon)));
+      emitter.forLoop(zero, width, 1, [&](Value d) {
+        Value s = a.load(source, {t, d});
+        if (centered)
+          s = a.sub(s, mean);
+        Value y = a.mul(a.mul(s, inv), a.load(weight, d));
+        if (hasBias)
+          y = a.add(y, a.load(bias, d));
+        a.store(y, result, {t, d});
+      });
+    });
+    return rowGrid(0, kRowsPerGroup);
+  }
+
+  FailureOr<Grid> rmsNorm(RmsNormOp o) {
+    return norm(bool(o.getResidual()), /*hasBias=*/false, /*centered=*/false,
+                o.getEpsilon().convertToDouble());
+  }
+
+  FailureOr<Grid> layerNorm(LayerNormOp o) {
+    return norm(bool(o.getResidual()), /*hasBias=*/true, /*centered=*/true,
+                o.getEpsilon().convertToDouble());
+  }
+
+  FailureOr<Grid> linear(LinearOp o) {
+    bool hasBias = bool(o.getBias());
+    Value x = emitter.binding(0), w = emitter.binding(1);
+    Value bias = hasBias ? emitter.binding(2) : Value();
+    Value y = emitter.binding(hasBias ? 3 : 2);
+    int64_t n = cast<RankedTensorType>(o.getWeight().getType()).getDimSize(0);
+    Value depth = emitter.dimSize(1, 1);
+    auto [mBegin, mEnd] =
+        emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    Value nBegin = a.muli(emitter.workgroupId(1),
+                          emitter.index(kLinearColumnsPerGroup));
+    Value nEnd = arith::MinSIOp::create(
+        b(), a.addi(nBegin, emitter.index(kLinearColumnsPerGroup)),
+        emitter.index(n));
+    Value zero = emitter.index(0);
+    emitter.forLoop(mBegin, mEnd, 1, [&](Value m) {
+      emitter.forLoop(nBegin, nEnd, 1, [&](Value j) {
+        Value acc = emitter.forLoop(
+            zero, depth, 1, {emitter.f32(0)},
+            [&](Value k, ValueRange acc) -> SmallVector<Value> {
+              return {a.addReassoc(
+                  acc[0],
+                  a.mulReassoc(a.load(x, {m, k}), a.load(w, {j, k})))};
+            })[0];
+        if (hasBias)
+          acc = a.add(acc, a.load(bias, j));
+        a.store(acc, y, {m, j});
+      });
+    });
+    Grid grid = rowGrid(0, kRowsPerGroup);
+    grid[1] = std::to_string((n + kLinearColumnsPerGroup - 1) /
+                             kLinearColumnsPerGroup);
+    return grid;
+  }
+
+  /// The rotary inverse frequencies, computed the way Hugging Face computes
+  /// them (in float32), with the op's scaling applied.
+  SmallVector<float> ropeInverseFrequencies(RopeOp o) {
+    int64_t rotary = o.getRotaryDim();
+    SmallVector<float> inv;
+    for (int64_t i = 0; i < rotary; i += 2) {
+      float exponent = static_cast<float>(i) / static_cast<float>(rotary);
+      inv.push_back(1.0f / std::pow(static_cast<float>(o.getTheta()
+                                                           .convertToDouble()),
+                                    exponent));
+    }
+    switch (o.getScaling()) {
+    case RopeScaling::none:
+      break;
+    case RopeScaling::linear: {
+      float factor =
+          static_cast<float>(o.getScalingFactor()->convertToDouble());
+      for (float &f : inv)
+        f /= factor;
+      break;
+    }
+    case RopeScaling::llama3: {
+      // transformers' _compute_llama3_parameters.
+      double factor = o.getScalingFactor()->convertToDouble();
+      double low = o.getLowFreqFactor()->convertToDouble();
+      double high = o.getHighFreqFactor()->convertToDouble();
+      double oldContext = static_cast<double>(*o.getOriginalMaxPosition());
+      double lowWavelen = oldContext / low, highWavelen = oldContext / high;
+      for (float &f : inv) {
+        double wavelen = 2 * M_PI / f;
+        double scaled = wavelen > lowWavelen ? f / factor : f;
+        if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+          double smooth = (oldContext / wavelen - low) / (high - low);
+          scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+        }
+        f = static_cast<float>(scaled);
+      }
+      break;
+    }
+    }
+    return inv;
+  }
+
+  FailureOr<Grid> rope(RopeOp o) {
+    SmallVector<float> inv = ropeInverseFrequencies(o);
+    int64_t half = inv.size();
+    int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
+    auto inputType = cast<RankedTensorType>(o.getInput().getType());
+    int64_t heads = inputType.getDimSize(1) / headDim;
+
+    // The frequency table is a constant global next to the kernel.
+    auto tableType = MemRefType::get({half}, b().getF32Type());
+    std::string tableName =
+        (emitter.function().getSymName() + "_inv_freq").str();
+    {
+      OpBuilder::InsertionGuard guard(b());
+      b().setInsertionPoint(emitter.function());
+      auto values = DenseElementsAttr::get(
+          RankedTensorType::get({half}, b().getF32Type()), ArrayRef(inv));
+      memref::GlobalOp::create(b(), b().getStringAttr(tableName),
+                               b().getStringAttr("private"),
+                               TypeAttr::get(tableType), values,
+                               b().getUnitAttr(), IntegerAttr());
+    }
+    Value table = memref::GetGlobalOp::create(b(), tableType, tableName);
+    Value x = emitter.binding(0), positions = emitter.binding(1),
+          y = emitter.binding(2);
+    bool neox = o.getStyle() == RopeStyle::neox;
+    Value zero = emitter.index(0);
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value t) {
+      Value pos = a.toF32(a.toIndex(a.load(positions, t)));
+      emitter.forLoop(zero, emitter.index(heads), 1, [&](Value h) {
+        Value base = a.muli(h, emitter.index(headDim));
+        emitter.forLoop(zero, emitter.index(half), 1, [&](Value i) {
+          Value angle = a.mul(pos, a.load(table, i));
+          Value c = math::CosOp::create(b(), angle);
+          Value s = math::SinOp::create(b(), angle);
+          // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
+          Value first = neox ? a.addi(base, i)
+                             : a.addi(base, a.muli(i, emitter.index(2)));
+          Value second = a.addi(first, emitter.index(neox ? half : 1));
+          Value x1 = a.load(x, {t, first}), x2 = a.load(x, {t, second});
+          a.store(a.sub(a.mul(x1, c), a.mul(x2, s)), y, {t, first});
+          a.store(a.add(a.mul(x2, c), a.mul(x1, s)), y, {t, second});
+        });
+        emitter.forLoop(emitter.index(rotary), emitter.index(headDim), 1,
+                        [&](Value d) {
+                          Value col = a.addi(base, d);
+                          a.store(a.load(x, {t, col}), y, {t, col});
+                        });
+      });
+    });
+    return rowGrid(0, kRowsPerGroup);
+  }
+
+  /// The cache binding viewed as [NB * BS, Hkv * D] rows of slots.
+  Value cacheSlots(int binding) {
+    Value slots = a.muli(emitter.dimSize(binding, 0), emitter.dimSize(binding, 1));
+    Value width =
+        a.muli(emitter.dimSize(binding, 2), emitter.dimSize(binding, 3));
+    return emitter.binding(binding, {slots, width});
+  }
+
+  FailureOr<Grid> kvWrite(KvWriteOp) {
+    Value input = emitter.binding(0), cache = cacheSlots(1),
+          slots = emitter.binding(2);
+    Value numSlots = memref::DimOp::create(b(), cache, 0);
+    Value width = emitter.dimSize(0, 1);
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value t) {
+      Value slot = a.toIndex(a.load(slots, t));
+      // Negative (padding) or out-of-pool slots write nothing.
+      emitter.ifThen(a.cmpi(arith::CmpIPredicate::ult, slot, numSlots), [&] {
+        emitter.forLoop(emitter.index(0), width, 1, [&](Value d) {
+          a.store(a.load(input, {t, d}), cache, {slot, d});
+        });
+      });
+    });
+    return rowGrid(0, kRowsPerGroup);
+  }
+
+  FailureOr<Grid> pagedAttention(PagedAttentionOp o) {
+    auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
+    int64_t blockSize = cacheType.getDimSize(1);
+    int64_t kvHeads = cacheType.getDimSize(2), headDim = cacheType.getDimSize(3);
+    int64_t heads = o.getNumHeads();
+    int64_t group = heads / kvHeads;
+    std::optional<uint64_t> window = o.getSlidingWindow();
+    float scale = o.getScale().convertToFloat();
+
+    Value q = emitter.binding(0), keys = cacheSlots(1), values = cacheSlots(2),
+          blockTable = emitter.binding(3), contextLen = emitter.binding(4),
+          queryStart = emitter.binding(5), out = emitter.binding(6),
+          lse = emitter.binding(7);
+    Value numSeqs = emitter.dimSize(4, 0);
+    Value zero = emitter.index(0), one = emitter.index(1);
+    Value dim = emitter.index(headDim);
+
+    // One workgroup per (query row, head).
+    Value row = emitter.workgroupId(0), head = emitter.workgroupId(1);
+    emitter.ifThen(a.cmpi(arith::CmpIPredicate::ult, row,
+                          emitter.dimSize(0, 0)),
+                   [&] {
+      // The sequence owning the row: the last s with query_start[s] <= row.
+      Value seq = emitter.forLoop(
+          zero, numSeqs, 1, {zero},
+          [&](Value s, ValueRange found) -> SmallVector<Value> {
+            Value start = a.toIndex(a.load(queryStart, s));
+            return {a.select(a.cmpi(arith::CmpIPredicate::ule, start, row), s,
+                             found[0])};
+          })[0];
+      Value qBegin = a.toIndex(a.load(queryStart, seq));
+      Value qEnd = a.toIndex(a.load(queryStart, a.addi(seq, one)));
+      Value context = a.toIndex(a.load(contextLen, seq));
+      // Causal: the row's own position is the last key it sees.
+      Value position =
+          a.addi(a.subi(context, a.subi(qEnd, qBegin)), a.subi(row, qBegin));
+      Value first = zero;
+      if (window) {
+        Value w = emitter.index(static_cast<int64_t>(*window) - 1);
+        first = a.select(a.cmpi(arith::CmpIPredicate::ugt, position, w),
+                         a.subi(position, w), zero);
+      }
+      Value kvHead = a.divui(head, emitter.index(group));
+      Value qBase = a.muli(head, dim), kvBase = a.muli(kvHead, dim);
+
+      auto accType = MemRefType::get({headDim}, b().getF32Type());
+      Value acc = memref::AllocaOp::create(b(), accType);
+      emitter.forLoop(zero, dim, 1,
+                      [&](Value d) { a.store(emitter.f32(0), acc, d); });
+
+      // Online softmax over the keys, one at a time.
+      SmallVector<Value> state = emitter.forLoop(
+          first, a.addi(position, one), 1,
+          {emitter.f32(-INFINITY), emitter.f32(0)},
+          [&](Value j, ValueRange s) -> SmallVector<Value> {
+            Value block = a.toIndex(a.load(
+                blockTable, {seq, a.divui(j, emitter.index(blockSize))}));
+            Value slot = a.addi(a.muli(block, emitter.index(blockSize)),
+                                a.remui(j, emitter.index(blockSize)));
+            Value dot = emitter.forLoop(
+                zero, dim, 1, {emitter.f32(0)},
+                [&](Value d, ValueRange acc) -> SmallVector<Value> {
+                  return {a.addReassoc(
+                      acc[0],
+                      a.mulReassoc(a.load(q, {row, a.addi(qBase, d)}),
+                                   a.load(keys, {slot, a.addi(kvBase, d)})))};
+                })[0];
+            Value score = a.mul(dot, emitter.f32(scale));
+            Value maxNew = a.max(s[0], score);
+            Value alpha = a.exp(a.sub(s[0], maxNew));
+            Value weight = a.exp(a.sub(score, maxNew));
+            emitter.forLoop(zero, dim, 1, [&](Value d) {
+              Value v = a.load(values, {slot, a.addi(kvBase, d)});
+              a.store(a.add(a.mul(a.load(acc, d), alpha), a.mul(weight, v)),
+                      acc, d);
+            });
+            return {maxNew, a.add(a.mul(s[1], alpha), weight)};
+          });
+      emitter.forLoop(zero, dim, 1, [&](Value d) {
+        a.store(a.div(a.load(acc, d), state[1]), out, {row, a.addi(qBase, d)});
+      });
+      a.store(a.add(state[0], math::LogOp::create(b(), state[1])), lse,
+              {row, head});
+    });
+    return Grid{emitter.dimExpr(0, 0), std::to_string(heads), "1"};
+  }
+
+  FailureOr<Grid> siluMul(SiluMulOp) {
+    return elementwise(3, [&](ArrayRef<Value> in) {
+      Value one = emitter.f32(1);
+      Value sigmoidDenominator =
+          a.add(one, a.exp(arith::NegFOp::create(b(), in[0])));
+      return a.mul(a.div(in[0], sigmoidDenominator), in[1]);
+    });
+  }
+
+  FailureOr<Grid> gelu(GeluOp o) {
+    bool tanhApprox = o.getApproximation() == GeluApproximation::tanh;
+    return elementwise(2, [&](ArrayRef<Value> in) {
+      Value x = in[0];
+      Value half = emitter.f32(0.5), one = emitter.f32(1);
+      Value inner;
+      if (tanhApprox) {
+        Value cube = a.mul(a.mul(x, x), x);
+        Value arg = a.mul(emitter.f32(std::sqrt(2.0 / M_PI)),
+                          a.add(x, a.mul(emitter.f32(0.044715), cube)));
+        inner = math::TanhOp::create(b(), arg);
+      } else {
+        inner = math::ErfOp::create(b(), a.mul(x, emitter.f32(M_SQRT1_2)));
+      }
+      return a.mul(a.mul(half, x), a.add(one, inner));
+    });
+  }
+
+  FailureOr<Grid> gatherRows(GatherRowsOp) {
+    Value input = emitter.binding(0), rows = emitter.binding(1),
+          out = emitter.binding(2);
+    Value numRows = emitter.dimSize(0, 0), width = emitter.dimSize(0, 1);
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(1, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value s) {
+      Value r = a.toIndex(a.load(rows, s));
+      Value valid = a.cmpi(arith::CmpIPredicate::ult, r, numRows);
+      Value source = a.select(valid, r, emitter.index(0));
+      emitter.forLoop(emitter.index(0), width, 1, [&](Value d) {
+        a.store(a.load(input, {source, d}), out, {s, d});
+      });
+    });
+    return rowGrid(1, kRowsPerGroup);
+  }
+
+  /// A uniform float in (0, 1) from (seed, offset, token): splitmix64, so a
+  /// sequence's random stream depends only on its own seed and position.
+  Value uniform(Value seed, Value offset, Value token) {
+    auto i64 = b().getI64Type();
+    auto c = [&](uint64_t v) {
+      return arith::ConstantIntOp::create(b(), i64, static_cast<int64_t>(v));
+    };
+    auto mix = [&](Value z, int shift, uint64_t mult) {
+      z = arith::XOrIOp::create(b(), z,
+                                arith::ShRUIOp::create(b(), z, c(shift)));
+      return arith::MulIOp::create(b(), z, c(mult));
+    };
+    Value z = arith::AddIOp::create(
+        b(), arith::MulIOp::create(b(), seed, c(0x9E3779B97F4A7C15ull)),
+        arith::AddIOp::create(
+            b(),
+            arith::MulIOp::create(
+                b(), arith::ExtSIOp::create(b(), i64, offset),
+                c(0xD1B54A32D192ED03ull)),
+            arith::IndexCastOp::create(b(), i64, token)));
+    z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
+    z = mix(z, 27, 0x94D049BB133111EBull);
+    z = arith::XOrIOp::create(b(), z, arith::ShRUIOp::create(b(), z, c(31)));
+    // The top 24 bits, centred in their interval.
+    Value bits = arith::ShRUIOp::create(b(), z, c(40));
+    Value f = arith::UIToFPOp::create(b(), b().getF32Type(), bits);
+    return a.mul(a.add(f, emitter.f32(0.5)), emitter.f32(1.0 / (1 << 24)));
+  }
+
+  FailureOr<Grid> sample(SampleOp) {
+    // temperature == 0: argmax (lowest index on ties). Otherwise the
+    // Gumbel-max trick samples softmax(logits / temperature) exactly.
+    // top_p, top_k and min_p are not applied yet.
+    Value logits = emitter.binding(0), temperature = emitter.binding(1),
+          seed = emitter.binding(5), rngOffset = emitter.binding(6),
+          out = emitter.binding(7);
+    Value vocab = emitter.dimSize(0, 1);
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value s) {
+      Value temp = a.load(temperature, s);
+      Value greedy = arith::CmpFOp::create(b(), arith::CmpFPredicate::OLE,
+                                           temp, emitter.f32(0));
+      Value seedValue = a.load(seed, s), offset = a.load(rngOffset, s);
+      SmallVector<Value> best = emitter.forLoop(
+          emitter.index(0), vocab, 1,
+          {emitter.f32(-INFINITY), emitter.index(0)},
+          [&](Value v, ValueRange acc) -> SmallVector<Value> {
+            Value logit = a.load(logits, {s, v});
+            Value u = uniform(seedValue, offset, v);
+            Value gumbel = arith::NegFOp::create(
+                b(), math::LogOp::create(
+                         b(), arith::NegFOp::create(
+                                  b(), math::LogOp::create(b(), u))));
+            Value sampled = a.add(a.div(logit, temp), gumbel);
+            Value score = a.select(greedy, logit, sampled);
+            Value better = arith::CmpFOp::create(
+                b(), arith::CmpFPredicate::OGT, score, acc[0]);
+            return {a.select(better, score, acc[0]),
+                    a.select(better, v, acc[1])};
+          });
+      a.store(arith::IndexCastOp::create(b(), b().getI32Type(), best[1]), out,
+              s);
+    });
+    return rowGrid(0, kRowsPerGroup);
+  }
+
+  Operation *op;
+  KernelEmitter emitter;
+  Arith a;
+};
+
+struct LlmserveToCpuKernelsPass
+    : public mlir::llmserve::impl::LlmserveToCpuKernelsBase<
+          LlmserveToCpuKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OpBuilder b(module.getContext());
+    ModuleOp kernels = getOrCreateKernelModule(module);
+
+    SmallVector<Operation *> ops;
+    for (auto func : module.getOps<func::FuncOp>())
+      func.walk([&](Operation *op) {
+        if (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op) &&
+            !op->hasAttr(kDispatchAttrName))
+          ops.push_back(op);
+      });
+
+    int64_t counter = std::distance(kernels.getOps<func::FuncOp>().begin(),
+                                    kernels.getOps<func::FuncOp>().end());
+    for (Operation *op : ops) {
+      std::string name = "d" + std::to_string(counter++) + "_" +
+                         op->getName().stripDialect().str();
+      std::string symbol = "llmserve_" + name;
+      CpuKernelBuilder builder(kernels, op, symbol);
+      FailureOr<Grid> grid = builder.build();
+      if (failed(grid))
+        return signalPassFailure();
+      SmallVector<Attribute> gridAttrs;
+      for (const std::string &g : *grid)
+        gridAttrs.push_back(b.getStringAttr(g));
+      op->setAttr(kDispatchAttrName,
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("kernel", b.getStringAttr(name)),
+                      b.getNamedAttr("symbol", b.getStringAttr(symbol)),
+                      b.getNamedAttr("grid", b.getArrayAttr(gridAttrs)),
+                  }));
+    }
+  }
+
+  static ModuleOp getOrCreateKernelModule(ModuleOp module) {
+    for (auto nested : module.getOps<ModuleOp>())
+      if (nested.getSymName() == kKernelModuleName)
+        return nested;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    return ModuleOp::create(b, module.getLoc(), kKernelModuleName);
+  }
+};
+
+} // namespace

@@ -1,0 +1,52 @@
+// RUN: %llmserve-opt %s -llmserve-to-cpu-kernels -split-input-file | FileCheck %s
+
+// A linear with a dynamic row count: bindings x, w, y; push constants are the
+// dynamic sizes (x's rows, y's rows); rows in blocks of 4, columns of 64.
+// CHECK-LABEL: func.func @linear
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "2", "1"], kernel = "d0_linear", symbol = "llmserve_d0_linear"}
+//       CHECK: module @kernels
+//       CHECK:   func.func @llmserve_d0_linear(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x32xf32>
+//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<128x32xf32>
+//       CHECK:     scf.for
+//       CHECK:       arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+func.func @linear(%x: tensor<?x32xf32>) -> tensor<?x128xf32> {
+  %w = llmserve.weight "w" : tensor<128x32xf32>
+  %y = llmserve.linear %x, %w : tensor<?x32xf32>, tensor<128x32xf32> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
+// kv_write updates its cache in place: the cache is bound once, and the
+// kernel writes through a [slots, width] view of it.
+// CHECK-LABEL: func.func @kv_write
+//       CHECK:   llmserve.kv_write
+//  CHECK-SAME:     kernel = "d0_kv_write"
+//       CHECK: func.func @llmserve_d0_kv_write
+//       CHECK:   scf.if
+//       CHECK:     memref.store
+func.func @kv_write(%k: tensor<?x32xf32>, %cache: tensor<?x4x2x16xf32>, %slots: tensor<?xi32>) -> tensor<?x4x2x16xf32> {
+  %c = llmserve.kv_write %k into %cache at %slots : tensor<?x32xf32>, tensor<?x4x2x16xf32>, tensor<?xi32>
+  return %c : tensor<?x4x2x16xf32>
+}
+
+// -----
+
+// Attention runs one workgroup per (query row, head); rope gets its
+// frequency table as a constant global next to the kernel.
+// CHECK-LABEL: func.func @attention
+//       CHECK:   llmserve.rope
+//  CHECK-SAME:     kernel = "d0_rope"
+//       CHECK:   llmserve.paged_attention
+//  CHECK-SAME:     grid = ["$0", "4", "1"], kernel = "d1_paged_attention"
+//       CHECK: memref.global "private" constant @llmserve_d0_rope_inv_freq : memref<8xf32>
+//       CHECK: func.func @llmserve_d1_paged_attention
+//       CHECK:   memref.alloca() : memref<16xf32>
+//       CHECK:   math.exp
+func.func @attention(%q: tensor<?x64xf32>, %pos: tensor<?xi32>, %kc: tensor<?x4x2x16xf32>, %vc: tensor<?x4x2x16xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x4xf32>) {
+  %r = llmserve.rope %q, %pos style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x64xf32>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %r, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 2.500000e-01 : tensor<?x64xf32>, tensor<?x4x2x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return %o, %lse : tensor<?x64xf32>, tensor<?x4xf32>
+}
