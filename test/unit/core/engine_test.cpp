@@ -326,13 +326,13 @@ TEST(Engine, UnseededSamplingIsReproducibleWhateverTheBatch) {
       p.ignore_eos = true;
       engine.add_request(prompt(30 + i, i), p);
       if (one_at_a_time)
-        for (auto &[id, c] : run(engine))
-          all[id] = c;
+        for (auto &[id, got] : run(engine))
+          all[id] = got;
     }
-    for (auto &[id, c] : run(engine))
-      all[id] = c;
-    for (auto &[id, c] : all)
-      result.push_back(c.tokens);
+    for (auto &[id, got] : run(engine))
+      all[id] = got;
+    for (auto &[id, got] : all)
+      result.push_back(got.tokens);
     return result;
   };
   auto alone = outputs(1, 64, true);
