@@ -66,7 +66,12 @@ Checkpoint Checkpoint::open(const std::string &dir) {
     for (const std::string &shard : shard_names)
       ckpt.files_.push_back(SafetensorsFile::open((fs::path(dir) / shard).string()));
   } else {
-    fail(dir, std::string("no ") + kSingleFile + " or " + kIndexFile);
+    const bool pickled = fs::exists(fs::path(dir) / "pytorch_model.bin") ||
+                         fs::exists(fs::path(dir) / "pytorch_model.bin.index.json");
+    fail(dir, std::string("no ") + kSingleFile + " or " + kIndexFile +
+                  (pickled ? " (PyTorch .bin weights are not read: convert "
+                             "them to safetensors)"
+                           : ""));
   }
 
   for (const SafetensorsFile &file : ckpt.files_)

@@ -120,6 +120,9 @@ TEST(CheckpointErrors, Directory) {
   fs::path dir = fresh_dir();
   EXPECT_THAT(open_error(dir / "absent"), HasSubstr("absent: not a directory"));
   EXPECT_THAT(open_error(dir), HasSubstr("no model.safetensors or model.safetensors.index.json"));
+  write_bytes(dir / "pytorch_model.bin", "pickle");
+  EXPECT_THAT(open_error(dir), HasSubstr("(PyTorch .bin weights are not read"));
+  std::filesystem::remove(dir / "pytorch_model.bin");
   write_bytes(dir / "model.safetensors", "junk");
   EXPECT_THAT(open_error(dir), HasSubstr("model.safetensors: file is 4 bytes"));
 }
