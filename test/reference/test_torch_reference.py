@@ -16,8 +16,10 @@ shares no code with the first.
 Run: /usr/bin/python3 -m unittest test/reference/test_torch_reference.py
 """
 
+import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -257,6 +259,25 @@ class Loading(unittest.TestCase):
         a = ref.logits(ref.GPT2(config, prefixed, torch.float64), TOKENS)
         b = ref.logits(ref.GPT2(config, hub, torch.float64), TOKENS)
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+    def test_command_line(self):
+        config = make_fixtures.llama_config()
+        weights = make_fixtures.llama_weights(config, 5)
+        script = os.path.join(HERE, "torch_reference.py")
+        with tempfile.TemporaryDirectory() as directory:
+            make_fixtures.write_weights(directory, weights, shards=2)
+            make_fixtures.write_json(os.path.join(directory, "config.json"), config)
+            out = subprocess.run([sys.executable, script, directory, "--tokens", "1,2,3", "--greedy", "2",
+                                  "--json"], check=True, capture_output=True, text=True).stdout
+            result = json.loads(out)
+            model = ref.Llama(config, weights, torch.float64)
+            torch.testing.assert_close(torch.tensor(result["logits"], dtype=torch.float64),
+                                       ref.logits(model, [1, 2, 3]))
+            self.assertEqual(result["greedy"], ref.greedy(model, [1, 2, 3], 2)[0])
+            bad = subprocess.run([sys.executable, script, directory, "--tokens", "1,300"],
+                                 capture_output=True, text=True)
+            self.assertEqual(bad.returncode, 2)
+            self.assertIn("below the vocabulary size 300", bad.stderr)
 
     def test_unsupported_configs_are_refused(self):
         config = make_fixtures.llama_config()
