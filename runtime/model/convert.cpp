@@ -26,7 +26,13 @@ bool is_float(DType d) {
   return d == DType::F32 || d == DType::F16 || d == DType::BF16;
 }
 
-// How each float dtype is stored, and its conversions through f32.
+// A conversion is a function of one element, In -> Out; the loops below are
+// instantiated per function, so they are typed, inline it and vectorize.
+
+// Same dtype: the element's bits as they are (NaN payloads included).
+template <typename T> T same(T v) { return v; }
+
+// Between float dtypes, through f32.
 template <DType D> struct Stored { using type = uint16_t; };
 template <> struct Stored<DType::F32> { using type = float; };
 
@@ -48,65 +54,81 @@ template <DType D> typename Stored<D>::type narrow(float f) {
     return f32_to_bf16(f);
 }
 
-// Converts `n` contiguous elements; typed and branch-free, so it vectorizes.
 template <DType From, DType To>
+typename Stored<To>::type between_floats(typename Stored<From>::type v) {
+  return narrow<To>(widen<From>(v));
+}
+
+// Element loads and stores go through memcpy: checkpoint data is not aligned.
+template <typename In, typename Out, Out (*F)(In)>
 void convert_run(const uint8_t *src, uint8_t *dst, int64_t n) {
-  using In = typename Stored<From>::type;
-  using Out = typename Stored<To>::type;
   for (int64_t i = 0; i < n; ++i) {
     In in;
     std::memcpy(&in, src + i * sizeof(In), sizeof(In));
-    const Out out = narrow<To>(widen<From>(in));
+    const Out out = F(in);
     std::memcpy(dst + i * sizeof(Out), &out, sizeof(Out));
   }
 }
 
-// Same dtype: the bytes as they are (NaN payloads included).
-template <size_t Size> void copy_run(const uint8_t *src, uint8_t *dst, int64_t n) {
-  std::memcpy(dst, src, static_cast<size_t>(n) * Size);
-}
-
-using RunFn = void (*)(const uint8_t *src, uint8_t *dst, int64_t n);
-
-template <DType From> RunFn run_to(DType to) {
-  switch (to) {
-  case DType::F32: return convert_run<From, DType::F32>;
-  case DType::F16: return convert_run<From, DType::F16>;
-  default: return convert_run<From, DType::BF16>;
+// [rows, cols] into [cols, rows], in tiles that stay in cache.
+template <typename In, typename Out, Out (*F)(In)>
+void transpose_run(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = std::min(r0 + kTile, rows);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(c0 + kTile, cols);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          In in;
+          std::memcpy(&in, src + (r * cols + c) * sizeof(In), sizeof(In));
+          const Out out = F(in);
+          std::memcpy(dst + (c * rows + r) * sizeof(Out), &out, sizeof(Out));
+        }
+    }
   }
 }
 
-// The run for a dtype pair convert_tensor accepts.
-RunFn run_fn(DType from, DType to) {
+struct Conversion {
+  void (*run)(const uint8_t *src, uint8_t *dst, int64_t n);
+  void (*transpose)(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols);
+};
+
+template <typename In, typename Out, Out (*F)(In)>
+constexpr Conversion kConversion{convert_run<In, Out, F>, transpose_run<In, Out, F>};
+
+template <DType From, DType To>
+constexpr Conversion kBetweenFloats =
+    kConversion<typename Stored<From>::type, typename Stored<To>::type,
+                between_floats<From, To>>;
+
+template <DType From> Conversion from_float_to(DType to) {
+  switch (to) {
+  case DType::F32: return kBetweenFloats<From, DType::F32>;
+  case DType::F16: return kBetweenFloats<From, DType::F16>;
+  default: return kBetweenFloats<From, DType::BF16>;
+  }
+}
+
+// The conversion of a dtype pair convert_tensor accepts.
+Conversion conversion(DType from, DType to) {
   if (from == to) {
     switch (dtype_size(from)) {
-    case 2: return copy_run<2>;
-    case 4: return copy_run<4>;
-    default: return copy_run<8>;
+    case 2: return kConversion<uint16_t, uint16_t, same<uint16_t>>;
+    case 4: return kConversion<uint32_t, uint32_t, same<uint32_t>>;
+    default: return kConversion<uint64_t, uint64_t, same<uint64_t>>;
     }
   }
   switch (from) {
-  case DType::F32: return run_to<DType::F32>(to);
-  case DType::F16: return run_to<DType::F16>(to);
-  default: return run_to<DType::BF16>(to);
+  case DType::F32: return from_float_to<DType::F32>(to);
+  case DType::F16: return from_float_to<DType::F16>(to);
+  default: return from_float_to<DType::BF16>(to);
   }
-}
-
-// Transposes [rows, cols] into [cols, rows], one element at a time through
-// `run`, in tiles that stay in cache.
-void transpose_run(RunFn run, const uint8_t *src, size_t in, uint8_t *dst,
-                   size_t out, int64_t rows, int64_t cols) {
-  constexpr int64_t kTile = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
-      for (int64_t c = c0; c < std::min(c0 + kTile, cols); ++c)
-        for (int64_t r = r0; r < std::min(r0 + kTile, rows); ++r)
-          run(src + (r * cols + c) * in, dst + (c * rows + r) * out, 1);
 }
 
 } // namespace
 
-// The f16 conversions are branch-free so block loops over them vectorize;
+// The f16 conversions are branch-free so loops over them vectorize;
 // the float unit does the rounding (the method of Maratyszcza's FP16 library).
 
 float f16_to_f32(uint16_t h) {
@@ -159,13 +181,12 @@ void convert_tensor(const TensorView &src, DType dst_dtype, bool transpose,
   if (transpose && src.shape.size() != 2)
     throw std::runtime_error(where + "cannot transpose a " +
                              std::to_string(src.shape.size()) + "-D tensor");
-  const RunFn run = run_fn(src.dtype, dst_dtype);
+  const Conversion convert = conversion(src.dtype, dst_dtype);
   auto *out = static_cast<uint8_t *>(dst);
   if (transpose)
-    transpose_run(run, src.data, dtype_size(src.dtype), out, dtype_size(dst_dtype),
-                  src.shape[0], src.shape[1]);
+    convert.transpose(src.data, out, src.shape[0], src.shape[1]);
   else
-    run(src.data, out, src.numel());
+    convert.run(src.data, out, src.numel());
 }
 
 } // namespace llmserve
