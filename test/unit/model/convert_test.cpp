@@ -170,16 +170,25 @@ TEST(Convert, EveryFloatPairWithAndWithoutTranspose) {
     }
 }
 
+// Integers: element i holds i + 2^33 (i64, so the high half is not zero) or i.
+template <typename T> void check_integers(DType dtype, T base) {
+  std::vector<T> values(15);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = base + static_cast<T>(i);
+  const TensorView src{"ids", dtype, {3, 5}, reinterpret_cast<const uint8_t *>(values.data()),
+                       values.size() * sizeof(T)};
+  std::vector<T> out(15);
+  convert_tensor(src, dtype, false, out.data());
+  EXPECT_EQ(out, values);
+  convert_tensor(src, dtype, true, out.data());
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 5; ++c)
+      EXPECT_EQ(out[c * 3 + r], base + r * 5 + c) << dtype_name(dtype);
+}
+
 TEST(Convert, IntegersCopyAndTranspose) {
-  Owned src = make_tensor(DType::I32, {3, 5});
-  std::vector<int32_t> out(15);
-  convert_tensor(src.view, DType::I32, false, out.data());
-  for (int32_t i = 0; i < 15; ++i)
-    EXPECT_EQ(out[i], i);
-  convert_tensor(src.view, DType::I32, true, out.data());
-  for (int32_t r = 0; r < 3; ++r)
-    for (int32_t c = 0; c < 5; ++c)
-      EXPECT_EQ(out[c * 3 + r], r * 5 + c);
+  check_integers<int32_t>(DType::I32, 0);
+  check_integers<int64_t>(DType::I64, int64_t{1} << 33);
 }
 
 TEST(ConvertErrors, RejectsIntegerFloatMixesAndNon2DTranspose) {
