@@ -14,6 +14,7 @@
 #include "llmserve/IR/LlmserveDialect.h"
 #include "llmserve/abi.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -203,7 +204,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "llmserve compiler\n");
 
   DialectRegistry registry;
-  registry.insert<mlir::llmserve::LlmserveDialect, func::FuncDialect>();
+  registry.insert<mlir::llmserve::LlmserveDialect, arith::ArithDialect,
+                  func::FuncDialect>();
   MLIRContext context(registry);
 
   if (importCommand)

@@ -318,20 +318,22 @@ private:
       break;
     }
     case RopeScaling::llama3: {
-      // transformers' _compute_llama3_parameters.
-      double factor = o.getScalingFactor()->convertToDouble();
+      // transformers' _compute_llama3_parameters, in its float32 arithmetic.
+      float factor = o.getScalingFactor()->convertToDouble();
       double low = o.getLowFreqFactor()->convertToDouble();
       double high = o.getHighFreqFactor()->convertToDouble();
       double oldContext = static_cast<double>(*o.getOriginalMaxPosition());
-      double lowWavelen = oldContext / low, highWavelen = oldContext / high;
+      float lowWavelen = oldContext / low, highWavelen = oldContext / high;
       for (float &f : inv) {
-        double wavelen = 2 * M_PI / f;
-        double scaled = wavelen > lowWavelen ? f / factor : f;
+        float wavelen = static_cast<float>(2 * M_PI) / f;
+        float scaled = wavelen > lowWavelen ? f / factor : f;
         if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
-          double smooth = (oldContext / wavelen - low) / (high - low);
+          float smooth = (static_cast<float>(oldContext) / wavelen -
+                          static_cast<float>(low)) /
+                         static_cast<float>(high - low);
           scaled = (1 - smooth) * scaled / factor + smooth * scaled;
         }
-        f = static_cast<float>(scaled);
+        f = scaled;
       }
       break;
     }

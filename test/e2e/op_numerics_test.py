@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+"""Every llmserve op's CPU kernel against a float64 torch reference on fresh
+random inputs: each case is a one-op module with static shapes, compiled by
+`llmc compile` and run by `llmrun call`. Passes when
+max |ours - reference| / max |reference| < 1e-5 for every output.
+
+Usage: op_numerics_test.py <build-dir> <work-dir> [case ...]
+"""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+TOLERANCE = 1e-5
+RNG = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+
+
+def f32(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def i32(low, high, *shape):
+    return RNG.integers(low, high, size=shape).astype(np.int32)
+
+
+def t(x):
+    return torch.from_numpy(np.asarray(x)).double()
+
+
+def mlir_type(a):
+    element = {np.float32: "f32", np.int32: "i32", np.int64: "i64"}[a.dtype.type]
+    return "tensor<" + "x".join(str(d) for d in a.shape) + "x" + element + ">"
+
+
+def module(inputs, body, results):
+    """A module with one function @op(inputs...) -> results; `body` uses
+    %a0, %a1, ... and defines the names listed in `results` (name, type)."""
+    args = ", ".join(f"%a{i}: {mlir_type(a)}" for i, a in enumerate(inputs))
+    result_types = ", ".join(ty for _, ty in results)
+    names = ", ".join(n for n, _ in results)
+    return (f"func.func @op({args}) -> ({result_types}) {{\n{body}\n"
+            f"  return {names} : {result_types}\n}}\n")
+
+
+# ----------------------------------------------------------------- cases --
+
+def case_linear(bias):
+    m, k, n = 7, 96, 80
+    x, w = f32(m, k), f32(n, k)
+    inputs = [x, w] + ([f32(n)] if bias else [])
+    ty = f"tensor<{m}x{n}xf32>"
+    b = f" bias %a2" if bias else ""
+    bty = f", tensor<{n}xf32>" if bias else ""
+    body = (f"  %y = llmserve.linear %a0, %a1{b} : {mlir_type(x)}, {mlir_type(w)}{bty} -> {ty}")
+    ref = t(x) @ t(w).T + (t(inputs[2]) if bias else 0)
+    return inputs, module(inputs, body, [("%y", ty)]), [ref]
+
+
+def case_embedding():
+    v, d, n = 50, 24, 9
+    table, ids = f32(v, d), i32(0, v, n)
+    ty = f"tensor<{n}x{d}xf32>"
+    body = f"  %y = llmserve.embedding %a0, %a1 : {mlir_type(table)}, {mlir_type(ids)} -> {ty}"
+    return [table, ids], module([table, ids], body, [("%y", ty)]), [t(table)[torch.from_numpy(ids).long()]]
+
+
+def case_gather_rows():
+    x, rows = f32(11, 16), i32(0, 11, 4)
+    ty = "tensor<4x16xf32>"
+    body = f"  %y = llmserve.gather_rows %a0, %a1 : {mlir_type(x)}, {mlir_type(rows)} -> {ty}"
+    return [x, rows], module([x, rows], body, [("%y", ty)]), [t(x)[torch.from_numpy(rows).long()]]
+
+
+def norm_case(kind, residual):
+    n, d, eps = 6, 48, 1e-5
+    x, w, b, r = f32(n, d), f32(d), f32(d), f32(n, d)
+    ty = mlir_type(x)
+    inputs = [x, w] + ([b] if kind == "layer_norm" else []) + ([r] if residual else [])
+    operands = "%a0, %a1" + (", %a2" if kind == "layer_norm" else "")
+    types = ", ".join(mlir_type(a) for a in inputs)
+    res = f" residual %a{len(inputs) - 1}" if residual else ""
+    names = "%y, %s" if residual else "%y"
+    body = f"  {names} = llmserve.{kind} {operands}{res} epsilon {eps:e} : {types}"
+    s = t(x) + (t(r) if residual else 0)
+    if kind == "rms_norm":
+        y = s * torch.rsqrt((s * s).mean(-1, keepdim=True) + eps) * t(w)
+    else:
+        mean = s.mean(-1, keepdim=True)
+        var = ((s - mean) ** 2).mean(-1, keepdim=True)
+        y = (s - mean) * torch.rsqrt(var + eps) * t(w) + t(b)
+    results = [("%y", ty)] + ([("%s", ty)] if residual else [])
+    return inputs, module(inputs, body, results), [y] + ([s] if residual else [])
+
+
+def hf_inv_freq(rotary, theta, scaling):
+    """Inverse frequencies as transformers computes them (in float32)."""
+    inv = 1.0 / (theta ** (torch.arange(0, rotary, 2, dtype=torch.int64).float() / rotary))
+    if scaling is None:
+        return inv
+    if scaling["type"] == "linear":
+        return inv / scaling["factor"]
+    factor, low, high, old = (scaling[k] for k in ("factor", "low", "high", "original"))
+    wavelen = 2 * math.pi / inv
+    scaled = torch.where(wavelen > old / low, inv / factor, inv)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < old / high) * ~(wavelen > old / low)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rope_case(style, rotary, scaling):
+    n, heads, head_dim, theta = 5, 3, 16, 10000.0
+    x, pos = f32(n, heads * head_dim), i32(0, 4096, n)
+    inv = hf_inv_freq(rotary, theta, scaling)
+    # The angle is a float32 product, as in transformers; cos and sin of it exact.
+    angle = (torch.from_numpy(pos).float()[:, None] * inv[None, :]).double()
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    xs = t(x).view(n, heads, head_dim)
+    y = xs.clone()
+    half = rotary // 2
+    if style == "neox":
+        a, b = xs[..., :half], xs[..., half:rotary]
+        y[..., :half] = a * cos[:, None] - b * sin[:, None]
+        y[..., half:rotary] = b * cos[:, None] + a * sin[:, None]
+    else:
+        a, b = xs[..., 0:rotary:2], xs[..., 1:rotary:2]
+        y[..., 0:rotary:2] = a * cos[:, None] - b * sin[:, None]
+        y[..., 1:rotary:2] = b * cos[:, None] + a * sin[:, None]
+    attrs = f"style {style} head_dim {head_dim} rotary_dim {rotary} theta {theta:e}"
+    if scaling and scaling["type"] == "linear":
+        attrs += f" scaling linear scaling_factor {scaling['factor']:e}"
+    elif scaling:
+        attrs += (f" scaling llama3 scaling_factor {scaling['factor']:e} low_freq_factor "
+                  f"{scaling['low']:e} high_freq_factor {scaling['high']:e} "
+                  f"original_max_position {scaling['original']}")
+    body = f"  %y = llmserve.rope %a0, %a1 {attrs} : {mlir_type(x)}, {mlir_type(pos)}"
+    return [x, pos], module([x, pos], body, [("%y", mlir_type(x))]), [y.view(n, -1)]
+
+
+def case_silu_mul():
+    g, u = f32(7, 33, scale=3), f32(7, 33)
+    body = f"  %y = llmserve.silu_mul %a0, %a1 : {mlir_type(g)}"
+    ref = t(g) / (1 + torch.exp(-t(g))) * t(u)
+    return [g, u], module([g, u], body, [("%y", mlir_type(g))]), [ref]
+
+
+def gelu_case(approximation):
+    x = f32(5, 40, scale=3)
+    body = f"  %y = llmserve.gelu %a0 approximation {approximation} : {mlir_type(x)}"
+    approx = "tanh" if approximation == "tanh" else "none"
+    ref = torch.nn.functional.gelu(t(x), approximate=approx)
+    return [x], module([x], body, [("%y", mlir_type(x))]), [ref]
+
+
+def attention_case(window):
+    """kv_write of this step's K and V into a paged cache that already holds
+    earlier tokens, then paged_attention: two sequences, one mid-prefill and
+    one decoding, with scattered blocks."""
+    bs, kvh, heads, d, nb = 4, 2, 4, 8, 10
+    tables = [[7, 2, 9, 0], [5, 1, 8]]
+    context = [13, 10]   # KV length after the step
+    qlen = [5, 1]        # tokens this step
+    kc, vc = f32(nb, bs, kvh, d), f32(nb, bs, kvh, d)  # earlier tokens' K and V
+    tnum = sum(qlen)
+    q, k, v = f32(tnum, heads * d), f32(tnum, kvh * d), f32(tnum, kvh * d)
+    slots, qs = [], [0]
+    for s in range(2):
+        for p in range(context[s] - qlen[s], context[s]):
+            slots.append(tables[s][p // bs] * bs + p % bs)
+        qs.append(qs[-1] + qlen[s])
+    mb = max(len(r) for r in tables)
+    bt = np.array([r + [-1] * (mb - len(r)) for r in tables], dtype=np.int32)
+    slots, qs, cl = (np.array(a, dtype=np.int32) for a in (slots, qs, context))
+
+    # Reference: write the new K, V, then attend over each sequence's cache.
+    kref, vref = t(kc).reshape(nb * bs, kvh, d).clone(), t(vc).reshape(nb * bs, kvh, d).clone()
+    kref[torch.from_numpy(slots).long()] = t(k).view(tnum, kvh, d)
+    vref[torch.from_numpy(slots).long()] = t(v).view(tnum, kvh, d)
+    out = torch.zeros(tnum, heads, d, dtype=torch.float64)
+    lse = torch.zeros(tnum, heads, dtype=torch.float64)
+    scale = 1 / math.sqrt(d)
+    for s in range(2):
+        kv_slots = torch.tensor([tables[s][j // bs] * bs + j % bs for j in range(context[s])])
+        keys, values = kref[kv_slots], vref[kv_slots]
+        for i in range(qs[s], qs[s + 1]):
+            pos = context[s] - qlen[s] + (i - qs[s])
+            first = max(0, pos - window + 1) if window else 0
+            for h in range(heads):
+                g = h // (heads // kvh)
+                scores = (keys[first:pos + 1, g] @ t(q)[i].view(heads, d)[h]) * scale
+                lse[i, h] = torch.logsumexp(scores, 0)
+                out[i, h] = torch.softmax(scores, 0) @ values[first:pos + 1, g]
+
+    cty = mlir_type(kc)
+    win = f" sliding_window {window}" if window else ""
+    body = "\n".join([
+        f"  %kc = llmserve.kv_write %a1 into %a3 at %a5 : {mlir_type(k)}, {cty}, {mlir_type(slots)}",
+        f"  %vc = llmserve.kv_write %a2 into %a4 at %a5 : {mlir_type(v)}, {cty}, {mlir_type(slots)}",
+        f"  %o, %lse = llmserve.paged_attention %a0, %kc, %vc block_table %a6 context_len %a7 "
+        f"query_start %a8 num_heads {heads} scale {scale:e}{win} : {mlir_type(q)}, {cty}, "
+        f"{mlir_type(bt)}, {mlir_type(cl)}, {mlir_type(qs)} -> tensor<{tnum}x{heads}xf32>",
+    ])
+    inputs = [q, k, v, kc, vc, slots, bt, cl, qs]
+    results = [("%o", mlir_type(q)), ("%lse", f"tensor<{tnum}x{heads}xf32>")]
+    return inputs, module(inputs, body, results), [out.view(tnum, -1), lse]
+
+
+def case_sample_greedy():
+    s, v = 5, 300
+    logits = f32(s, v)
+    logits[2, 17] = logits[2, 250] = logits[2].max() + 1  # a tie: lowest index wins
+    temperature, top_p, min_p = (np.zeros(s, np.float32), np.ones(s, np.float32),
+                                 np.zeros(s, np.float32))
+    top_k, seed, offset = np.zeros(s, np.int32), np.arange(s, dtype=np.int64), i32(0, 100, s)
+    inputs = [logits, temperature, top_p, top_k, min_p, seed, offset]
+    body = (f"  %y = llmserve.sample %a0 temperature %a1 top_p %a2 top_k %a3 min_p %a4 seed %a5 "
+            f"rng_offset %a6 : {mlir_type(logits)}, {', '.join(mlir_type(a) for a in inputs[1:])}"
+            f" -> tensor<{s}xi32>")
+    ref = torch.from_numpy(np.argmax(logits, axis=1)).double()
+    return inputs, module(inputs, body, [("%y", f"tensor<{s}xi32>")]), [ref]
+
+
+CASES = {
+    "linear": lambda: case_linear(False),
+    "linear_bias": lambda: case_linear(True),
+    "embedding": case_embedding,
+    "gather_rows": case_gather_rows,
+    "rms_norm": lambda: norm_case("rms_norm", False),
+    "rms_norm_residual": lambda: norm_case("rms_norm", True),
+    "layer_norm": lambda: norm_case("layer_norm", False),
+    "layer_norm_residual": lambda: norm_case("layer_norm", True),
+    "rope_neox": lambda: rope_case("neox", 16, None),
+    "rope_gptj_partial": lambda: rope_case("gptj", 8, None),
+    "rope_linear": lambda: rope_case("neox", 16, {"type": "linear", "factor": 2.0}),
+    "rope_llama3": lambda: rope_case("neox", 16, {"type": "llama3", "factor": 8.0, "low": 1.0,
+                                                  "high": 4.0, "original": 64}),
+    "silu_mul": case_silu_mul,
+    "gelu_tanh": lambda: gelu_case("tanh"),
+    "gelu_exact": lambda: gelu_case("none"),
+    "kv_write_paged_attention": lambda: attention_case(None),
+    "paged_attention_sliding_window": lambda: attention_case(3),
+    "sample_greedy": case_sample_greedy,
+}
+
+
+def run(*args):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}\n{result.stdout}{result.stderr}")
+
+
+def check(build, work, name):
+    inputs, text, references = CASES[name]()
+    directory = os.path.join(work, name)
+    os.makedirs(directory, exist_ok=True)
+    source = os.path.join(directory, "op.mlir")
+    with open(source, "w") as f:
+        f.write(text)
+    bundle = os.path.join(directory, "op.llmb")
+    run(os.path.join(build, "bin", "llmc"), "compile", source, "-o", bundle)
+    paths = []
+    for i, a in enumerate(inputs):
+        paths.append(os.path.join(directory, f"input_{i}.npy"))
+        np.save(paths[-1], a)
+    out = os.path.join(directory, "out")
+    run(os.path.join(build, "bin", "llmrun"), "call", bundle, "--entry", "op",
+        "--input", *paths, "--output-dir", out)
+    worst = 0.0
+    for i, want in enumerate(references):
+        got = torch.from_numpy(np.load(os.path.join(out, f"result_{i}.npy")).astype(np.float64))
+        error = float((got - want).abs().max() / max(float(want.abs().max()), 1e-30))
+        worst = max(worst, error)
+    ok = worst < TOLERANCE
+    print(f"{'ok' if ok else 'FAIL'} {name}: relative error {worst:.2e}")
+    return ok
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    names = sys.argv[3:] or list(CASES)
+    torch.set_num_threads(1)
+    results = []
+    for name in names:
+        try:
+            results.append(check(build, work, name))
+        except RuntimeError as e:
+            print(f"FAIL {name}: {e}")
+            results.append(False)
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if all(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
