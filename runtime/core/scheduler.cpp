@@ -208,7 +208,7 @@ void Scheduler::build_batch() {
   b.query_start.resize(num_seqs + 1);
   b.context_len.resize(num_seqs);
   b.logits_rows.resize(num_seqs);
-  b.block_table.assign(size_t(num_seqs) * max_blocks, -1);
+  b.block_table.resize(size_t(num_seqs) * max_blocks);
   b.temperature.resize(num_seqs);
   b.top_p.resize(num_seqs);
   b.top_k.resize(num_seqs);
@@ -230,8 +230,9 @@ void Scheduler::build_batch() {
     b.query_start[s + 1] = t;
     b.context_len[s] = end;
     b.logits_rows[s] = t - 1;
-    std::copy(r.blocks.begin(), r.blocks.end(),
-              b.block_table.begin() + size_t(s) * max_blocks);
+    auto row = b.block_table.begin() + size_t(s) * max_blocks;
+    std::fill(std::copy(r.blocks.begin(), r.blocks.end(), row),
+              row + max_blocks, -1);
     b.temperature[s] = r.params.temperature;
     b.top_p[s] = r.params.top_p;
     b.top_k[s] = r.params.top_k;
