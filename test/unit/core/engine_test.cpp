@@ -218,9 +218,12 @@ TEST(Engine, StopsOnEosStopTokensMinTokensAndLength) {
   p = greedy;
   p.ignore_eos = true;
   uint64_t capped = engine.add_request(prompt(30, 1), p);
+  uint64_t longest = engine.add_request(prompt(39, 2), p);
   auto capped_run = run(engine);
   EXPECT_EQ(capped_run[capped].reason, FinishReason::kLength);
   EXPECT_EQ(capped_run[capped].tokens.size(), 10u);
+  EXPECT_EQ(capped_run[longest].reason, FinishReason::kLength);
+  EXPECT_EQ(capped_run[longest].tokens.size(), 1u);
 }
 
 TEST(Engine, AbortAndFinishEndRequestsWhereverTheyAre) {
