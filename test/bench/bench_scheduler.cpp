@@ -272,13 +272,16 @@ public:
   // CPU time: the machine may be shared, and this is single-threaded work.
   // With --benchmark_repetitions, the median.
   void ReportRuns(const std::vector<Run> &runs) override {
-    for (const Run &r : runs)
+    for (const Run &r : runs) {
+      failed |= r.error_occurred;
       if (!r.error_occurred && (r.run_type == Run::RT_Iteration ||
                                 r.aggregate_name == "median"))
         micros[r.run_name.str()] = r.GetAdjustedCPUTime();
+    }
     ConsoleReporter::ReportRuns(runs);
   }
   std::map<std::string, double> micros;
+  bool failed = false;
 };
 
 } // namespace
@@ -298,5 +301,5 @@ int main(int argc, char **argv) {
                 m["BM_FillStepContract"], m[schedule] / 20.0);
   }
   benchmark::Shutdown();
-  return 0;
+  return reporter.failed ? 1 : 0;
 }
