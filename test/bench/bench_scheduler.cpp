@@ -250,15 +250,21 @@ void BM_EngineStep(benchmark::State &state) {
   std::minstd_rand rng(3);
   for (int32_t i = 0; i < kRunning; ++i)
     engine.add_request(random_prompt(rng, kPromptLen), decode_params(kMaxTokens - i % kMaxTokens));
+  std::string error;
   auto step = [&] {
-    for (const RequestOutput &o : engine.step())
+    for (const RequestOutput &o : engine.step()) {
+      if (o.finish_reason == FinishReason::kError)
+        error = o.error;
       if (o.finished)
         engine.add_request(random_prompt(rng, kPromptLen), decode_params(kMaxTokens));
+    }
   };
   for (int32_t i = 0; i < 2 * kMaxTokens; ++i)
     step();
   for (auto _ : state)
     step();
+  if (!error.empty())
+    state.SkipWithError(error.c_str());
   EngineStats stats = engine.stats();
   state.counters["running"] = stats.num_running;
   state.counters["waiting"] = stats.num_waiting;
