@@ -190,8 +190,10 @@ KvCacheLayout parse_kv_cache(const Reader &r, const json &kv,
     r.fail(p + ".num_layers", std::to_string(l.num_layers) +
                                   " layers, the model has " +
                                   std::to_string(model->num_layers));
-  const int64_t expected = 2 * l.num_layers * l.num_kv_heads * l.head_dim *
-                           static_cast<int64_t>(dtype_size(l.dtype));
+  int64_t expected = 2 * static_cast<int64_t>(dtype_size(l.dtype));
+  for (int64_t factor : {l.num_layers, l.num_kv_heads, l.head_dim})
+    if (__builtin_mul_overflow(expected, factor, &expected))
+      r.fail(p, "the KV cache's size overflows int64");
   if (l.bytes_per_token != expected)
     r.fail(p + ".bytes_per_token",
            std::to_string(l.bytes_per_token) + ", but 2 * layers * kv_heads * "
@@ -267,11 +269,30 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
     if (buf.dtype != kv->dtype)
       r.fail(p + ".dtype", std::string(dtype_name(buf.dtype)) +
                                ", but kv_cache.dtype is " + dtype_name(kv->dtype));
-    // Sized once for the whole pool, so only NB may appear.
+    // Sized once for the whole pool, so only NB may appear; and a pool of n
+    // blocks holds n * block_size tokens of one layer and role, whatever
+    // the layout, or the engine's memory accounting would be wrong.
     for (const Expression &dim : buf.shape)
       if (dim.uses("T") || dim.uses("S") || dim.uses("MB"))
         r.fail(p + ".shape", "a KV cache shape may use only NB, got [" +
                                  shape_text(buf.shape) + "]");
+    const int64_t block_bytes = kv->bytes_per_token / (2 * kv->num_layers) * kv->block_size;
+    for (int64_t blocks : {1, 2}) {
+      Symbols s;
+      s.NB = blocks;
+      size_t bytes = 0;
+      try {
+        bytes = buf.byte_size(s, 0);
+      } catch (const std::runtime_error &) {
+        bytes = 0; // a negative or huge dimension: reported below
+      }
+      if (bytes != static_cast<size_t>(blocks * block_bytes))
+        r.fail(p + ".shape", "[" + shape_text(buf.shape) + "] holds " +
+                                 std::to_string(bytes) + " bytes for NB=" +
+                                 std::to_string(blocks) + ", kv_cache says " +
+                                 std::to_string(blocks * block_bytes) +
+                                 " (block_size * num_kv_heads * head_dim * dtype size)");
+    }
     break;
   }
   default:
