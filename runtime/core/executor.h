@@ -12,7 +12,8 @@ namespace llmserve {
 struct StepBatch {
   int32_t num_tokens = 0;         // T
   int32_t num_seqs = 0;           // S
-  int32_t max_blocks_per_seq = 0; // MB: row width of block_table
+  // MB: row width of block_table, the widest row of this step's sequences.
+  int32_t max_blocks_per_seq = 0;
   std::vector<int32_t> token_ids;    // [T]
   std::vector<int32_t> positions;    // [T]
   std::vector<int32_t> query_start;  // [S+1]
