@@ -199,22 +199,24 @@ INSTANTIATE_TEST_SUITE_P(Policies, EngineRandomTest,
 
 // A long prompt arriving in a steady flood of short requests is served first
 // come first served: nothing that arrived after it starts before it, and it
-// finishes while the flood goes on.
+// finishes while the flood goes on. While three short requests run, its
+// 60-block prompt does not fit beside them, so an admission that let later
+// requests fill the free slot would starve it.
 class StarvationTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(StarvationTest, ALongPromptInAFloodOfShortOnesIsServedInTurn) {
   StandInExecutor model(kVocab);
   EngineConfig config;
   config.max_num_seqs = 4;
-  config.max_num_batched_tokens = 64;
+  config.max_num_batched_tokens = 1024;
   config.max_model_len = 1024;
   config.num_kv_blocks = 72;
   config.decode_only_steps = GetParam();
   config.vocab_size = kVocab;
   Engine engine(model, config);
-  std::mt19937 rng(5);
+  std::minstd_rand rng(5);
   auto short_request = [&] {
-    std::vector<int32_t> p(8 + rng() % 32);
+    std::vector<int32_t> p(40 + rng() % 61);
     for (int32_t &t : p)
       t = 2 + rng() % (kVocab - 2);
     SamplingParams params;
@@ -235,7 +237,7 @@ TEST_P(StarvationTest, ALongPromptInAFloodOfShortOnesIsServedInTurn) {
       SamplingParams params;
       params.max_tokens = 20;
       params.ignore_eos = true;
-      big = engine.add_request(std::vector<int32_t>(900, 7), params);
+      big = engine.add_request(std::vector<int32_t>(950, 7), params);
     }
     for (const RequestOutput &o : engine.step()) {
       first_scheduled.emplace(o.id, o.times.first_scheduled);
@@ -245,10 +247,9 @@ TEST_P(StarvationTest, ALongPromptInAFloodOfShortOnesIsServedInTurn) {
     engine.check_invariants();
   }
   ASSERT_GE(big_finished_at, 0) << "the long prompt starved";
-  // Ahead of it: 21 short requests of at most 17 steps each, four at a time;
-  // then its own 15 chunks of 64 tokens and 20 tokens; doubled for the
-  // alternation of decode-only steps.
-  EXPECT_LE(big_finished_at, 20 + 2 * ((21 + 3) / 4 * 17 + 15 + 20));
+  // Ahead of it: 21 short requests of 17 steps each, four at a time; then
+  // its prompt and 20 tokens; doubled for decode-only steps' alternation.
+  EXPECT_LE(big_finished_at, 20 + 2 * ((21 + 3) / 4 * 17 + 1 + 20));
   for (uint64_t id : later)
     if (first_scheduled.count(id))
       EXPECT_GE(first_scheduled[id], first_scheduled[big]) << "request " << id;
