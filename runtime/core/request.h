@@ -75,7 +75,7 @@ struct Request {
 struct RequestOutput {
   uint64_t id = 0;
   // The token sampled this step (EOS included), or -1 when the request only
-  // ended (abort, error, stop from outside) or ran a prompt chunk.
+  // ended (abort, error, stop from outside).
   int32_t token = -1;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
