@@ -285,8 +285,11 @@ private:
     // Results: fresh activations, except kv_write's (its cache, in place).
     for (OpResult result : op->getResults()) {
       if (auto kv = dyn_cast<KvWriteOp>(op)) {
-        bufferOf[result] = bufferOf[kv.getCache()];
-        shapeOf[result] = shapeOf[kv.getCache()];
+        // Copies first: inserting may rehash the maps under a reference.
+        int64_t cache = bufferOf.at(kv.getCache());
+        Shape shape = shapeOf.at(kv.getCache());
+        bufferOf[result] = cache;
+        shapeOf[result] = std::move(shape);
         continue;
       }
       json::Object buffer;
@@ -294,8 +297,8 @@ private:
       buffer["name"] = (dispatch.getAs<StringAttr>("kernel").getValue() + "." +
                         Twine(result.getResultNumber()))
                            .str();
-      FailureOr<Shape> shape =
-          shapeFrom(result, {shapeOf[rowSource(op)].front()});
+      std::string rows = shapeOf.at(rowSource(op)).front();
+      FailureOr<Shape> shape = shapeFrom(result, {rows});
       if (failed(shape) || failed(bindValue(result, *shape, std::move(buffer))))
         return failure();
     }
@@ -313,7 +316,7 @@ private:
       auto type = cast<RankedTensorType>(v.getType());
       for (int64_t d = 0; d < type.getRank(); ++d)
         if (type.isDynamicDim(d))
-          constantExprs.push_back(shapeOf[v][d]);
+          constantExprs.push_back(shapeOf.at(v)[d]);
     }
     for (const std::string &c : constantExprs)
       constants.push_back(dimValue(c));

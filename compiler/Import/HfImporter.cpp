@@ -606,10 +606,6 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
     return names.takeError();
   if (shape->architecture == "gpt2" && names->contains("transformer.wte.weight"))
     shape->prefix = "transformer.";
-  // A Llama checkpoint without lm_head shares the embedding table.
-  if (shape->architecture == "llama" && !names->empty() &&
-      !names->contains("lm_head.weight"))
-    shape->tiedEmbeddings = true;
 
   auto module = GraphBuilder(context, *shape, options, *names).build();
   if (!module)

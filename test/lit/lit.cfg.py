@@ -7,7 +7,8 @@ import lit.formats
 
 config.name = "llmserve"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.llmserve_binary_dir, "test", "lit")
 
