@@ -52,6 +52,7 @@ void Scheduler::add(Request *request) {
 const StepBatch &Scheduler::schedule(Clock::time_point now) {
   token_budget_ = config_.max_num_batched_tokens;
   preempted_this_step_ = false;
+  scheduled_.clear();
 
   auto schedule_decodes = [&] {
     // Index loop: preemption shrinks running_ from the back.
@@ -121,6 +122,7 @@ bool Scheduler::schedule_running(Request *request, int32_t num_tokens) {
   }
   request->num_scheduled_tokens = num_tokens;
   token_budget_ -= num_tokens;
+  scheduled_.push_back(request);
   return true;
 }
 
@@ -149,13 +151,17 @@ bool Scheduler::admit(Request *request, Clock::time_point now) {
   request->num_scheduled_tokens = num_tokens;
   token_budget_ -= num_tokens;
   running_.push_back(request);
+  scheduled_.push_back(request);
   return true;
 }
 
 void Scheduler::preempt(Request *request) {
   running_.pop_back();
-  token_budget_ += request->num_scheduled_tokens;
-  request->num_scheduled_tokens = 0;
+  if (request->num_scheduled_tokens > 0) {
+    scheduled_.erase(std::find(scheduled_.begin(), scheduled_.end(), request));
+    token_budget_ += request->num_scheduled_tokens;
+    request->num_scheduled_tokens = 0;
+  }
   release(request, /*keep=*/true);
   request->status = RequestStatus::kPreempted;
   waiting_.push_front(request);
@@ -187,13 +193,9 @@ void Scheduler::release(Request *request, bool keep) {
 }
 
 void Scheduler::build_batch() {
-  scheduled_.clear();
   int32_t num_tokens = 0;
   int32_t max_blocks = 0;
-  for (Request *r : running_) {
-    if (r->num_scheduled_tokens == 0)
-      continue;
-    scheduled_.push_back(r);
+  for (const Request *r : scheduled_) {
     num_tokens += r->num_scheduled_tokens;
     max_blocks = std::max(max_blocks, static_cast<int32_t>(r->blocks.size()));
   }

@@ -92,7 +92,7 @@ private:
   RadixCache &cache_;
   std::deque<Request *> waiting_;   // FCFS; preempted requests go first
   std::vector<Request *> running_;  // in admission order
-  std::vector<Request *> scheduled_; // the last batch's sequences, in order
+  std::vector<Request *> scheduled_; // the step's sequences, in batch order
   StepBatch batch_;
   int32_t token_budget_ = 0;
   bool preempted_this_step_ = false;
