@@ -255,18 +255,21 @@ private:
     } else if (!is_undefined(iterable)) {
       fail(n.line, std::string("cannot iterate over ") + type_name(iterable));
     }
-    scopes_.emplace_back();
+    // Each iteration has its own scope: what the body sets does not outlive it.
     auto bind = [&](const Value &item) {
+      auto &scope = scopes_.back();
+      scope.clear();
       if (n.targets.size() == 1) {
-        scopes_.back()[n.targets[0]] = item;
+        scope[n.targets[0]] = item;
         return;
       }
       if (!item.is_array() || item.size() != n.targets.size())
         fail(n.line, "cannot unpack " + python_repr(item) + " into " +
                          std::to_string(n.targets.size()) + " loop variables");
       for (size_t k = 0; k < n.targets.size(); ++k)
-        scopes_.back()[n.targets[k]] = item[k];
+        scope[n.targets[k]] = item[k];
     };
+    scopes_.emplace_back();
     if (n.filter) {
       std::vector<Value> kept;
       for (const auto &item : items) {
