@@ -1,0 +1,80 @@
+#include "server/generation.h"
+
+namespace llmserve {
+
+Generation::Generation(const GenerateRequest &request, int32_t max_model_len,
+                       const Tokenizer &tokenizer, EngineLoop &loop)
+    : loop_(loop), tokenizer_(tokenizer), n_(request.n) {
+  std::vector<Submission> submissions = request.submissions(max_model_len);
+  std::vector<uint64_t> ids = loop.submit(submissions, outputs_);
+  for (size_t i = 0; i < ids.size(); ++i)
+    choices_.push_back({ids[i], ChoiceText(tokenizer, submissions[i].prompt, request.stop)});
+  num_running_ = int32_t(choices_.size());
+  for (const auto &prompt : request.prompts)
+    prompt_tokens_ += int64_t(prompt.size());
+  if (request.echo)
+    echo_prompts_ = request.prompts;
+}
+
+Generation::~Generation() {
+  std::vector<uint64_t> running;
+  for (const ChoiceState &c : choices_)
+    if (!c.finished)
+      running.push_back(c.id);
+  loop_.abort(running);
+}
+
+std::vector<Generation::Delta> Generation::start() {
+  std::vector<Delta> deltas;
+  if (echo_prompts_.empty())
+    return deltas;
+  for (int32_t i = 0; i < num_choices(); ++i)
+    deltas.push_back({i, tokenizer_.decode(echo_prompts_[i / n_], true), ""});
+  return deltas;
+}
+
+std::optional<std::vector<Generation::Delta>>
+Generation::next(std::chrono::milliseconds timeout) {
+  std::vector<RequestOutput> outputs = outputs_->pop(timeout);
+  if (outputs.empty())
+    return std::nullopt;
+  std::vector<Delta> deltas;
+  for (const RequestOutput &o : outputs) {
+    int32_t index = 0;
+    while (choices_[index].id != o.id)
+      ++index;
+    ChoiceState &c = choices_[index];
+    if (c.finished)
+      continue;
+    std::string text;
+    if (o.token >= 0) {
+      text = c.text.push(o.token);
+      // The engine ends the request at its next step; what it samples until
+      // then is dropped.
+      if (c.text.stopped())
+        loop_.finish(c.id);
+    }
+    std::string finish_reason;
+    if (o.finished || c.text.stopped()) {
+      text += c.text.finish();
+      c.finished = true;
+      --num_running_;
+      finish_reason = c.text.stopped() ? "stop" : to_string(o.finish_reason);
+      if (o.finish_reason == FinishReason::kError && error_.empty())
+        error_ = o.error;
+    }
+    if (!text.empty() || !finish_reason.empty())
+      deltas.push_back({index, std::move(text), std::move(finish_reason)});
+  }
+  return deltas;
+}
+
+Usage Generation::usage() const {
+  Usage u;
+  u.prompt_tokens = prompt_tokens_;
+  for (const ChoiceState &c : choices_)
+    u.completion_tokens += c.text.num_tokens();
+  return u;
+}
+
+} // namespace llmserve

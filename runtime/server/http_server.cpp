@@ -1,0 +1,284 @@
+#include "server/http_server.h"
+
+#include "server/generation.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+namespace llmserve {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr auto kPollInterval = std::chrono::milliseconds(1000);
+
+// Generated text can hold invalid UTF-8 (a model may sample bytes that form
+// no character); it is sent with U+FFFD in their place.
+std::string dump(const json &value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void send_json(httplib::Response &res, int status, const json &body) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void send_error(httplib::Response &res, int status, const std::string &message,
+                const std::string &param = "", const std::string &code = "") {
+  send_json(res, status, error_body(status, message, param, code));
+}
+
+// Runs a handler, turning what it throws into an OpenAI-shaped error.
+template <typename Handler>
+void guarded(httplib::Response &res, Handler handler) {
+  try {
+    handler();
+  } catch (const ApiError &e) {
+    send_error(res, e.status, e.what(), e.param, e.code);
+  } catch (const QueueFullError &e) {
+    res.set_header("Retry-After", "1");
+    send_error(res, 503, e.what());
+  } catch (const std::invalid_argument &e) {
+    send_error(res, 400, e.what());
+  } catch (const std::exception &e) {
+    send_error(res, 500, e.what());
+  }
+}
+
+std::string response_id(Endpoint endpoint) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(random()));
+  return (endpoint == Endpoint::kCompletions ? "cmpl-" : "chatcmpl-") + std::string(hex);
+}
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string sse(const json &event) { return "data: " + dump(event) + "\n\n"; }
+
+const char *status_message(int status) {
+  switch (status) {
+  case 400:
+    return "malformed HTTP request";
+  case 404:
+    return "no such route";
+  case 413:
+    return "the request body is too large";
+  default:
+    return "HTTP error";
+  }
+}
+
+} // namespace
+
+HttpServer::HttpServer(ModelInfo model, EngineLoop &loop, HttpServerConfig config)
+    : model_(std::move(model)), loop_(loop), config_(std::move(config)),
+      server_(std::make_unique<httplib::Server>()), start_time_(unix_seconds()) {
+  int threads = config_.num_threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(config_.max_body_bytes);
+  server_->set_tcp_nodelay(true);
+  server_->set_logger([](const httplib::Request &req, const httplib::Response &res) {
+    std::fprintf(stderr, "INFO %s:%d \"%s %s %s\" %d\n", req.remote_addr.c_str(),
+                 req.remote_port, req.method.c_str(), req.path.c_str(), req.version.c_str(),
+                 res.status);
+  });
+  // Statuses httplib sets itself (unknown route, body too large, malformed
+  // request) get a JSON body too; ours already have one.
+  server_->set_error_handler([](const httplib::Request &req, httplib::Response &res) {
+    if (res.body.empty() && !res.content_provider_)
+      send_error(res, res.status,
+                 std::string(status_message(res.status)) + ": " + req.method + " " + req.path);
+  });
+  server_->set_exception_handler(
+      [](const httplib::Request &, httplib::Response &res, std::exception_ptr) {
+        send_error(res, 500, "internal error");
+      });
+  server_->set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
+    if (config_.api_key.empty() || req.path.rfind("/v1/", 0) != 0 ||
+        req.get_header_value("Authorization") == "Bearer " + config_.api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "",
+               "invalid_api_key");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  add_routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::add_routes() {
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  server_->Post("/v1/completions", [this](const Req &req, Res &res) {
+    generate(req, res, Endpoint::kCompletions);
+  });
+  server_->Post("/v1/chat/completions", [this](const Req &req, Res &res) {
+    generate(req, res, Endpoint::kChatCompletions);
+  });
+  server_->Get("/v1/models", [this](const Req &, Res &res) {
+    json card = {{"id", model_.name},       {"object", "model"},
+                 {"created", start_time_},  {"owned_by", "llmserve"},
+                 {"max_model_len", model_.max_model_len}};
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({card})}});
+  });
+  server_->Post("/tokenize", [this](const Req &req, Res &res) {
+    guarded(res, [&] {
+      std::vector<int32_t> tokens = parse_tokenize_request(parse_json_object(req.body), model_);
+      send_json(res, 200, {{"tokens", tokens},
+                           {"count", tokens.size()},
+                           {"max_model_len", model_.max_model_len}});
+    });
+  });
+  server_->Post("/detokenize", [this](const Req &req, Res &res) {
+    guarded(res, [&] {
+      std::vector<int32_t> tokens = parse_detokenize_request(parse_json_object(req.body), model_);
+      send_json(res, 200, {{"prompt", model_.tokenizer->decode(tokens, false)}});
+    });
+  });
+  server_->Get("/health", [this](const Req &, Res &res) {
+    if (draining_)
+      send_error(res, 503, "the server is shutting down");
+    else
+      res.status = 200;
+  });
+  server_->Get("/metrics", [this](const Req &, Res &res) {
+    res.set_content(loop_.render_metrics(), "text/plain; version=0.0.4");
+  });
+}
+
+void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
+                          Endpoint endpoint) {
+  guarded(res, [&] {
+    if (draining_)
+      throw QueueFullError("the server is shutting down");
+    json body = parse_json_object(req.body);
+    GenerateRequest request = endpoint == Endpoint::kCompletions
+                                  ? parse_completion_request(body, model_)
+                                  : parse_chat_request(body, model_);
+    if (request.stream)
+      return stream(req, res, request);
+
+    Generation generation(request, model_.max_model_len, *model_.tokenizer, loop_);
+    std::vector<Choice> choices(generation.num_choices());
+    auto apply = [&](const std::vector<Generation::Delta> &deltas) {
+      for (const Generation::Delta &d : deltas) {
+        choices[d.index].text += d.text;
+        if (!d.finish_reason.empty())
+          choices[d.index].finish_reason = d.finish_reason;
+      }
+    };
+    apply(generation.start());
+    while (!generation.done())
+      if (auto deltas = generation.next(kPollInterval))
+        apply(*deltas);
+    if (!generation.error().empty())
+      throw ApiError(500, "generation failed: " + generation.error());
+    ResponseHeader header{response_id(endpoint), unix_seconds(), model_.name};
+    send_json(res, 200, full_response(endpoint, header, choices, generation.usage()));
+  });
+}
+
+void HttpServer::stream(const httplib::Request &req, httplib::Response &res,
+                        const GenerateRequest &request) {
+  // Submits before the status is sent, so a full queue or a bad prompt is
+  // still an error status.
+  struct State {
+    std::shared_ptr<Generation> generation;
+    ResponseHeader header;
+    Endpoint endpoint;
+    bool include_usage;
+    bool started = false;
+  };
+  auto state = std::make_shared<State>(State{
+      std::make_shared<Generation>(request, model_.max_model_len, *model_.tokenizer, loop_),
+      ResponseHeader{response_id(request.endpoint), unix_seconds(), model_.name},
+      request.endpoint, request.include_usage});
+
+  // Writes what is ready. Returns false when the client has gone: httplib
+  // then closes the connection and drops `state`, whose Generation aborts
+  // what still runs.
+  auto write_ready = [state](httplib::DataSink &sink) {
+    Generation &generation = *state->generation;
+    auto write = [&](const std::string &text) { return sink.write(text.data(), text.size()); };
+    auto write_deltas = [&](const std::vector<Generation::Delta> &deltas) {
+      for (const Generation::Delta &d : deltas)
+        if (!write(sse(chunk(state->endpoint, state->header, d.index, d.text, d.finish_reason,
+                             false, state->include_usage))))
+          return false;
+      return true;
+    };
+    if (!state->started) {
+      state->started = true;
+      if (state->endpoint == Endpoint::kChatCompletions)
+        for (int32_t i = 0; i < generation.num_choices(); ++i)
+          if (!write(sse(chunk(state->endpoint, state->header, i, "", "", true,
+                               state->include_usage))))
+            return false;
+      return write_deltas(generation.start());
+    }
+    if (generation.done()) {
+      if (!generation.error().empty() &&
+          !write(sse(error_body(500, "generation failed: " + generation.error()))))
+        return false;
+      if (state->include_usage &&
+          !write(sse(usage_chunk(state->endpoint, state->header, generation.usage()))))
+        return false;
+      if (!write("data: [DONE]\n\n"))
+        return false;
+      sink.done();
+      return true;
+    }
+    // An SSE comment when nothing comes for a while: a client that has gone
+    // is noticed when the write fails, even before the first token.
+    std::optional<std::vector<Generation::Delta>> deltas = generation.next(kPollInterval);
+    return deltas ? write_deltas(*deltas) : write(": waiting\n\n");
+  };
+  // Nothing may escape into httplib's thread: an error ends the stream.
+  auto provider = [write_ready](size_t, httplib::DataSink &sink) {
+    try {
+      return write_ready(sink);
+    } catch (const std::exception &e) {
+      std::string event = sse(error_body(500, e.what()));
+      sink.write(event.data(), event.size());
+      return false;
+    }
+  };
+  auto release = [this](bool) { --active_streams_; };
+  ++active_streams_;
+  res.set_header("Cache-Control", "no-cache");
+  // HTTP/1.0 has no chunked encoding: the body ends when the connection does.
+  if (req.version == "HTTP/1.0")
+    res.set_content_provider("text/event-stream", provider, release);
+  else
+    res.set_chunked_content_provider("text/event-stream", provider, release);
+}
+
+int HttpServer::bind(const std::string &host, int port) {
+  int bound = port == 0 ? server_->bind_to_any_port(host)
+                        : (server_->bind_to_port(host, port) ? port : -1);
+  if (bound <= 0)
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+  return bound;
+}
+
+void HttpServer::listen() { server_->listen_after_bind(); }
+
+void HttpServer::shutdown() {
+  draining_ = true;
+  loop_.abort_all();
+  // Streams end with their aborted choices; give them a moment to be sent.
+  for (int i = 0; i < 500 && (active_streams_ > 0 || loop_.num_in_flight() > 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server_->stop();
+}
+
+} // namespace llmserve

@@ -1,0 +1,53 @@
+// Serving metrics in the Prometheus text format (vLLM's names where they
+// exist). Latencies are observed on the engine thread from each step's
+// RequestOutputs; counts and gauges come from EngineStats when rendered.
+#ifndef LLMSERVE_SERVER_METRICS_H
+#define LLMSERVE_SERVER_METRICS_H
+
+#include "core/engine.h"
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace llmserve {
+
+// A cumulative histogram over fixed bucket upper bounds, in seconds.
+class Histogram {
+public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double seconds);
+  // `name`_bucket{le=...}, `name`_sum and `name`_count lines.
+  void render(const std::string &name, const std::string &help,
+              std::string &out) const;
+
+private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_; // per bucket, the last one is +Inf
+  double sum_ = 0.0;
+  uint64_t count_ = 0;
+};
+
+class Metrics {
+public:
+  Metrics();
+
+  // Engine thread: one step's outputs.
+  void observe(const std::vector<RequestOutput> &outputs);
+  std::string render(const EngineStats &stats) const;
+
+private:
+  mutable std::mutex mutex_;
+  Histogram time_to_first_token_;
+  Histogram inter_token_latency_;
+  Histogram e2e_request_latency_;
+  uint64_t prompt_tokens_ = 0;
+  // When each unfinished request last produced a token.
+  std::unordered_map<uint64_t, Clock::time_point> last_token_time_;
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_SERVER_METRICS_H

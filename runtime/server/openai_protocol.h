@@ -1,0 +1,113 @@
+// The OpenAI API's JSON: requests of /v1/completions and
+// /v1/chat/completions parsed into engine submissions, the response and
+// stream-chunk bodies, and OpenAI-shaped errors.
+#ifndef LLMSERVE_SERVER_OPENAI_PROTOCOL_H
+#define LLMSERVE_SERVER_OPENAI_PROTOCOL_H
+
+#include "core/sampling_params.h"
+#include "server/engine_loop.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace llmserve {
+
+// An error the client gets as {"error": {"message", "type", "param", "code"}}
+// with HTTP status `status`.
+struct ApiError : std::runtime_error {
+  ApiError(int status, const std::string &message, std::string param = "",
+           std::string code = "");
+  int status;
+  std::string param; // the request field at fault, or ""
+  std::string code;  // e.g. "model_not_found", or ""
+};
+
+// The error body; `type` follows the status (invalid_request_error,
+// authentication_error, not_found_error, server_error, ...).
+nlohmann::json error_body(int status, const std::string &message,
+                          const std::string &param = "", const std::string &code = "");
+
+// Parses a request body that must be a JSON object (400 otherwise).
+nlohmann::json parse_json_object(const std::string &body);
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+// What the model and server allow a request.
+struct ModelInfo {
+  std::string name;
+  int32_t max_model_len = 0;
+  const Tokenizer *tokenizer = nullptr;
+  const ChatTemplate *chat_template = nullptr; // null: chat is refused
+};
+
+// A completions or chat request, validated and tokenized.
+struct GenerateRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::vector<std::vector<int32_t>> prompts; // chat: one
+  std::vector<std::string> stop;
+  SamplingParams params; // max_tokens resolved per prompt by submissions()
+  std::optional<int32_t> max_tokens; // as asked; absent: the default
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;
+  bool echo = false;
+
+  // Choices are numbered prompt-major: choice i is prompt i / n. Each
+  // prompt's choice j samples with seed + j when a seed is given.
+  int32_t num_choices() const { return int32_t(prompts.size()) * n; }
+  // One engine submission per choice. Throws ApiError when a prompt leaves
+  // no room for max_tokens in max_model_len.
+  std::vector<Submission> submissions(int32_t max_model_len) const;
+};
+
+// Throw ApiError (400 for malformed or out-of-range fields, 404 for another
+// model's name) naming the field.
+GenerateRequest parse_completion_request(const nlohmann::json &body, const ModelInfo &model);
+GenerateRequest parse_chat_request(const nlohmann::json &body, const ModelInfo &model);
+// The prompt of a chat request's "messages", rendered with the template.
+std::string render_chat(const nlohmann::json &messages, const ModelInfo &model);
+
+// POST /tokenize: {"prompt": string} (add_special_tokens default true) or
+// {"messages": [...]} (rendered with the chat template; default false).
+std::vector<int32_t> parse_tokenize_request(const nlohmann::json &body, const ModelInfo &model);
+// POST /detokenize: {"tokens": [ids]}.
+std::vector<int32_t> parse_detokenize_request(const nlohmann::json &body, const ModelInfo &model);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+nlohmann::json usage_json(const Usage &usage);
+
+// Response bodies. `id` is "cmpl-..." or "chatcmpl-...", `created` Unix
+// seconds. finish_reason null while a choice runs.
+struct ResponseHeader {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+};
+struct Choice {
+  std::string text;
+  std::string finish_reason;
+};
+nlohmann::json full_response(Endpoint endpoint, const ResponseHeader &header,
+                             const std::vector<Choice> &choices, const Usage &usage);
+// One streamed choice update. Chat: `first` adds role "assistant" to the
+// delta. `with_usage`: "usage": null, as OpenAI sends when include_usage.
+nlohmann::json chunk(Endpoint endpoint, const ResponseHeader &header, int32_t index,
+                     const std::string &text, const std::string &finish_reason,
+                     bool first, bool with_usage);
+// The last chunk when include_usage: no choices, the usage.
+nlohmann::json usage_chunk(Endpoint endpoint, const ResponseHeader &header,
+                           const Usage &usage);
+
+} // namespace llmserve
+
+#endif // LLMSERVE_SERVER_OPENAI_PROTOCOL_H

@@ -1,0 +1,58 @@
+// Command-line options of `llmrun serve` and `llmrun generate`, and the
+// engine configuration they and the model resolve to.
+#ifndef LLMSERVE_SERVER_SERVE_OPTIONS_H
+#define LLMSERVE_SERVER_SERVE_OPTIONS_H
+
+#include "core/engine.h"
+#include "cpu/manifest.h"
+
+#include <cstdint>
+#include <string>
+
+namespace llmserve {
+
+struct ServeOptions {
+  std::string bundle_dir;
+  std::string weights_dir;       // --weights: checkpoint to read weights from
+  std::string served_model_name; // default: the bundle directory's stem
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key; // non-empty: /v1 routes need "Authorization: Bearer KEY"
+  int num_threads = 0; // model threads; 0: one per hardware thread
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int32_t max_model_len = 0; // 0: the model's max_position_embeddings
+  // Bytes ("512MiB", "2G", "1000000") or a fraction of physical memory
+  // ("0.2"); empty: enough for max_num_seqs full-length sequences, at most
+  // a tenth of physical memory.
+  std::string kv_cache_memory;
+  int32_t max_queued_requests = 256; // beyond the running ones
+  bool enable_prefix_caching = true;
+};
+
+// Consumes the option at argv[i] (and its value, advancing i) if it is one
+// of the model and engine options both commands share: --weights,
+// --threads, --max-num-seqs, --max-num-batched-tokens, --max-model-len,
+// --kv-cache-memory, --no-prefix-caching. Throws std::invalid_argument
+// naming the option for a missing or malformed value.
+bool parse_engine_option(ServeOptions &options, int &i, int argc, char **argv);
+// All of `llmrun serve`'s arguments (argv[0] is the command name): the
+// bundle, the engine options, --host, --port, --api-key,
+// --served-model-name, --max-queued-requests.
+ServeOptions parse_serve_options(int argc, char **argv);
+
+// "1000", "64KiB", "512M", "2GiB", "1.5G" in bytes; "0.25" (a number in
+// (0, 1]) as that fraction of `physical_memory`.
+int64_t parse_memory_size(const std::string &text, int64_t physical_memory);
+int64_t physical_memory_bytes();
+
+// The engine configuration for a model: max_model_len defaults to (and may
+// not exceed) the model's max_position_embeddings; the KV budget as
+// ServeOptions::kv_cache_memory says.
+EngineConfig make_engine_config(const ServeOptions &options,
+                                const ModelConfig &model,
+                                int64_t kv_bytes_per_token);
+
+} // namespace llmserve
+
+#endif // LLMSERVE_SERVER_SERVE_OPTIONS_H

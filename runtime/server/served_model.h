@@ -1,0 +1,37 @@
+// A bundle loaded for serving: the CPU executor over it, its tokenizer and
+// chat template, and what start-up reports about it.
+#ifndef LLMSERVE_SERVER_SERVED_MODEL_H
+#define LLMSERVE_SERVER_SERVED_MODEL_H
+
+#include "cpu/cpu_executor.h"
+#include "server/serve_options.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace llmserve {
+
+struct ServedModel {
+  // Loads options.bundle_dir (weights from options.weights_dir when given)
+  // and the tokenizer.json / tokenizer_config.json it carries. Throws
+  // naming the file at fault; a bundle without a model config is refused.
+  explicit ServedModel(const ServeOptions &options);
+
+  // The engine configuration for this model: make_engine_config, with the
+  // tokenizer's EOS ids (generation_config.json) added to the model's.
+  EngineConfig engine_config(const ServeOptions &options) const;
+
+  std::string name; // --served-model-name, else the bundle directory's stem
+  CpuExecutor executor;
+  ModelConfig config;
+  int64_t num_parameters; // elements of distinct weight tensors
+  Tokenizer tokenizer;
+  std::optional<ChatTemplate> chat_template; // absent: no chat endpoint
+};
+
+} // namespace llmserve
+
+#endif // LLMSERVE_SERVER_SERVED_MODEL_H
