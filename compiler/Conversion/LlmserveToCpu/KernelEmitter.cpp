@@ -156,6 +156,19 @@ void KernelEmitter::ifThen(Value cond, const std::function<void()> &body) {
   body();
 }
 
+Value KernelEmitter::ifElse(Value cond, Type type,
+                            const std::function<Value()> &thenValue,
+                            const std::function<Value()> &elseValue) {
+  auto ifOp = scf::IfOp::create(b, TypeRange{type}, cond,
+                                /*addThenBlock=*/true, /*addElseBlock=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, thenValue());
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, elseValue());
+  return ifOp.getResult(0);
+}
+
 std::pair<Value, Value> KernelEmitter::rowRange(Value rows,
                                                 int64_t rowsPerGroup) {
   Value begin = arith::MulIOp::create(b, workgroupId(0), index(rowsPerGroup));

@@ -57,6 +57,9 @@ public:
       const std::function<SmallVector<Value>(Value, ValueRange)> &body);
   /// `if (cond) body()`.
   void ifThen(Value cond, const std::function<void()> &body);
+  /// `cond ? thenValue() : elseValue()`, evaluating only the chosen side.
+  Value ifElse(Value cond, Type type, const std::function<Value()> &thenValue,
+               const std::function<Value()> &elseValue);
 
   /// Rows [begin, end) of `rows` handled by this workgroup when each
   /// workgroup along x takes `rowsPerGroup` rows.

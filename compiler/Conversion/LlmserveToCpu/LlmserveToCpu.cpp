@@ -45,6 +45,8 @@ namespace {
 constexpr int64_t kRowsPerGroup = 4;
 constexpr int64_t kLinearColumnsPerGroup = 64;
 constexpr int64_t kElementsPerGroup = 4096;
+// Halvings of the logit range when searching a top_k / top_p threshold.
+constexpr int64_t kBisectionSteps = 32;
 
 std::string ceilDiv(const std::string &n, int64_t d) {
   return "ceildiv(" + n + "," + std::to_string(d) + ")";
@@ -579,23 +581,124 @@ private:
     return a.mul(a.add(f, emitter.f32(0.5)), emitter.f32(1.0 / (1 << 24)));
   }
 
+  /// The largest t in [lo, hi] with `holds(t)`, for a `holds` that is true
+  /// at lo and monotonically false above some point: bisection, then snapped
+  /// up to the smallest logit >= t so that ties are kept whole.
+  Value bisect(Value logits, Value row, Value vocab, Value lo, Value hi,
+               const std::function<Value(Value)> &holds) {
+    SmallVector<Value> range = emitter.forLoop(
+        emitter.index(0), emitter.index(kBisectionSteps), 1, {lo, hi},
+        [&](Value, ValueRange r) -> SmallVector<Value> {
+          Value mid = a.mul(a.add(r[0], r[1]), emitter.f32(0.5));
+          Value ok = holds(mid);
+          return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid)};
+        });
+    return emitter.forLoop(
+        emitter.index(0), vocab, 1, {emitter.f32(INFINITY)},
+        [&](Value v, ValueRange best) -> SmallVector<Value> {
+          Value l = a.load(logits, {row, v});
+          Value above = arith::CmpFOp::create(b(), arith::CmpFPredicate::OGE,
+                                              l, range[0]);
+          return {a.select(above, arith::MinimumFOp::create(b(), l, best[0]),
+                           best[0])};
+        })[0];
+  }
+
   FailureOr<Grid> sample(SampleOp) {
-    // temperature == 0: argmax (lowest index on ties). Otherwise the
-    // Gumbel-max trick samples softmax(logits / temperature) exactly.
-    // top_p, top_k and min_p are not applied yet.
+    // temperature <= 0: argmax (lowest index on ties). Otherwise the tokens
+    // that survive top_k, then top_p (over the top_k survivors), and min_p are
+    // those with a logit at or above a threshold; the Gumbel-max trick then
+    // samples softmax(logits / temperature) among them exactly.
     Value logits = emitter.binding(0), temperature = emitter.binding(1),
-          seed = emitter.binding(5), rngOffset = emitter.binding(6),
-          out = emitter.binding(7);
+          topP = emitter.binding(2), topK = emitter.binding(3),
+          minP = emitter.binding(4), seed = emitter.binding(5),
+          rngOffset = emitter.binding(6), out = emitter.binding(7);
     Value vocab = emitter.dimSize(0, 1);
+    Value zero = emitter.index(0);
+    Value negInf = emitter.f32(-INFINITY);
+    // exp((logit - max) / temperature) of the top_k survivors, for top_p.
+    Value weights = memref::AllocaOp::create(
+        b(), MemRefType::get({ShapedType::kDynamic}, b().getF32Type()),
+        ValueRange{vocab});
+    auto cmpf = [&](arith::CmpFPredicate p, Value x, Value y) {
+      return arith::CmpFOp::create(b(), p, x, y).getResult();
+    };
     auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
     emitter.forLoop(begin, end, 1, [&](Value s) {
       Value temp = a.load(temperature, s);
-      Value greedy = arith::CmpFOp::create(b(), arith::CmpFPredicate::OLE,
-                                           temp, emitter.f32(0));
+      Value greedy = cmpf(arith::CmpFPredicate::OLE, temp, emitter.f32(0));
+      SmallVector<Value> extremes = emitter.forLoop(
+          zero, vocab, 1, {negInf, emitter.f32(INFINITY)},
+          [&](Value v, ValueRange m) -> SmallVector<Value> {
+            Value l = a.load(logits, {s, v});
+            return {a.max(m[0], l), arith::MinimumFOp::create(b(), m[1], l)};
+          });
+      Value max = extremes[0], min = extremes[1];
+      auto countAtLeast = [&](Value t) {
+        return emitter.forLoop(
+            zero, vocab, 1, {zero},
+            [&](Value v, ValueRange n) -> SmallVector<Value> {
+              Value above = cmpf(arith::CmpFPredicate::OGE,
+                                 a.load(logits, {s, v}), t);
+              return {a.select(above, a.addi(n[0], emitter.index(1)), n[0])};
+            })[0];
+      };
+
+      // top_k: the k-th largest logit.
+      Value k = a.toIndex(a.load(topK, s));
+      Value useK = arith::AndIOp::create(
+          b(), a.cmpi(arith::CmpIPredicate::sgt, k, zero),
+          a.cmpi(arith::CmpIPredicate::slt, k, vocab));
+      Value kThreshold = emitter.ifElse(useK, b().getF32Type(), [&] {
+        return bisect(logits, s, vocab, min, max, [&](Value t) {
+          return a.cmpi(arith::CmpIPredicate::sge, countAtLeast(t), k);
+        });
+      }, [&] { return negInf; });
+
+      // top_p: the smallest set of top tokens holding p of the mass.
+      Value p = a.load(topP, s);
+      Value useP = arith::AndIOp::create(
+          b(), cmpf(arith::CmpFPredicate::OLT, p, emitter.f32(1)),
+          arith::XOrIOp::create(
+              b(), greedy,
+              arith::ConstantIntOp::create(b(), b().getI1Type(), 1)));
+      Value pThreshold = emitter.ifElse(useP, b().getF32Type(), [&] {
+        Value total = emitter.forLoop(
+            zero, vocab, 1, {emitter.f32(0)},
+            [&](Value v, ValueRange sum) -> SmallVector<Value> {
+              Value l = a.load(logits, {s, v});
+              Value w = a.select(
+                  cmpf(arith::CmpFPredicate::OGE, l, kThreshold),
+                  a.exp(a.div(a.sub(l, max), temp)), emitter.f32(0));
+              a.store(w, weights, v);
+              return {a.add(sum[0], w)};
+            })[0];
+        Value target = a.mul(p, total);
+        return bisect(logits, s, vocab, a.max(min, kThreshold), max,
+                      [&](Value t) {
+          Value mass = emitter.forLoop(
+              zero, vocab, 1, {emitter.f32(0)},
+              [&](Value v, ValueRange sum) -> SmallVector<Value> {
+                Value above = cmpf(arith::CmpFPredicate::OGE,
+                                   a.load(logits, {s, v}), t);
+                return {a.add(sum[0], a.select(above, a.load(weights, v),
+                                               emitter.f32(0)))};
+              })[0];
+          return cmpf(arith::CmpFPredicate::OGE, mass, target);
+        });
+      }, [&] { return negInf; });
+
+      // min_p: probability at least min_p times the top token's.
+      Value mp = a.load(minP, s);
+      Value mThreshold = a.select(
+          cmpf(arith::CmpFPredicate::OGT, mp, emitter.f32(0)),
+          a.add(max, a.mul(temp, math::LogOp::create(b(), mp))), negInf);
+      Value threshold = a.select(
+          greedy, negInf, a.max(kThreshold, a.max(pThreshold, mThreshold)));
+
       Value seedValue = a.load(seed, s), offset = a.load(rngOffset, s);
       SmallVector<Value> best = emitter.forLoop(
-          emitter.index(0), vocab, 1,
-          {emitter.f32(-INFINITY), emitter.index(0)},
+          zero, vocab, 1, {negInf, zero},
           [&](Value v, ValueRange acc) -> SmallVector<Value> {
             Value logit = a.load(logits, {s, v});
             Value u = uniform(seedValue, offset, v);
@@ -604,9 +707,10 @@ private:
                          b(), arith::NegFOp::create(
                                   b(), math::LogOp::create(b(), u))));
             Value sampled = a.add(a.div(logit, temp), gumbel);
-            Value score = a.select(greedy, logit, sampled);
-            Value better = arith::CmpFOp::create(
-                b(), arith::CmpFPredicate::OGT, score, acc[0]);
+            Value kept = cmpf(arith::CmpFPredicate::OGE, logit, threshold);
+            Value score =
+                a.select(greedy, logit, a.select(kept, sampled, negInf));
+            Value better = cmpf(arith::CmpFPredicate::OGT, score, acc[0]);
             return {a.select(better, score, acc[0]),
                     a.select(better, v, acc[1])};
           });
