@@ -1,0 +1,209 @@
+#include "tokenizer/tokenizer.h"
+
+#include "test_tokenizers.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace llmserve {
+namespace {
+
+using testing::byte_level_json;
+using testing::sentencepiece_json;
+using Ids = std::vector<int32_t>;
+
+Tokenizer load(const nlohmann::json &j, const nlohmann::json &config = nullptr) {
+  return Tokenizer::from_json(j.dump(), config.is_null() ? "" : config.dump());
+}
+
+// The message of what `f` throws, or "" when it does not throw.
+template <typename F> std::string error_of(F f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SentencePieceBpe, MergesInRankOrder) {
+  auto t = load(sentencepiece_json());
+  EXPECT_EQ(t.encode("ab ab", false), (Ids{264, 264}));
+  EXPECT_EQ(t.encode("ab ab", true), (Ids{1, 264, 264}));
+  EXPECT_EQ(t.encode("b", false), (Ids{259, 261}));
+  EXPECT_EQ(t.encode("", true), (Ids{1}));
+}
+
+TEST(SentencePieceBpe, ByteFallbackForUnknownCharacters) {
+  auto t = load(sentencepiece_json());
+  // U+20AC is E2 82 AC; byte b is token 3 + b.
+  EXPECT_EQ(t.encode("\u20ac", false), (Ids{259, 3 + 0xE2, 3 + 0x82, 3 + 0xAC}));
+}
+
+TEST(SentencePieceBpe, FusedUnknownWithoutByteFallback) {
+  auto j = sentencepiece_json();
+  j["model"]["byte_fallback"] = false;
+  EXPECT_EQ(load(j).encode("\u20ac\u20ac", false), (Ids{259, 0}));
+  j["model"]["fuse_unk"] = false;
+  EXPECT_EQ(load(j).encode("\u20ac\u20ac", false), (Ids{259, 0, 0}));
+}
+
+TEST(SentencePieceBpe, AddedTokensSplitTheTextBeforeNormalizing) {
+  auto t = load(sentencepiece_json());
+  // "a" and "b" are normalized separately, each getting its own prefix.
+  EXPECT_EQ(t.encode("a</s>b", false), (Ids{262, 2, 259, 261}));
+}
+
+TEST(SentencePieceBpe, DecodeStripsTheLeadingSpaceAndFusesBytes) {
+  auto t = load(sentencepiece_json());
+  EXPECT_EQ(t.decode({1, 264, 264}, false), "<s> ab ab");
+  EXPECT_EQ(t.decode({1, 264, 264}, true), "ab ab");
+  EXPECT_EQ(t.decode({259, 3 + 0xE2, 3 + 0x82, 3 + 0xAC}, false), "\u20ac");
+  // An incomplete sequence: one U+FFFD per byte, as ByteFallback does.
+  EXPECT_EQ(t.decode({3 + 0xE2, 3 + 0x82}, false), "\ufffd\ufffd");
+}
+
+TEST(ByteLevelBpe, EncodesPiecesOfTheGpt2Pattern) {
+  auto t = load(byte_level_json());
+  EXPECT_EQ(t.encode("hello world", false), (Ids{259, 260, 'o', 'r', 'l', 'd'}));
+  EXPECT_EQ(t.encode("<|endoftext|>hello", true), (Ids{261, 259}));
+}
+
+TEST(ByteLevelBpe, IgnoreMergesTakesWholePiecesFromTheVocabulary) {
+  auto j = byte_level_json();
+  j["model"]["vocab"]["lo"] = 262; // reachable by no merge
+  EXPECT_EQ(load(j).encode("lo", false), (Ids{'l', 'o'}));
+  j["model"]["ignore_merges"] = true;
+  EXPECT_EQ(load(j).encode("lo", false), (Ids{262}));
+}
+
+TEST(ByteLevelBpe, DecodeReplacesInvalidUtf8LikeRust) {
+  auto t = load(byte_level_json());
+  EXPECT_EQ(t.decode({259, 260, 'o'}, false), "hello wo");
+  EXPECT_EQ(t.decode({0xE2, 0x82}, false), "\ufffd"); // one maximal prefix
+  EXPECT_EQ(t.decode({0xC0, 0x80}, false), "\ufffd\ufffd");
+  EXPECT_EQ(t.decode({261, 259}, true), "hello");
+}
+
+TEST(Tokenizer, Vocabulary) {
+  auto t = load(byte_level_json());
+  EXPECT_EQ(t.vocab_size(), 262u);
+  EXPECT_EQ(t.token_to_id("hello"), 259);
+  EXPECT_EQ(t.token_to_id("nope"), std::nullopt);
+  EXPECT_EQ(t.id_to_token(260), "\u0120w");
+  EXPECT_TRUE(t.is_special(261));
+  EXPECT_FALSE(t.is_special(259));
+  EXPECT_NE(error_of([&] { t.id_to_token(262); }).find("token id 262"), std::string::npos);
+}
+
+TEST(Tokenizer, ConfigDecidesBosEosAndTemplate) {
+  auto config = nlohmann::json{{"bos_token", "<s>"},
+                               {"eos_token", {{"content", "</s>"}}},
+                               {"add_bos_token", false},
+                               {"add_eos_token", true},
+                               {"chat_template", "{{ bos_token }}"}};
+  auto t = load(sentencepiece_json(), config);
+  EXPECT_EQ(t.bos_token_id(), 1);
+  EXPECT_EQ(t.eos_token_ids(), (Ids{2}));
+  EXPECT_EQ(t.encode("ab", true), (Ids{264, 2}));
+  EXPECT_EQ(t.chat_template(), "{{ bos_token }}");
+  EXPECT_EQ(t.bos_token(), "<s>");
+}
+
+TEST(Tokenizer, DirectoryWithConfigAndGenerationConfig) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("llmserve-tokenizer-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << sentencepiece_json().dump();
+  std::ofstream(dir / "tokenizer_config.json")
+      << R"({"bos_token": "<s>", "eos_token": "</s>", "chat_template": [{"name": "default", "template": "T"}]})";
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [2, 0]})";
+  auto t = Tokenizer::from_file(dir.string());
+  EXPECT_EQ(t.eos_token_ids(), (Ids{2, 0}));
+  EXPECT_EQ(t.chat_template(), "T");
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": 999})";
+  EXPECT_NE(error_of([&] { Tokenizer::from_file(dir.string()); }).find("generation_config.json"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TokenizerErrors, BadInputNamesTheProblem) {
+  auto t = load(byte_level_json());
+  EXPECT_NE(error_of([&] { t.encode("ok \xff", false); }).find("invalid UTF-8 at byte offset 3"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { t.decode({5000}, false); }).find("5000"), std::string::npos);
+  EXPECT_NE(error_of([&] { t.decode({-1}, false); }).find("-1"), std::string::npos);
+}
+
+struct BadTokenizer {
+  const char *what;
+  std::function<void(nlohmann::json &)> edit;
+  const char *message;
+};
+
+TEST(TokenizerErrors, UnsupportedOrMalformedTokenizerJson) {
+  const BadTokenizer cases[] = {
+      {"model type", [](auto &j) { j["model"]["type"] = "WordPiece"; }, "model.type 'WordPiece'"},
+      {"no vocab", [](auto &j) { j["model"].erase("vocab"); }, "missing field 'vocab'"},
+      {"bad id", [](auto &j) { j["model"]["vocab"]["x"] = "7"; }, "model.vocab['x']"},
+      {"merge of unknown token", [](auto &j) { j["model"]["merges"].push_back("q z"); },
+       "token 'qz' is not in model.vocab"},
+      {"merge without space", [](auto &j) { j["model"]["merges"].push_back("ab"); },
+       "'ab' is not two tokens"},
+      {"dropout", [](auto &j) { j["model"]["dropout"] = 0.1; }, "dropout"},
+      {"unk token", [](auto &j) { j["model"]["unk_token"] = "<nope>"; }, "unk_token '<nope>'"},
+      {"normalizer", [](auto &j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer type 'NFKC'"},
+      {"regex replace",
+       [](auto &j) { j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", " "}}; },
+       "only String patterns"},
+      {"pre-tokenizer", [](auto &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; },
+       "pre_tokenizer type 'Metaspace'"},
+      {"split regex",
+       [](auto &j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\w+"}}}, {"behavior", "Isolated"}};
+       },
+       "unsupported pre-tokenizer split regex '\\w+'"},
+      {"prefix space", [](auto &j) { j["pre_tokenizer"]["add_prefix_space"] = true; }, "add_prefix_space"},
+      {"decoder", [](auto &j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder type 'WordPiece'"},
+      {"post-processor", [](auto &j) { j["post_processor"] = {{"type", "BertProcessing"}}; },
+       "post_processor type 'BertProcessing'"},
+      {"single word", [](auto &j) { j["added_tokens"][0]["single_word"] = true; }, "single_word"},
+      {"empty added token", [](auto &j) { j["added_tokens"][0]["content"] = ""; }, "empty content"},
+      {"added token flag type", [](auto &j) { j["added_tokens"][0]["special"] = "yes"; },
+       "added_tokens['<|endoftext|>'].special: expected a boolean"},
+  };
+  for (const auto &c : cases) {
+    auto j = byte_level_json();
+    c.edit(j);
+    EXPECT_NE(error_of([&] { load(j); }).find(c.message), std::string::npos)
+        << c.what << ": " << error_of([&] { load(j); });
+  }
+  EXPECT_NE(error_of([] { Tokenizer::from_json("{not json"); }).find("invalid JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { Tokenizer::from_json("[]"); }).find("expected an object"),
+            std::string::npos);
+}
+
+TEST(TokenizerErrors, BadConfig) {
+  auto j = sentencepiece_json();
+  EXPECT_NE(error_of([&] { load(j, {{"bos_token", "<nope>"}}); }).find("bos_token '<nope>'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load(j, {{"add_bos_token", true}}); }).find("add_bos_token is true"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load(j, {{"bos_token", 5}}); }).find("tokenizer_config.bos_token"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load(j, {{"chat_template", {{{"name", "tool_use"}, {"template", "x"}}}}}); })
+                .find("no template named 'default'"),
+            std::string::npos);
+}
+
+TEST(TokenizerErrors, MissingFileIsNamed) {
+  EXPECT_NE(error_of([] { Tokenizer::from_file("/nonexistent/tokenizer.json"); })
+                .find("/nonexistent/tokenizer.json"),
+            std::string::npos);
+}
+
+} // namespace
+} // namespace llmserve
