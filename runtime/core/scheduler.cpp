@@ -311,9 +311,15 @@ void Scheduler::finish(Request *request, FinishReason reason,
     release(request, /*keep=*/reason != FinishReason::kError);
     break;
   case RequestStatus::kWaiting:
-  case RequestStatus::kPreempted:
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), request));
+  case RequestStatus::kPreempted: {
+    auto it = std::find(waiting_.begin(), waiting_.end(), request);
+    if (it == waiting_.end())
+      throw std::logic_error("Scheduler::finish: request " +
+                             std::to_string(request->id) +
+                             " was never added");
+    waiting_.erase(it);
     break;
+  }
   }
   request->status = RequestStatus::kFinished;
   request->finish_reason = reason;

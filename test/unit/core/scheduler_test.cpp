@@ -261,6 +261,9 @@ TEST_F(SchedulerTest, FinishFreesTheRequestWhereverItIs) {
   scheduler->finish(a, FinishReason::kStop, Clock::now());  // no-op
   EXPECT_EQ(a->finish_reason, FinishReason::kAbort);
   EXPECT_FALSE(scheduler->has_work());
+  Request stranger(99, prompt(4, 9), SamplingParams(), Clock::now());
+  EXPECT_THROW(scheduler->finish(&stranger, FinishReason::kAbort, Clock::now()),
+               std::logic_error);
   EXPECT_EQ(pool->num_free_blocks(), 16);
   scheduler->check_invariants();
 }
