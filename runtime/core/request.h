@@ -67,8 +67,7 @@ struct Request {
   // Tokens given to this request in the step being built or run.
   int32_t num_scheduled_tokens = 0;
 
-  RequestTimes times;
-  std::vector<Clock::time_point> token_times; // one per generated token
+  RequestTimes times; // each token's own time is its RequestOutput::time
 };
 
 // What one step did to one request.

@@ -275,7 +275,6 @@ void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
       continue; // a prompt chunk: its sampled token is not the next one yet
     int32_t token = out.next_tokens[s];
     r->tokens.push_back(token);
-    r->token_times.push_back(now);
     if (r->num_output_tokens() == 1)
       r->times.first_token = now;
     FinishReason reason = stop_reason(*r, token);
