@@ -398,6 +398,34 @@ TEST(Engine, ReportsStats) {
   EXPECT_GT(s.num_cached_kv_blocks, 0);
 }
 
+TEST(Engine, TimestampsFollowTheRequestsLife) {
+  StandInExecutor model(kVocab);
+  EngineConfig config = small_config();
+  config.max_num_batched_tokens = 16; // the prompt takes three steps
+  config.max_num_seqs = 8;
+  Engine engine(model, config);
+  SamplingParams p;
+  p.ignore_eos = true;
+  p.max_tokens = 5;
+  Clock::time_point before = Clock::now();
+  engine.add_request(prompt(40, 0), p);
+  std::vector<RequestOutput> outputs;
+  while (engine.has_work())
+    for (RequestOutput &o : engine.step())
+      outputs.push_back(std::move(o));
+  ASSERT_EQ(outputs.size(), 5u);
+  const RequestTimes &t = outputs.back().times;
+  EXPECT_LE(before, t.arrival);
+  EXPECT_LE(t.arrival, t.first_scheduled);
+  EXPECT_LT(t.first_scheduled, t.first_token) << "two prompt chunks ran in between";
+  EXPECT_EQ(t.first_token, outputs.front().time);
+  for (size_t i = 1; i < outputs.size(); ++i)
+    EXPECT_LE(outputs[i - 1].time, outputs[i].time);
+  EXPECT_EQ(t.finish, outputs.back().time);
+  EXPECT_EQ(outputs.back().num_output_tokens, 5);
+  EXPECT_EQ(outputs.back().num_prompt_tokens, 40);
+}
+
 TEST(Engine, AcceptsRequestsFromAnotherThreadWhileStepping) {
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();
