@@ -93,8 +93,10 @@ TEST(Engine, RejectsConfigsItCannotServe) {
   c.kv_cache_bytes = 16384 * 10;
   EXPECT_THAT(error_of([&] { Engine engine(model, c); }),
               HasSubstr("10 blocks of 16 tokens cannot hold one sequence of max_model_len = 256"));
-  c.kv_cache_bytes = 16384 * 16;
-  EXPECT_EQ(error_of([&] { Engine engine(model, c); }), "accepted");
+  c.kv_cache_bytes = 16384 * 16 + 16383;
+  Engine engine(model, c);
+  EXPECT_EQ(engine.kv_pool().num_blocks(), 16);
+  EXPECT_EQ(engine.stats().num_kv_blocks, 16);
 }
 
 TEST(Engine, RejectsBadRequestsWithTheReason) {
