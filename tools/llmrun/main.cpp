@@ -9,6 +9,7 @@ namespace llmrun {
 // One declaration and one table row per subcommand.
 int tokenize_command(int argc, char **argv);
 int call_command(int argc, char **argv);
+int bench_command(int argc, char **argv);
 int serve_command(int argc, char **argv);
 int generate_command(int argc, char **argv);
 } // namespace llmrun
@@ -19,6 +20,7 @@ const llmrun::Command kCommands[] = {
     {"version", "print the bundle format and kernel ABI versions", nullptr},
     {"tokenize", "encode JSON strings to ids (or decode) with a tokenizer", llmrun::tokenize_command},
     {"call", "run one entry point of a bundle on .npy inputs", llmrun::call_command},
+    {"bench", "serving (HTTP) and offline throughput benchmarks with a baseline", llmrun::bench_command},
     {"serve", "serve a bundle over the OpenAI API (HTTP)", llmrun::serve_command},
     {"generate", "generate a prompt's continuation on the terminal", llmrun::generate_command},
 };
