@@ -14,6 +14,10 @@ namespace {
 // a futex wake-up per worker per dispatch, sleeping between steps saves CPU.
 constexpr auto kSpinTime = std::chrono::microseconds(100);
 
+// The index half of a ticket: kClosed means no workgroup may be claimed.
+constexpr uint64_t kClosed = 0xffffffff;
+constexpr int64_t kMaxWorkgroups = static_cast<int64_t>(kClosed) - 1;
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -47,35 +51,42 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::run(const KernelLaunch &launch) {
   int64_t total = 1;
-  for (int64_t n : launch.grid) {
-    if (n < 0 || __builtin_mul_overflow(total, n, &total))
-      throw std::invalid_argument(
-          "thread pool: bad grid [" + std::to_string(launch.grid[0]) + ", " +
-          std::to_string(launch.grid[1]) + ", " + std::to_string(launch.grid[2]) +
-          "]");
-  }
+  bool bad = false;
+  for (int64_t n : launch.grid)
+    bad |= n < 0 || __builtin_mul_overflow(total, n, &total);
+  if (bad || total > kMaxWorkgroups)
+    throw std::invalid_argument(
+        "thread pool: bad grid [" + std::to_string(launch.grid[0]) + ", " +
+        std::to_string(launch.grid[1]) + ", " + std::to_string(launch.grid[2]) +
+        "] (at most " + std::to_string(kMaxWorkgroups) + " workgroups)");
   if (total == 0)
     return;
-
-  launch_ = launch;
-  total_ = total;
-  next_.store(0, std::memory_order_relaxed);
+  const int64_t gx = launch.grid[0], gy = launch.grid[1];
   if (workers_.empty() || total == 1) {
-    work();
+    for (int64_t i = 0; i < total; ++i)
+      launch.kernel(launch.bindings, launch.push_constants, i % gx, (i / gx) % gy,
+                    i / (gx * gy));
     return;
   }
 
-  live_.store(true);
-  generation_.fetch_add(1);
+  // Close the finished launch to late claims, then publish the new one.
+  const uint64_t generation = (ticket_.load() >> 32) + 1;
+  ticket_.store(generation << 32 | kClosed);
+  kernel_.store(launch.kernel, std::memory_order_relaxed);
+  bindings_.store(launch.bindings, std::memory_order_relaxed);
+  push_constants_.store(launch.push_constants, std::memory_order_relaxed);
+  grid_x_.store(gx, std::memory_order_relaxed);
+  grid_y_.store(gy, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  total_.store(total);
+  ticket_.store(generation << 32);
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     wake_.notify_all();
   }
   work();
-  // Every workgroup is claimed. A worker that enters after this sees live_
-  // false and leaves without touching launch_; wait for those still inside.
-  live_.store(false);
-  for (int spins = 0; busy_.load() != 0; ++spins) {
+  // Every workgroup is claimed; wait for those still running elsewhere.
+  for (int spins = 0; done_.load(std::memory_order_acquire) != total; ++spins) {
     if (spins < 1024)
       cpu_relax();
     else
@@ -84,38 +95,40 @@ void ThreadPool::run(const KernelLaunch &launch) {
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
   for (;;) {
+    const uint64_t seen = work();
     auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
-    for (int spins = 1; generation_.load() == seen && !stop_.load(); ++spins) {
+    for (int spins = 1; ticket_.load() == seen && !stop_.load(); ++spins) {
       cpu_relax();
       if (spins % 256 == 0 && std::chrono::steady_clock::now() > spin_until) {
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1);
-        wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+        wake_.wait(lock, [&] { return ticket_.load() != seen || stop_.load(); });
         sleepers_.fetch_sub(1);
       }
     }
     if (stop_.load())
       return;
-    seen = generation_.load();
-    // Registering in busy_ before reading live_ pairs with run() clearing
-    // live_ before reading busy_: one of the two always sees the other.
-    busy_.fetch_add(1);
-    if (live_.load())
-      work();
-    busy_.fetch_sub(1);
   }
 }
 
-void ThreadPool::work() {
-  const int64_t gx = launch_.grid[0], gy = launch_.grid[1];
+uint64_t ThreadPool::work() {
+  uint64_t ticket = ticket_.load();
   for (;;) {
-    const int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= total_)
-      return;
-    launch_.kernel(launch_.bindings, launch_.push_constants, i % gx,
-                   (i / gx) % gy, i / (gx * gy));
+    const int64_t i = static_cast<int64_t>(ticket & kClosed);
+    if (i >= total_.load())
+      return ticket;
+    if (!ticket_.compare_exchange_weak(ticket, ticket + 1))
+      continue; // another claim or a new launch came first; `ticket` is fresh
+    // Workgroup i is ours, and run() rewrites the launch only after it is
+    // done, so the launch read here is the one the ticket belongs to.
+    const int64_t gx = grid_x_.load(std::memory_order_relaxed);
+    const int64_t gy = grid_y_.load(std::memory_order_relaxed);
+    kernel_.load(std::memory_order_relaxed)(bindings_.load(std::memory_order_relaxed),
+                                            push_constants_.load(std::memory_order_relaxed),
+                                            i % gx, (i / gx) % gy, i / (gx * gy));
+    done_.fetch_add(1, std::memory_order_release);
+    ticket = ticket_.load();
   }
 }
 

@@ -38,25 +38,27 @@ public:
 
 private:
   void worker_loop();
-  // Claims and runs workgroups of the current launch until none are left.
-  void work();
+  // Claims and runs workgroups of the current launch until none are left;
+  // returns the ticket it last saw.
+  uint64_t work();
 
   std::vector<std::thread> workers_;
 
-  // The launch being run, written by run() while no worker is in work().
-  KernelLaunch launch_;
-  int64_t total_ = 0; // workgroups in launch_.grid
-  std::atomic<int64_t> next_{0};
-
-  // Bumped by run() to wake the workers; `live_` says whether the launch it
-  // announces still has workgroups to claim, `busy_` how many workers are
-  // inside work(). run() returns only when busy_ is 0 again.
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> live_{false};
-  std::atomic<int> busy_{0};
+  // generation << 32 | index of the next workgroup to claim. A claim is a
+  // compare-exchange on this word, so a worker still holding the ticket of
+  // an earlier launch cannot claim from the next one.
+  std::atomic<uint64_t> ticket_{0};
+  // The launch of the current generation. Atomic because a worker that lags
+  // behind may read it while run() writes the next; its claim then fails.
+  std::atomic<abi::CpuKernelFn> kernel_{nullptr};
+  std::atomic<void *const *> bindings_{nullptr};
+  std::atomic<const int64_t *> push_constants_{nullptr};
+  std::atomic<int64_t> grid_x_{0}, grid_y_{0};
+  std::atomic<int64_t> total_{0}; // workgroups in the launch
+  std::atomic<int64_t> done_{0};  // workgroups finished
   std::atomic<bool> stop_{false};
 
-  // Workers that found no launch while spinning sleep here.
+  // Workers that found nothing to claim while spinning sleep here.
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};

@@ -100,6 +100,9 @@ TEST(ThreadPool, RefusesBadGrids) {
   EXPECT_THROW(pool.run(launch), std::invalid_argument);
   launch.grid[0] = launch.grid[1] = launch.grid[2] = INT64_MAX / 2;
   EXPECT_THROW(pool.run(launch), std::invalid_argument);
+  launch.grid[0] = launch.grid[1] = int64_t{1} << 20; // 2^40 workgroups
+  launch.grid[2] = 1;
+  EXPECT_THROW(pool.run(launch), std::invalid_argument);
   EXPECT_THROW(ThreadPool(-1), std::invalid_argument);
 }
 
