@@ -22,7 +22,8 @@ def LlmserveToCpuKernels : Pass<"llmserve-to-cpu-kernels", "ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
-    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 

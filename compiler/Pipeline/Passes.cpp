@@ -14,6 +14,7 @@ void mlir::llmserve::buildCpuKernelsToLLVMPipeline(OpPassManager &pm) {
   // conversions lower them. Math functions without an LLVM intrinsic (tanh,
   // erf) become libm calls, resolved when the runtime loads the .so.
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -48,8 +48,7 @@ def module(inputs, body, results):
 
 # ----------------------------------------------------------------- cases --
 
-def case_linear(bias):
-    m, k, n = 7, 96, 80
+def case_linear(bias, m=7, k=96, n=80):
     x, w = f32(m, k), f32(n, k)
     inputs = [x, w] + ([f32(n)] if bias else [])
     ty = f"tensor<{m}x{n}xf32>"
@@ -269,6 +268,8 @@ def sample_distribution_case(temperature, top_k=0, top_p=1.0, min_p=0.0):
 CASES = {
     "linear": lambda: case_linear(False),
     "linear_bias": lambda: case_linear(True),
+    # Row and column edge tiles and a K that is no multiple of the vector width.
+    "linear_edges": lambda: case_linear(True, m=9, k=37, n=70),
     "embedding": case_embedding,
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -43,7 +44,13 @@ using namespace mlir::llmserve;
 namespace {
 
 constexpr int64_t kRowsPerGroup = 4;
+// linear: a workgroup computes a block of rows x columns in MR x NR tiles,
+// each a dot product of VL-wide vectors along K.
+constexpr int64_t kLinearRowsPerGroup = 16;
 constexpr int64_t kLinearColumnsPerGroup = 64;
+constexpr int64_t kMicroRows = 4;
+constexpr int64_t kMicroColumns = 4;
+constexpr int64_t kVectorWidth = 16;
 constexpr int64_t kElementsPerGroup = 4096;
 // Halvings of the logit range when searching a top_k / top_p threshold.
 constexpr int64_t kBisectionSteps = 32;
@@ -263,36 +270,83 @@ private:
                 o.getEpsilon().convertToDouble());
   }
 
+  /// x·Wᵀ (+ b) as a register-blocked microkernel: an MR x NR tile of
+  /// outputs keeps one vector accumulator per output, fed by VL-wide loads of
+  /// MR rows of x and NR rows of W along K, and reduces each accumulator at
+  /// the end. Edge tiles use the same per-output arithmetic with MR or NR of
+  /// 1, so a row's result does not depend on the rows beside it.
   FailureOr<Grid> linear(LinearOp o) {
     bool hasBias = bool(o.getBias());
     Value x = emitter.binding(0), w = emitter.binding(1);
     Value bias = hasBias ? emitter.binding(2) : Value();
     Value y = emitter.binding(hasBias ? 3 : 2);
-    int64_t n = cast<RankedTensorType>(o.getWeight().getType()).getDimSize(0);
-    Value depth = emitter.dimSize(1, 1);
+    auto weightType = cast<RankedTensorType>(o.getWeight().getType());
+    int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
     auto [mBegin, mEnd] =
-        emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+        emitter.rowRange(emitter.dimSize(0, 0), kLinearRowsPerGroup);
     Value nBegin = a.muli(emitter.workgroupId(1),
                           emitter.index(kLinearColumnsPerGroup));
     Value nEnd = arith::MinSIOp::create(
         b(), a.addi(nBegin, emitter.index(kLinearColumnsPerGroup)),
         emitter.index(n));
-    Value zero = emitter.index(0);
-    emitter.forLoop(mBegin, mEnd, 1, [&](Value m) {
-      emitter.forLoop(nBegin, nEnd, 1, [&](Value j) {
-        Value acc = emitter.forLoop(
-            zero, depth, 1, {emitter.f32(0)},
-            [&](Value k, ValueRange acc) -> SmallVector<Value> {
-              return {a.addReassoc(
-                  acc[0],
-                  a.mulReassoc(a.load(x, {m, k}), a.load(w, {j, k})))};
-            })[0];
-        if (hasBias)
-          acc = a.add(acc, a.load(bias, j));
-        a.store(acc, y, {m, j});
-      });
+
+    auto vectorType = VectorType::get({kVectorWidth}, b().getF32Type());
+    int64_t vectorDepth = depth - depth % kVectorWidth;
+    auto microkernel = [&](Value m0, int64_t mr, Value n0, int64_t nr) {
+      SmallVector<Value> rows, cols;
+      for (int64_t i = 0; i < mr; ++i)
+        rows.push_back(a.addi(m0, emitter.index(i)));
+      for (int64_t j = 0; j < nr; ++j)
+        cols.push_back(a.addi(n0, emitter.index(j)));
+      Value zeros = arith::ConstantOp::create(
+          b(), vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+      SmallVector<Value> acc = emitter.forLoop(
+          emitter.index(0), emitter.index(vectorDepth), kVectorWidth,
+          SmallVector<Value>(mr * nr, zeros),
+          [&](Value k, ValueRange acc) -> SmallVector<Value> {
+            SmallVector<Value> xs, ws, next;
+            for (Value r : rows)
+              xs.push_back(vector::LoadOp::create(b(), vectorType, x, {r, k}));
+            for (Value c : cols)
+              ws.push_back(vector::LoadOp::create(b(), vectorType, w, {c, k}));
+            for (int64_t i = 0; i < mr; ++i)
+              for (int64_t j = 0; j < nr; ++j)
+                next.push_back(
+                    vector::FMAOp::create(b(), xs[i], ws[j], acc[i * nr + j]));
+            return next;
+          });
+      for (int64_t i = 0; i < mr; ++i) {
+        for (int64_t j = 0; j < nr; ++j) {
+          Value sum = vector::ReductionOp::create(
+              b(), vector::CombiningKind::ADD, acc[i * nr + j],
+              arith::FastMathFlags::reassoc);
+          // The K % VL tail, in order, after the vector part.
+          sum = emitter.forLoop(
+              emitter.index(vectorDepth), emitter.index(depth), 1, {sum},
+              [&](Value k, ValueRange s) -> SmallVector<Value> {
+                return {math::FmaOp::create(b(), a.load(x, {rows[i], k}),
+                                            a.load(w, {cols[j], k}), s[0])};
+              })[0];
+          if (hasBias)
+            sum = a.add(sum, a.load(bias, cols[j]));
+          a.store(sum, y, {rows[i], cols[j]});
+        }
+      }
+    };
+    // Full MR x NR tiles, then the row and column edges one at a time.
+    auto tiles = [&](Value begin, Value end, int64_t size,
+                     const std::function<void(Value, int64_t)> &body) {
+      Value full = a.addi(
+          begin, a.muli(a.divui(a.subi(end, begin), emitter.index(size)),
+                        emitter.index(size)));
+      emitter.forLoop(begin, full, size, [&](Value i) { body(i, size); });
+      emitter.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
+    };
+    tiles(mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
+      tiles(nBegin, nEnd, kMicroColumns,
+            [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
     });
-    Grid grid = rowGrid(0, kRowsPerGroup);
+    Grid grid = rowGrid(0, kLinearRowsPerGroup);
     grid[1] = std::to_string((n + kLinearColumnsPerGroup - 1) /
                              kLinearColumnsPerGroup);
     return grid;

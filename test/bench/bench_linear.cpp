@@ -1,0 +1,141 @@
+// llmc-bench-linear: GFLOP/s of the compiled `linear` kernel next to OpenBLAS
+// sgemm, and at M = 1 as a fraction of the memory-bandwidth roofline, all
+// measured in the same run on the same threads.
+//
+//   llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]
+#include "cpu/cpu_executor.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace llmserve;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Median seconds of `fn` over repetitions filling about `budget` seconds.
+double time_it(const std::function<void()> &fn, double budget) {
+  fn(); // warm up
+  std::vector<double> samples;
+  const auto start = Clock::now();
+  do {
+    const auto t0 = Clock::now();
+    fn();
+    samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  } while (std::chrono::duration<double>(Clock::now() - start).count() < budget ||
+           samples.size() < 3);
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937 &rng) {
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = std::move(shape);
+  size_t n = 1;
+  for (int64_t d : t.shape)
+    n *= d;
+  t.data.resize(n * sizeof(float));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  float *p = reinterpret_cast<float *>(t.data.data());
+  for (size_t i = 0; i < n; ++i)
+    p[i] = dist(rng);
+  return t;
+}
+
+// Read bandwidth (bytes/s) of `threads` threads summing a buffer of `bytes`:
+// the roofline for reading a weight matrix of that size, from whatever level
+// of the memory hierarchy holds it between repetitions.
+double read_bandwidth(size_t bytes, int threads, double budget) {
+  typedef float v16 __attribute__((vector_size(64)));
+  const size_t n = bytes / sizeof(v16);
+  std::vector<v16> data(n, v16{} + 1.0f);
+  std::vector<float> sums(threads);
+  const double seconds = time_it(
+      [&] {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t)
+          pool.emplace_back([&, t] {
+            v16 acc[4] = {};
+            const size_t end = n * (t + 1) / threads;
+            size_t i = n * t / threads;
+            for (; i + 4 <= end; i += 4)
+              for (int j = 0; j < 4; ++j)
+                acc[j] += data[i + j];
+            v16 total = acc[0] + acc[1] + acc[2] + acc[3];
+            sums[t] = total[0];
+          });
+        for (auto &th : pool)
+          th.join();
+      },
+      budget);
+  return n * sizeof(v16) / seconds;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: llmc-bench-linear <linear_bench.llmb> "
+                         "[--threads N] [--seconds S]\n");
+    return 2;
+  }
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  double budget = 1.0;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--threads"))
+      threads = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--seconds"))
+      budget = std::stod(argv[i + 1]);
+  }
+  openblas_set_num_threads(threads);
+  CpuExecutor executor(Bundle(argv[1]), threads);
+  std::mt19937 rng(42);
+
+  std::printf("threads %d\n\n", threads);
+  std::printf("%6s %6s %6s | %10s %10s %7s | %s\n", "M", "N", "K", "ours GF/s",
+              "BLAS GF/s", "ours/BLAS", "M=1: share of the read-bandwidth roofline");
+  const int64_t K = 2048;
+  for (int64_t N : {2048, 5632}) {
+    for (int64_t M : {1, 16, 64, 512}) {
+      const std::string entry =
+          "linear_m" + std::to_string(M) + "_n" + std::to_string(N);
+      std::vector<HostTensor> inputs = {random_tensor({M, K}, rng),
+                                        random_tensor({N, K}, rng)};
+      const Symbols symbols;
+      const double ours = time_it(
+          [&] { executor.run_entry(entry, symbols, inputs); }, budget);
+      std::vector<float> y(M * N);
+      const float *x = reinterpret_cast<const float *>(inputs[0].data.data());
+      const float *w = reinterpret_cast<const float *>(inputs[1].data.data());
+      const double blas = time_it(
+          [&] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f,
+                        x, K, w, K, 0.0f, y.data(), N);
+          },
+          budget);
+      const double flops = 2.0 * M * N * K;
+      std::printf("%6ld %6ld %6ld | %10.1f %10.1f %8.2f |", M, N, K,
+                  flops / ours / 1e9, flops / blas / 1e9, blas / ours);
+      if (M == 1) {
+        // Weights dominate the bytes moved at M = 1.
+        const double bytes = (N * K + K + N) * sizeof(float);
+        const double bandwidth = read_bandwidth(N * K * sizeof(float), threads, budget);
+        std::printf(" %.0f%% (ours), %.0f%% (BLAS) of %.1f GB/s",
+                    100 * bytes / ours / bandwidth, 100 * bytes / blas / bandwidth,
+                    bandwidth / 1e9);
+      }
+      std::printf("\n");
+    }
+  }
+  return 0;
+}
