@@ -202,6 +202,21 @@ TEST(Bundle, RefusesMissingOrMisshapenWeights) {
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[5] (weight 'gain'): "));
 }
 
+TEST(Bundle, RefusesEmbeddedTensorOfUnreadableDtype) {
+  const path dir = test::fresh_dir();
+  test::write_bundle(dir, test::ops_manifest());
+  // safetensors by hand: "gain" as F64, which llmserve does not read.
+  const std::string header =
+      R"({"gain":{"dtype":"F64","shape":[4],"data_offsets":[0,32]}})";
+  std::string bytes;
+  for (int i = 0; i < 8; ++i)
+    bytes.push_back(static_cast<char>(header.size() >> (8 * i)));
+  test::write_text(dir / "weights.safetensors", bytes + header + std::string(32, '\0'));
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[5] (weight 'gain'): tensor 'gain' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         " has dtype F64, which llmserve does not read"));
+}
+
 TEST(Bundle, RefusesMissingCheckpointTensor) {
   const path ckpt = test::fresh_dir("_ckpt");
   test::write_weights(ckpt / "model.safetensors",

@@ -295,7 +295,12 @@ TEST_F(StepExecutor, RefusesInconsistentBatches) {
 }
 
 TEST_F(StepExecutor, BundleWithoutStepCannotExecute) {
-  CpuExecutor executor(Bundle(test::ops_bundle(test::fresh_dir()).string()), 1);
+  const path dir = test::ops_bundle(test::fresh_dir());
+  test::json m = test::ops_manifest();
+  m.erase("kv_cache");
+  test::write_text(dir / "manifest.json", m.dump());
+  CpuExecutor executor(Bundle(dir.string()), 1);
+  EXPECT_THAT(error_of([&] { executor.kv_cache_spec(); }), HasSubstr("the bundle has no KV cache"));
   executor.allocate_kv_cache(1);
   StepOutput out;
   EXPECT_THAT(error_of([&] { executor.execute(StepBatch{}, out); }),

@@ -145,6 +145,22 @@ class LlmrunCall(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--entry", proc.stderr)
 
+        proc, _ = self.call("--entry", "add", "--frobnicate")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("unknown argument '--frobnicate'", proc.stderr)
+
+        proc, _ = self.call("--entry", "add", "--threads", "-3")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("--threads -3 is out of range", proc.stderr)
+
+        proc, _ = self.call("--entry", "add", "--sym", "NB=-1")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("--sym NB=-1 is out of range", proc.stderr)
+
+        proc, _ = self.call("--entry", "add", "--input", os.path.join(self.dir, "absent.npy"))
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("absent.npy: cannot open", proc.stderr)
+
         proc, _ = self.call("--entry", "project", "--weights",
                             os.path.join(self.dir, "nowhere"), "--input", x)
         self.assertEqual(proc.returncode, 1)
