@@ -1,8 +1,11 @@
 // Runs a bundle's `logits` entry point over a sequence of steps sharing one KV
 // pool, and prints every step's logits: the end-to-end numerics test compares
-// them with an independent torch implementation.
+// them with an independent torch implementation. With --greedy N it instead
+// runs the `step` entry point (the compiled sampler, temperature 0) on one
+// prompt and prints the N tokens it generates.
 //
 //   llmserve-step-driver <bundle> <steps.json> [--weights DIR]
+//   llmserve-step-driver <bundle> --greedy N --prompt 1,2,3
 //
 // steps.json: {"num_blocks": N, "steps": [{"token_ids": [...], "positions":
 // [...], "query_start": [...], "context_len": [...], "block_table": [[...],
@@ -70,9 +73,74 @@ std::vector<HostTensor> contract_inputs(const json &step,
   return in;
 }
 
+// Greedy generation through the `step` entry point: the prompt in one chunk,
+// then one token per step, in blocks 0, 1, 2, ... of the pool.
+std::vector<int32_t> greedy(llmserve::CpuExecutor &executor,
+                            std::vector<int32_t> context, int steps) {
+  const int32_t block_size = executor.kv_cache_spec().block_size;
+  const int32_t blocks =
+      static_cast<int32_t>((context.size() + steps) / block_size + 1);
+  executor.allocate_kv_cache(blocks);
+  std::vector<int32_t> generated;
+  size_t done = 0;
+  while (static_cast<int>(generated.size()) < steps) {
+    llmserve::StepBatch batch;
+    batch.num_seqs = 1;
+    batch.num_tokens = static_cast<int32_t>(context.size() - done);
+    batch.max_blocks_per_seq = blocks;
+    for (size_t p = done; p < context.size(); ++p) {
+      batch.token_ids.push_back(context[p]);
+      batch.positions.push_back(static_cast<int32_t>(p));
+      batch.slot_mapping.push_back(static_cast<int32_t>(p));
+    }
+    batch.query_start = {0, batch.num_tokens};
+    batch.context_len = {static_cast<int32_t>(context.size())};
+    for (int32_t b = 0; b < blocks; ++b)
+      batch.block_table.push_back(b);
+    batch.logits_rows = {batch.num_tokens - 1};
+    batch.temperature = {0.0f};
+    batch.top_p = {1.0f};
+    batch.top_k = {0};
+    batch.min_p = {0.0f};
+    batch.seed = {0};
+    llmserve::StepOutput out;
+    executor.execute(batch, out);
+    done = context.size();
+    context.push_back(out.next_tokens.at(0));
+    generated.push_back(out.next_tokens.at(0));
+  }
+  return generated;
+}
+
+std::vector<int32_t> parse_ids(const std::string &text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    ids.push_back(std::stoi(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  return ids;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 6 && !std::strcmp(argv[2], "--greedy") &&
+      !std::strcmp(argv[4], "--prompt")) {
+    try {
+      llmserve::CpuExecutor executor{llmserve::Bundle(argv[1])};
+      std::cout << json(greedy(executor, parse_ids(argv[5]), std::stoi(argv[3])))
+                       .dump()
+                << "\n";
+      return 0;
+    } catch (const std::exception &e) {
+      std::cerr << "llmserve-step-driver: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   if (argc != 3 && !(argc == 5 && !std::strcmp(argv[3], "--weights"))) {
     std::cerr << "usage: llmserve-step-driver <bundle> <steps.json> "
                  "[--weights DIR]\n";

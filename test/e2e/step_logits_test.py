@@ -5,7 +5,9 @@ CPU executor over a paged KV cache, against an independent torch reference.
 Two sequences share every step and one KV pool whose block tables are
 deliberately non-contiguous: sequence A is prefilled in a 7-token chunk and a
 6-token chunk, sequence B in one 5-token chunk, then both decode 4 tokens.
-Every step's logits must match the reference's logits at the same positions.
+Every step's logits must match the reference's logits at the same positions,
+and greedy decoding through the compiled sampler (the `step` entry point)
+must continue the fixture's prompt exactly as the reference does.
 
 Usage: step_logits_test.py <build-dir> <work-dir> [fixture ...]
 """
@@ -103,7 +105,18 @@ def check_fixture(build, work, checkpoint):
                 print(f"FAIL {name}: step {step} sequence {seq} position {position}: "
                       f"relative error {error:.2e} > {TOLERANCE:.0e}")
                 return False
-    print(f"ok {name}: {len(steps)} steps, worst relative error {worst:.2e}")
+    # Greedy continuation through the compiled sampler, token for token.
+    with open(os.path.join(checkpoint, "reference.json")) as f:
+        reference_json = json.load(f)
+    prompt, want = reference_json["prompt"], reference_json["greedy"]
+    got = json.loads(run(os.path.join(bin_dir, "llmserve-step-driver"), bundle,
+                         "--greedy", str(len(want)), "--prompt",
+                         ",".join(map(str, prompt))))
+    if got != want:
+        print(f"FAIL {name}: greedy continuation {got}, reference {want}")
+        return False
+    print(f"ok {name}: {len(steps)} steps, worst relative error {worst:.2e}, "
+          f"greedy {got} as the reference")
     return True
 
 
