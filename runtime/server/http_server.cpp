@@ -3,8 +3,10 @@
 #include "server/generation.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -62,6 +64,13 @@ int64_t unix_seconds() {
       .count();
 }
 
+// httplib 0.11 listens with a backlog of 5 connections, too few when many
+// clients connect at once: the kernel then drops or resets the rest.
+class Listener : public httplib::Server {
+public:
+  void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+};
+
 std::string sse(const json &event) { return "data: " + dump(event) + "\n\n"; }
 
 const char *status_message(int status) {
@@ -81,7 +90,7 @@ const char *status_message(int status) {
 
 HttpServer::HttpServer(ModelInfo model, EngineLoop &loop, HttpServerConfig config)
     : model_(std::move(model)), loop_(loop), config_(std::move(config)),
-      server_(std::make_unique<httplib::Server>()), start_time_(unix_seconds()) {
+      server_(std::make_unique<Listener>()), start_time_(unix_seconds()) {
   int threads = config_.num_threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server_->set_payload_max_length(config_.max_body_bytes);
@@ -118,31 +127,46 @@ HttpServer::~HttpServer() = default;
 void HttpServer::add_routes() {
   using Req = httplib::Request;
   using Res = httplib::Response;
-  server_->Post("/v1/completions", [this](const Req &req, Res &res) {
-    generate(req, res, Endpoint::kCompletions);
+  // POST handlers read the body themselves: httplib would refuse bodies
+  // over 8 KiB sent as application/x-www-form-urlencoded, which is what
+  // `curl -d` says JSON is unless told otherwise.
+  auto post = [this](const char *path, std::function<void(const json &, const Req &, Res &)> f) {
+    server_->Post(path, [this, f](const Req &req, Res &res, const httplib::ContentReader &reader) {
+      std::string body;
+      bool complete = reader([&](const char *data, size_t size) {
+        body.append(data, size);
+        return true;
+      });
+      // httplib sets 413 when the body exceeds the payload limit.
+      if (!complete && res.status == 413)
+        return send_error(res, 413, "the request body is larger than the limit of " +
+                                        std::to_string(config_.max_body_bytes) + " bytes");
+      if (!complete)
+        return send_error(res, 400, "the request body could not be read");
+      guarded(res, [&] { f(parse_json_object(body), req, res); });
+    });
+  };
+  post("/v1/completions", [this](const json &body, const Req &req, Res &res) {
+    generate(body, req, res, Endpoint::kCompletions);
   });
-  server_->Post("/v1/chat/completions", [this](const Req &req, Res &res) {
-    generate(req, res, Endpoint::kChatCompletions);
+  post("/v1/chat/completions", [this](const json &body, const Req &req, Res &res) {
+    generate(body, req, res, Endpoint::kChatCompletions);
+  });
+  post("/tokenize", [this](const json &body, const Req &, Res &res) {
+    std::vector<int32_t> tokens = parse_tokenize_request(body, model_);
+    send_json(res, 200, {{"tokens", tokens},
+                         {"count", tokens.size()},
+                         {"max_model_len", model_.max_model_len}});
+  });
+  post("/detokenize", [this](const json &body, const Req &, Res &res) {
+    std::vector<int32_t> tokens = parse_detokenize_request(body, model_);
+    send_json(res, 200, {{"prompt", model_.tokenizer->decode(tokens, false)}});
   });
   server_->Get("/v1/models", [this](const Req &, Res &res) {
     json card = {{"id", model_.name},       {"object", "model"},
                  {"created", start_time_},  {"owned_by", "llmserve"},
                  {"max_model_len", model_.max_model_len}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({card})}});
-  });
-  server_->Post("/tokenize", [this](const Req &req, Res &res) {
-    guarded(res, [&] {
-      std::vector<int32_t> tokens = parse_tokenize_request(parse_json_object(req.body), model_);
-      send_json(res, 200, {{"tokens", tokens},
-                           {"count", tokens.size()},
-                           {"max_model_len", model_.max_model_len}});
-    });
-  });
-  server_->Post("/detokenize", [this](const Req &req, Res &res) {
-    guarded(res, [&] {
-      std::vector<int32_t> tokens = parse_detokenize_request(parse_json_object(req.body), model_);
-      send_json(res, 200, {{"prompt", model_.tokenizer->decode(tokens, false)}});
-    });
   });
   server_->Get("/health", [this](const Req &, Res &res) {
     if (draining_)
@@ -155,36 +179,33 @@ void HttpServer::add_routes() {
   });
 }
 
-void HttpServer::generate(const httplib::Request &req, httplib::Response &res,
-                          Endpoint endpoint) {
-  guarded(res, [&] {
-    if (draining_)
-      throw QueueFullError("the server is shutting down");
-    json body = parse_json_object(req.body);
-    GenerateRequest request = endpoint == Endpoint::kCompletions
-                                  ? parse_completion_request(body, model_)
-                                  : parse_chat_request(body, model_);
-    if (request.stream)
-      return stream(req, res, request);
+void HttpServer::generate(const json &body, const httplib::Request &req,
+                          httplib::Response &res, Endpoint endpoint) {
+  if (draining_)
+    throw QueueFullError("the server is shutting down");
+  GenerateRequest request = endpoint == Endpoint::kCompletions
+                                ? parse_completion_request(body, model_)
+                                : parse_chat_request(body, model_);
+  if (request.stream)
+    return stream(req, res, request);
 
-    Generation generation(request, model_.max_model_len, *model_.tokenizer, loop_);
-    std::vector<Choice> choices(generation.num_choices());
-    auto apply = [&](const std::vector<Generation::Delta> &deltas) {
-      for (const Generation::Delta &d : deltas) {
-        choices[d.index].text += d.text;
-        if (!d.finish_reason.empty())
-          choices[d.index].finish_reason = d.finish_reason;
-      }
-    };
-    apply(generation.start());
-    while (!generation.done())
-      if (auto deltas = generation.next(kPollInterval))
-        apply(*deltas);
-    if (!generation.error().empty())
-      throw ApiError(500, "generation failed: " + generation.error());
-    ResponseHeader header{response_id(endpoint), unix_seconds(), model_.name};
-    send_json(res, 200, full_response(endpoint, header, choices, generation.usage()));
-  });
+  Generation generation(request, model_.max_model_len, *model_.tokenizer, loop_);
+  std::vector<Choice> choices(generation.num_choices());
+  auto apply = [&](const std::vector<Generation::Delta> &deltas) {
+    for (const Generation::Delta &d : deltas) {
+      choices[d.index].text += d.text;
+      if (!d.finish_reason.empty())
+        choices[d.index].finish_reason = d.finish_reason;
+    }
+  };
+  apply(generation.start());
+  while (!generation.done())
+    if (auto deltas = generation.next(kPollInterval))
+      apply(*deltas);
+  if (!generation.error().empty())
+    throw ApiError(500, "generation failed: " + generation.error());
+  ResponseHeader header{response_id(endpoint), unix_seconds(), model_.name};
+  send_json(res, 200, full_response(endpoint, header, choices, generation.usage()));
 }
 
 void HttpServer::stream(const httplib::Request &req, httplib::Response &res,
@@ -267,6 +288,7 @@ int HttpServer::bind(const std::string &host, int port) {
                         : (server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0)
     throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+  static_cast<Listener &>(*server_).widen_backlog();
   return bound;
 }
 

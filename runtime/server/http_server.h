@@ -46,7 +46,8 @@ public:
 
 private:
   void add_routes();
-  void generate(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
+  void generate(const nlohmann::json &body, const httplib::Request &req, httplib::Response &res,
+                Endpoint endpoint);
   void stream(const httplib::Request &req, httplib::Response &res,
               const GenerateRequest &request);
 

@@ -74,11 +74,11 @@ std::vector<int32_t> token_ids(const json &array, const char *field, const Model
   for (const json &v : array) {
     if (!v.is_number_integer())
       invalid(field, "must hold token ids (integers)");
-    int64_t id = v.get<int64_t>();
-    if (v.is_number_unsigned() || id < 0 || id >= int64_t(model.tokenizer->vocab_size()))
+    // nlohmann keeps non-negative integers unsigned: a signed one is negative.
+    if (!v.is_number_unsigned() || v.get<uint64_t>() >= model.tokenizer->vocab_size())
       invalid(field, "holds token id " + v.dump() + ", outside the vocabulary of " +
                          std::to_string(model.tokenizer->vocab_size()));
-    ids.push_back(static_cast<int32_t>(id));
+    ids.push_back(static_cast<int32_t>(v.get<uint64_t>()));
   }
   return ids;
 }

@@ -1,0 +1,306 @@
+#!/usr/bin/python3
+"""`llmrun serve` end to end over HTTP on the fixture bundles: greedy output
+against the torch reference, batch invariance (concurrency, prefix caching,
+preemption), cancelled streams, limits and errors, API key, graceful stop.
+
+Usage: api_test.py <llmrun> <work-dir with the bundles of prepare_bundles.py>
+"""
+
+import concurrent.futures
+import json
+import os
+import random
+import signal
+import socket
+import sys
+import time
+import unittest
+
+from server_process import ServerProcess, stream_events
+
+LLMRUN = WORK = None
+MODELS = ("llama", "qwen2", "mistral", "gpt2")
+
+
+def bundle(name):
+    return os.path.join(WORK, name + ".llmb")
+
+
+def reference(name):
+    with open(os.path.join(WORK, "fixtures", name, "reference.json")) as f:
+        return json.load(f)
+
+
+def completion_text(server, body):
+    status, _, response = server.post("/v1/completions", body)
+    assert status == 200, response
+    return response["choices"][0]["text"]
+
+
+class GreedyMatchesReference(unittest.TestCase):
+    def test_each_fixture_model(self):
+        for name in MODELS:
+            ref = reference(name)
+            with ServerProcess(LLMRUN, bundle(name)) as server:
+                status, _, expected = server.post(
+                    "/detokenize", {"tokens": ref["greedy"]})
+                self.assertEqual(status, 200)
+                body = {"prompt": ref["prompt"], "max_tokens": len(ref["greedy"]),
+                        "temperature": 0, "ignore_eos": True}
+                self.assertEqual(completion_text(server, body), expected["prompt"], name)
+                # The same through the stream.
+                conn = server.connection()
+                conn.request("POST", "/v1/completions", json.dumps({**body, "stream": True}))
+                text = "".join(e["choices"][0]["text"]
+                               for e in stream_events(conn.getresponse()))
+                conn.close()
+                self.assertEqual(text, expected["prompt"], name)
+                self.assertEqual(server.stop(), 0)
+
+
+def invariance_requests():
+    """32 prompts of varied length, several sharing a prefix, greedy and
+    seeded sampling."""
+    rng = random.Random(7)
+    shared = [rng.randrange(3, 260) for _ in range(40)]
+    requests = []
+    for i in range(32):
+        tail = [rng.randrange(3, 260) for _ in range(rng.randrange(1, 30))]
+        prompt = (shared[:rng.randrange(17, 40)] + tail) if i % 2 else tail + shared[:5]
+        body = {"prompt": prompt, "max_tokens": 24, "ignore_eos": True}
+        body.update({"temperature": 0} if i % 4 else {"temperature": 0.9, "seed": i})
+        requests.append(body)
+    return requests
+
+
+class BatchInvariance(unittest.TestCase):
+    def outputs(self, *args):
+        requests = invariance_requests()
+        with ServerProcess(LLMRUN, bundle("llama"), "--max-model-len", "128", *args) as server:
+            alone = [completion_text(server, r) for r in requests]
+            with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+                together = list(pool.map(lambda r: completion_text(server, r), requests))
+            metrics = server.wait_until_idle()
+            self.assertEqual(server.stop(), 0)
+        self.assertEqual(together, alone)
+        return alone, metrics
+
+    def test_concurrent_equals_one_at_a_time(self):
+        cached, metrics = self.outputs()
+        self.assertGreater(metrics["llmserve:prefix_cache_hits_total"], 0)
+        uncached, metrics = self.outputs("--no-prefix-caching")
+        self.assertEqual(metrics["llmserve:prefix_cache_hits_total"], 0)
+        self.assertEqual(uncached, cached)
+        # 20 blocks of 16 tokens for 32 requests of up to 90 tokens.
+        preempted, metrics = self.outputs("--kv-cache-memory", str(20 * 16 * 512))
+        self.assertGreater(metrics["llmserve:num_preemptions_total"], 0)
+        self.assertEqual(preempted, cached)
+
+
+class Cancellation(unittest.TestCase):
+    def test_cut_streams_free_their_blocks(self):
+        with ServerProcess(LLMRUN, bundle("llama")) as server:
+            def cut_stream(i):
+                conn = server.connection()
+                conn.request("POST", "/v1/completions", json.dumps(
+                    {"prompt": f"stream {i} " * 5, "max_tokens": 200, "ignore_eos": True,
+                     "stream": True}))
+                response = conn.getresponse()
+                events = 0
+                for line in response:
+                    events += line.startswith(b"data: ")
+                    if events == 3:
+                        break
+                # Close the socket under the response, mid-stream.
+                response.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+                conn.close()
+                return events
+
+            with concurrent.futures.ThreadPoolExecutor(50) as pool:
+                self.assertEqual(list(pool.map(cut_stream, range(50))), [3] * 50)
+            # Every request was aborted, and once they are gone no block is
+            # held by a request (blocks only the prefix cache keeps are free).
+            metrics = server.wait_until_idle()
+            self.assertEqual(
+                metrics['llmserve:request_success_total{finished_reason="abort"}'], 50)
+            self.assertEqual(metrics["llmserve:kv_cache_usage_perc"], 0)
+            self.assertTrue(completion_text(server, {"prompt": "still serving", "max_tokens": 4,
+                                                     "ignore_eos": True}))
+            self.assertEqual(server.stop(), 0)
+
+
+class Errors(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(LLMRUN, bundle("llama"), "--max-model-len", "64")
+
+    @classmethod
+    def tearDownClass(cls):
+        status = cls.server.stop()
+        cls.server.__exit__()
+        assert status == 0, status
+
+    def check(self, path, body, status, param=None, code=None, text=None):
+        got, headers, response = self.server.post(path, body)
+        self.assertEqual(got, status, response)
+        self.assertEqual(headers.get("Content-Type"), "application/json")
+        error = response["error"]
+        self.assertEqual(sorted(error), ["code", "message", "param", "type"])
+        self.assertIsInstance(error["message"], str)
+        if param is not None:
+            self.assertEqual(error["param"], param, error)
+        if code is not None:
+            self.assertEqual(error["code"], code, error)
+        if text is not None:
+            self.assertIn(text, error["message"])
+        return error
+
+    def test_malformed_bodies(self):
+        self.check("/v1/completions", "{not json", 400, text="not valid JSON")
+        self.check("/v1/completions", "[1, 2]", 400, text="JSON object")
+        self.check("/v1/chat/completions", "", 400)
+
+    def test_wrong_types(self):
+        for field, value in [("temperature", "hot"), ("max_tokens", "5"), ("stream", "yes"),
+                             ("n", 1.5), ("stop", 3), ("seed", "x"), ("top_k", 0.5),
+                             ("stop_token_ids", 2), ("echo", 1), ("stream_options", True),
+                             ("model", 7)]:
+            self.check("/v1/completions", {"prompt": "hi", field: value}, 400, param=field)
+        self.check("/v1/completions", {"prompt": {"text": "hi"}}, 400, param="prompt")
+        self.check("/v1/completions", {"prompt": [1, "a"]}, 400, param="prompt")
+        self.check("/v1/completions", {"prompt": []}, 400, param="prompt")
+        self.check("/v1/completions", {}, 400, param="prompt")
+        self.check("/v1/chat/completions", {"messages": "hi"}, 400, param="messages")
+        self.check("/v1/chat/completions", {"messages": [{"content": "hi"}]}, 400,
+                   param="messages[0].role")
+        self.check("/v1/chat/completions",
+                   {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400,
+                   param="messages[0].content")
+        self.check("/tokenize", {"prompt": 5}, 400, param="prompt")
+        self.check("/detokenize", {"tokens": ["a"]}, 400, param="tokens")
+
+    def test_out_of_range(self):
+        self.check("/v1/completions", {"prompt": "hi", "max_tokens": 0}, 400, param="max_tokens")
+        self.check("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                            "max_completion_tokens": -2}, 400,
+                   param="max_completion_tokens")
+        self.check("/v1/completions", {"prompt": "hi", "n": 0}, 400, param="n")
+        self.check("/v1/completions", {"prompt": "hi", "temperature": -1}, 400,
+                   text="temperature")
+        self.check("/v1/completions", {"prompt": "hi", "top_p": 0}, 400, text="top_p")
+        self.check("/v1/completions", {"prompt": [5, 300]}, 400, param="prompt",
+                   text="outside the vocabulary")
+        self.check("/detokenize", {"tokens": [-1]}, 400, param="tokens")
+
+    def test_prompt_longer_than_the_model(self):
+        self.check("/v1/completions", {"prompt": [5] * 64}, 400, param="prompt",
+                   text="maximum context length is 64")
+        self.check("/v1/completions", {"prompt": "word " * 200}, 400, param="prompt")
+        self.check("/v1/chat/completions",
+                   {"messages": [{"role": "user", "content": "word " * 200}]}, 400,
+                   param="messages")
+        self.check("/v1/completions", {"prompt": [5] * 60, "max_tokens": 5}, 400,
+                   param="max_tokens")
+
+    def test_unsupported_parameters_are_named(self):
+        for field, value in [("presence_penalty", 0.5), ("frequency_penalty", -0.5),
+                             ("repetition_penalty", 1.2), ("logprobs", 2)]:
+            self.check("/v1/completions", {"prompt": "hi", field: value}, 400, text=field)
+        self.check("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                            "logprobs": True, "top_logprobs": 2}, 400,
+                   text="logprobs")
+
+    def test_unknown_model_and_route(self):
+        self.check("/v1/completions", {"prompt": "hi", "model": "gpt-4"}, 404, param="model",
+                   code="model_not_found")
+        status, _, response = self.server.request("GET", "/v1/nothing")
+        self.assertEqual(status, 404)
+        self.assertIn("error", response)
+
+    def test_oversized_body(self):
+        conn = self.server.connection()
+        body = b'{"prompt": "' + b"x" * (17 << 20) + b'"}'
+        try:
+            conn.request("POST", "/v1/completions", body=body)
+            response = conn.getresponse()
+            self.assertEqual(response.status, 413)
+            self.assertIn("larger than the limit", json.loads(response.read())["error"]["message"])
+        except (BrokenPipeError, ConnectionResetError):
+            self.fail("the server reset the connection instead of answering 413")
+        finally:
+            conn.close()
+
+    def test_unknown_fields_are_ignored_and_server_survives(self):
+        status, _, response = self.server.post(
+            "/v1/completions", {"prompt": "hi", "max_tokens": 2, "user": "u", "whatever": [1]})
+        self.assertEqual(status, 200, response)
+        self.assertEqual(response["usage"]["completion_tokens"], 2)
+        status, _, _ = self.server.request("GET", "/health")
+        self.assertEqual(status, 200)
+
+
+class Limits(unittest.TestCase):
+    def test_queue_limit_answers_503_with_retry_after(self):
+        with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1",
+                           "--max-queued-requests", "1") as server:
+            streams = []
+            for _ in range(2):  # one running, one queued
+                conn = server.connection()
+                conn.request("POST", "/v1/completions", json.dumps(
+                    {"prompt": "hi", "max_tokens": 250, "ignore_eos": True, "stream": True}))
+                response = conn.getresponse()
+                self.assertEqual(response.status, 200)
+                streams.append((conn, response))
+            status, headers, response = server.post("/v1/completions", {"prompt": "hi"})
+            self.assertEqual(status, 503, response)
+            self.assertEqual(headers.get("Retry-After"), "1")
+            self.assertIn("retry later", response["error"]["message"])
+            for conn, response in streams:
+                stream_events(response)
+                conn.close()
+            self.assertTrue(completion_text(server, {"prompt": "hi", "max_tokens": 1,
+                                                     "ignore_eos": True}))
+            self.assertEqual(server.stop(), 0)
+
+    def test_api_key(self):
+        with ServerProcess(LLMRUN, bundle("llama"), "--api-key", "sekret") as server:
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "sekret"}):
+                status, _, response = server.request("GET", "/v1/models", headers=headers)
+                self.assertEqual(status, 401)
+                self.assertEqual(response["error"]["code"], "invalid_api_key")
+            status, _, response = server.request(
+                "GET", "/v1/models", headers={"Authorization": "Bearer sekret"})
+            self.assertEqual(status, 200)
+            self.assertEqual(response["data"][0]["id"], "llama")
+            self.assertEqual(server.request("GET", "/health")[0], 200)
+            self.assertEqual(server.stop(), 0)
+
+
+class GracefulStop(unittest.TestCase):
+    def test_signal_ends_streams_and_exits_zero(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            # One request runs at a time, so most of these are still waiting
+            # when the signal comes.
+            with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1") as server:
+                streams = []
+                for _ in range(8):
+                    conn = server.connection()
+                    conn.request("POST", "/v1/completions", json.dumps(
+                        {"prompt": "hi", "max_tokens": 250, "ignore_eos": True, "stream": True}))
+                    streams.append((conn, conn.getresponse()))
+                server.process.send_signal(sig)
+                reasons = []
+                for conn, response in streams:
+                    reasons.append(stream_events(response)[-1]["choices"][0]["finish_reason"])
+                    conn.close()
+                self.assertIn("abort", reasons)
+                self.assertTrue(set(reasons) <= {"abort", "length"}, reasons)
+                self.assertEqual(server.stop(sig), 0)
+                self.assertIn("stopping", server.output())
+                with self.assertRaises(OSError):
+                    socket.create_connection((server.host, server.port), timeout=5).close()
+
+
+if __name__ == "__main__":
+    LLMRUN, WORK = sys.argv[1], sys.argv[2]
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)

@@ -1,0 +1,35 @@
+#!/usr/bin/python3
+"""Writes the fixture checkpoints the server tests serve and compiles each to
+a bundle: <work-dir>/<name>.llmb, weights read from <work-dir>/fixtures/<name>.
+
+Usage: prepare_bundles.py <llmc> <work-dir> name...
+"""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(*args):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(args)}\n{result.stdout}{result.stderr}")
+
+
+def main():
+    llmc, work, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    fixtures = os.path.join(work, "fixtures")
+    os.makedirs(work, exist_ok=True)
+    run("/usr/bin/python3", os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"),
+        fixtures, "--only", ",".join(names))
+    for name in names:
+        mlir = os.path.join(work, name + ".mlir")
+        run(llmc, "import", os.path.join(fixtures, name), "-o", mlir)
+        run(llmc, "compile", mlir, "-o", os.path.join(work, name + ".llmb"))
+    print(f"bundles of {', '.join(names)} in {work}")
+
+
+if __name__ == "__main__":
+    main()
