@@ -1,6 +1,7 @@
 #include "cpu/cpu_executor.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -143,14 +144,14 @@ void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
   symbols.NB = num_kv_blocks_;
   // In abi::kStepArguments order; kernels only read arguments, so they use
   // the batch's arrays in place.
-  const std::vector<const void *> arguments = {
+  const std::array<const void *, abi::kNumStepArguments> arguments = {
       batch.token_ids.data(),   batch.positions.data(),    batch.query_start.data(),
       batch.context_len.data(), batch.block_table.data(),  batch.slot_mapping.data(),
       batch.logits_rows.data(), batch.temperature.data(),  batch.top_p.data(),
       batch.top_k.data(),       batch.min_p.data(),        batch.seed.data(),
   };
   static_assert(abi::kNumStepArguments == 12, "bind every step argument");
-  run(step, symbols, arguments);
+  run(step, symbols, arguments.data());
 
   const int32_t *next = static_cast<const int32_t *>(buffers_[step.results[0]]);
   out.next_tokens.assign(next, next + batch.num_seqs);
@@ -196,7 +197,7 @@ CpuExecutor::run_entry(std::string_view name, Symbols symbols,
     arguments.push_back(in.data.data());
   }
 
-  run(e, symbols, arguments);
+  run(e, symbols, arguments.data());
 
   std::vector<HostTensor> results;
   for (int id : e.results) {
@@ -210,9 +211,9 @@ CpuExecutor::run_entry(std::string_view name, Symbols symbols,
 }
 
 void CpuExecutor::run(const EntryPoint &e, const Symbols &symbols,
-                      const std::vector<const void *> &arguments) {
+                      const void *const *arguments) {
   const Manifest &m = bundle_.manifest();
-  for (size_t i = 0; i < arguments.size(); ++i)
+  for (size_t i = 0; i < e.arguments.size(); ++i)
     buffers_[e.arguments[i]] = const_cast<void *>(arguments[i]);
 
   // Lay the activations and results out back to back in the arena.

@@ -42,8 +42,7 @@ private:
   const EntryPoint &entry(std::string_view name) const;
   // Binds `arguments` (one pointer per argument of `e`), lays out the
   // activations and results for `symbols`, and runs the dispatches.
-  void run(const EntryPoint &e, const Symbols &symbols,
-           const std::vector<const void *> &arguments);
+  void run(const EntryPoint &e, const Symbols &symbols, const void *const *arguments);
 
   Bundle bundle_;
   ThreadPool pool_;
