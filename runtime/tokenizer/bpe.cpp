@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <queue>
 #include <stdexcept>
 
@@ -32,6 +33,8 @@ const ByteLevelMap &byte_level_map() {
   return map;
 }
 
+constexpr std::string_view kWordMarker = "\u2581";
+
 std::string byte_fallback_spelling(uint8_t b) {
   static const char kHex[] = "0123456789ABCDEF";
   return std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
@@ -58,15 +61,19 @@ std::optional<std::string> byte_level_decode(std::string_view spelling) {
 
 void Bpe::MergeTable::reserve(size_t n) {
   size_t capacity = 16;
-  while (capacity < 2 * n)
+  shift_ = 60;
+  while (capacity < 2 * n) {
     capacity *= 2;
+    --shift_;
+  }
   keys_.assign(capacity, UINT64_MAX);
   merges_.assign(capacity, Merge{});
   mask_ = capacity - 1;
 }
 
 size_t Bpe::MergeTable::slot(uint64_t k) const {
-  size_t i = (k * 0x9E3779B97F4A7C15ull) >> 20 & mask_;
+  // Fibonacci hashing: the product's top bits mix all of the key's bits.
+  size_t i = (k * 0x9E3779B97F4A7C15ull) >> shift_;
   while (keys_[i] != k && keys_[i] != UINT64_MAX)
     i = (i + 1) & mask_;
   return i;
@@ -132,6 +139,15 @@ Bpe::Bpe(const std::unordered_map<std::string, int32_t> &vocab,
         left + right);
     merges_.insert(left_id, right_id, Merge{static_cast<int32_t>(rank), merged_id});
   }
+  split_at_word_markers_ =
+      !options.byte_level && !options.ignore_merges && ids_.count(std::string(kWordMarker)) &&
+      std::none_of(merges.begin(), merges.end(), [](const auto &m) {
+        auto ends_with = [](const std::string &s, std::string_view suffix) {
+          return s.size() >= suffix.size() &&
+                 s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+        };
+        return m.second.rfind(kWordMarker, 0) == 0 && !ends_with(m.first, kWordMarker);
+      });
 }
 
 void Bpe::initial_symbols(std::string_view piece,
@@ -181,11 +197,11 @@ void Bpe::initial_symbols(std::string_view piece,
 void Bpe::merge(std::vector<int32_t> &symbols) const {
   if (symbols.size() < 2)
     return;
-  struct Candidate {
-    int32_t rank, pos, merged_id;
-    bool operator<(const Candidate &o) const { // max-heap: lowest rank first
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
+  // Candidate merges as (rank << 32 | position): the lowest pops first, so
+  // the leftmost of equal ranks, as in Hugging Face's BPE.
+  using Candidate = uint64_t;
+  auto candidate = [](int32_t rank, int32_t pos) {
+    return static_cast<uint64_t>(rank) << 32 | static_cast<uint32_t>(pos);
   };
   const int32_t n = static_cast<int32_t>(symbols.size());
   std::vector<int32_t> prev(n), next(n);
@@ -196,22 +212,22 @@ void Bpe::merge(std::vector<int32_t> &symbols) const {
     next[i] = i + 1 < n ? i + 1 : -1;
     if (i + 1 < n)
       if (const Merge *m = merges_.find(symbols[i], symbols[i + 1]))
-        heap.push_back({m->rank, i, m->merged_id});
+        heap.push_back(candidate(m->rank, i));
   }
-  std::make_heap(heap.begin(), heap.end());
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
   constexpr int32_t kMerged = -1;
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end());
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
     Candidate top = heap.back();
     heap.pop_back();
-    int32_t left = top.pos;
+    int32_t left = static_cast<int32_t>(top & 0xFFFFFFFF);
     if (symbols[left] == kMerged || next[left] < 0)
       continue;
     int32_t right = next[left];
     const Merge *current = merges_.find(symbols[left], symbols[right]);
-    if (!current || current->merged_id != top.merged_id)
+    if (!current || current->rank != static_cast<int32_t>(top >> 32))
       continue; // a stale candidate: one side has merged since
-    symbols[left] = top.merged_id;
+    symbols[left] = current->merged_id;
     symbols[right] = kMerged;
     next[left] = next[right];
     if (next[right] >= 0)
@@ -220,8 +236,8 @@ void Bpe::merge(std::vector<int32_t> &symbols) const {
       if (l < 0 || next[l] < 0)
         return;
       if (const Merge *m = merges_.find(symbols[l], symbols[next[l]])) {
-        heap.push_back({m->rank, l, m->merged_id});
-        std::push_heap(heap.begin(), heap.end());
+        heap.push_back(candidate(m->rank, l));
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
       }
     };
     push(prev[left]);
@@ -241,10 +257,27 @@ void Bpe::encode(std::string_view piece, std::vector<int32_t> &ids) const {
       return;
     }
   }
-  bool cacheable = piece.size() <= kMaxCachedPieceBytes;
+  if (!split_at_word_markers_) {
+    encode_word(piece, ids);
+    return;
+  }
+  // Words begin at a marker that follows something other than a marker.
+  size_t start = 0;
+  for (size_t p = piece.find(kWordMarker, 1); p != std::string_view::npos;
+       p = piece.find(kWordMarker, p + kWordMarker.size())) {
+    if (piece.compare(p - std::min(p, kWordMarker.size()), kWordMarker.size(), kWordMarker) == 0)
+      continue;
+    encode_word(piece.substr(start, p - start), ids);
+    start = p;
+  }
+  encode_word(piece.substr(start), ids);
+}
+
+void Bpe::encode_word(std::string_view word, std::vector<int32_t> &ids) const {
+  bool cacheable = word.size() <= kMaxCachedPieceBytes;
   std::string key;
   if (cacheable) {
-    key.assign(piece);
+    key.assign(word);
     std::lock_guard<std::mutex> lock(cache_mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {
@@ -253,8 +286,8 @@ void Bpe::encode(std::string_view piece, std::vector<int32_t> &ids) const {
     }
   }
   std::vector<int32_t> symbols;
-  symbols.reserve(piece.size());
-  initial_symbols(piece, symbols);
+  symbols.reserve(word.size());
+  initial_symbols(word, symbols);
   merge(symbols);
   ids.insert(ids.end(), symbols.begin(), symbols.end());
   if (cacheable) {

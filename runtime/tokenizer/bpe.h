@@ -59,9 +59,11 @@ private:
     std::vector<uint64_t> keys_;
     std::vector<Merge> merges_;
     size_t mask_ = 0;
+    int shift_ = 64; // 64 - log2(capacity)
   };
 
-  void initial_symbols(std::string_view piece, std::vector<int32_t> &ids) const;
+  void encode_word(std::string_view word, std::vector<int32_t> &ids) const;
+  void initial_symbols(std::string_view word, std::vector<int32_t> &ids) const;
   void merge(std::vector<int32_t> &symbols) const;
 
   BpeOptions options_;
@@ -70,6 +72,11 @@ private:
   int32_t byte_ids_[256]; // byte-level: the token of each single byte;
                           // byte fallback: the <0xXX> token (-1 if absent)
   MergeTable merges_;
+  // SentencePiece-style pieces are whole texts. When no merge joins a symbol
+  // to a following "▁" word marker (checked at load), the words starting at
+  // the markers merge independently, so they are encoded (and cached) apart.
+  // (The marker must be a token, or unknown-character runs could fuse across.)
+  bool split_at_word_markers_ = false;
 
   // Pieces recur (words of a language), so their ids are cached.
   static constexpr size_t kMaxCachedPieces = 1 << 16;

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 std::string read_file(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw std::runtime_error("cannot open " + path.string());
+    throw std::runtime_error("cannot open the file");
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();

@@ -36,6 +36,15 @@ TEST(SentencePieceBpe, MergesInRankOrder) {
   EXPECT_EQ(t.encode("", true), (Ids{1}));
 }
 
+TEST(SentencePieceBpe, MergesAcrossWordMarkersWhenTheVocabularyHasThem) {
+  auto j = sentencepiece_json();
+  j["model"]["vocab"]["b\u2581"] = 265;
+  j["model"]["merges"] = {"b \u2581", "\u2581 a", "a b", "\u2581a b"};
+  // "▁ab▁a": b+▁ merges first, so the words cannot be encoded apart.
+  EXPECT_EQ(load(j).encode("ab a", false), (Ids{262, 265, 260}));
+  EXPECT_EQ(load(sentencepiece_json()).encode("ab a", false), (Ids{264, 262}));
+}
+
 TEST(SentencePieceBpe, ByteFallbackForUnknownCharacters) {
   auto t = load(sentencepiece_json());
   // U+20AC is E2 82 AC; byte b is token 3 + b.
