@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <sched.h>
+
 namespace llmserve {
 
 namespace {
@@ -26,6 +28,13 @@ inline void cpu_relax() {
 #endif
 }
 
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 } // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -33,7 +42,7 @@ ThreadPool::ThreadPool(int num_threads) {
     throw std::invalid_argument("thread pool: " + std::to_string(num_threads) +
                                 " threads");
   if (num_threads == 0)
-    num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    num_threads = usable_cpus();
   workers_.reserve(num_threads - 1);
   for (int i = 1; i < num_threads; ++i)
     workers_.emplace_back([this] { worker_loop(); });

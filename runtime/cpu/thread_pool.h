@@ -24,7 +24,8 @@ struct KernelLaunch {
 
 class ThreadPool {
 public:
-  // `num_threads` counts the caller; 0 means one per hardware thread.
+  // `num_threads` counts the caller; 0 means one per CPU this process may
+  // run on (its affinity mask, so taskset and cpusets are respected).
   explicit ThreadPool(int num_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -33,7 +34,9 @@ public:
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls launch.kernel once for every workgroup of launch.grid, in any order
-  // and on any thread. Not reentrant: one run at a time.
+  // and on any thread. Not reentrant: one run at a time. Throws
+  // std::invalid_argument for a negative grid dimension or more than 2^32-2
+  // workgroups.
   void run(const KernelLaunch &launch);
 
 private:

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
 namespace llmserve {
 namespace {
 
@@ -132,10 +134,22 @@ TEST(ThreadPool, BackToBackDispatchesSeeEachOthersWrites) {
     ASSERT_EQ(a[x], 2000) << x;
 }
 
-TEST(ThreadPool, DefaultsToHardwareThreads) {
-  ThreadPool pool;
-  EXPECT_EQ(pool.num_threads(),
-            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+TEST(ThreadPool, DefaultsToTheCpusItMayRunOn) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(ThreadPool().num_threads(), CPU_COUNT(&all));
+  // Restricted to one CPU, as `taskset -c 0` would.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const int restricted = ThreadPool().num_threads();
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(restricted, 1);
 }
 
 } // namespace
