@@ -17,7 +17,7 @@ namespace llmserve {
 
 class CpuExecutor : public Executor {
 public:
-  // `num_threads` counts the calling thread; 0 means one per hardware thread.
+  // `num_threads` counts the calling thread; 0 means one per usable CPU.
   explicit CpuExecutor(Bundle bundle, int num_threads = 0);
 
   KvCacheSpec kv_cache_spec() const override;

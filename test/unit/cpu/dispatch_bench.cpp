@@ -3,7 +3,7 @@
 // calling thread alone (the reference, measured in the same run), and the
 // cost of a dispatch whose workgroups do nothing.
 //
-// usage: dispatch_bench [threads (default: hardware)] [dispatches per step]
+// usage: cpu_dispatch_bench [threads (default: all usable CPUs)] [dispatches per step]
 #include "cpu/thread_pool.h"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // then greedy decode steps, on N threads and on one thread (the reference,
 // measured in the same run).
 //
-// usage: cpu_step_bench <bundle> [threads (default: hardware)] [sequences]
+// usage: cpu_step_bench <bundle> [threads (default: all usable CPUs)] [sequences]
 //                       [prompt tokens] [decode steps]
 #include "cpu/cpu_executor.h"
 
