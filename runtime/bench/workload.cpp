@@ -75,9 +75,6 @@ public:
     return source_.tokenizer ? source_.tokenizer->encode(text, true) : ids;
   }
 
-  int32_t uniform(LengthRange range) {
-    return std::uniform_int_distribution<int32_t>(range.min, range.max)(rng_);
-  }
   std::mt19937_64 &rng() { return rng_; }
 
 private:
@@ -100,6 +97,10 @@ private:
   std::vector<int32_t> ordinary_ids_;
   int32_t num_special_ = 0;
 };
+
+int32_t uniform(LengthRange range, std::mt19937_64 &rng) {
+  return std::uniform_int_distribution<int32_t>(range.min, range.max)(rng);
+}
 
 } // namespace
 
@@ -126,14 +127,17 @@ LengthRange parse_length_range(const std::string &flag, const std::string &text,
 std::vector<BenchRequest> random_workload(int32_t num_prompts, LengthRange input,
                                           LengthRange output, const TokenSource &source,
                                           uint64_t seed) {
-  PromptMaker maker(source, seed);
+  // Lengths come from their own generator, so a seed gives the same lengths
+  // with or without a tokenizer: offline and served runs see one workload.
+  std::mt19937_64 lengths(seed);
+  PromptMaker maker(source, seed + 1);
   std::vector<BenchRequest> requests(std::max(num_prompts, 0));
   for (BenchRequest &r : requests) {
-    const int32_t length = std::max(1, maker.uniform(input) - maker.num_special());
+    const int32_t length = std::max(1, uniform(input, lengths) - maker.num_special());
+    r.output_len = uniform(output, lengths);
     auto [text, ids] = maker.text(length);
     r.prompt_tokens = maker.prompt_tokens(text, std::move(ids));
     r.prompt = std::move(text);
-    r.output_len = maker.uniform(output);
   }
   return requests;
 }

@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -270,17 +269,17 @@ void print(const Measured &m) {
   std::fflush(stdout);
 }
 
-// "ours / baseline" lines, the figures the targets are checked against.
+// "ours vs baseline" lines, the figures the targets are checked against.
 std::string ratios(const Measured &ours, const Measured &baseline) {
   char line[512];
   const bench::Summary &a = ours.summary, &b = baseline.summary;
   auto ratio = [](double x, double y) { return y > 0 ? x / y : INFINITY; };
   std::snprintf(line, sizeof line,
-                "concurrency %s vs %s: output throughput %.2f vs %.2f tok/s = %.2fx; "
-                "median TTFT %.2f vs %.2f ms = %.2fx lower\n",
-                concurrency_text(ours.concurrency).c_str(), baseline.name.c_str(),
-                a.output_throughput, b.output_throughput,
-                ratio(a.output_throughput, b.output_throughput), a.ttft.median, b.ttft.median,
+                "concurrency %s: output throughput %.2f vs %.2f tok/s = %.2fx the %s "
+                "baseline; median TTFT %.2f vs %.2f ms (baseline / ours = %.2f)\n",
+                concurrency_text(ours.concurrency).c_str(), a.output_throughput,
+                b.output_throughput, ratio(a.output_throughput, b.output_throughput),
+                baseline.name.c_str(), a.ttft.median, b.ttft.median,
                 ratio(b.ttft.median, a.ttft.median));
   return line;
 }
@@ -425,17 +424,13 @@ int serve(const Options &o, int argc, char **argv) {
 int offline(Options o, int argc, char **argv) {
   llmserve::CpuExecutor executor(llmserve::Bundle(o.bundle, o.weights), o.threads);
   const llmserve::ModelConfig &model = *executor.bundle().manifest().model;
+  // Random prompts are token ids in-process; only a prompt file needs text
+  // made into tokens, with the bundle's tokenizer unless told otherwise.
   std::optional<llmserve::Tokenizer> tokenizer;
-  const std::string tokenizer_path =
-      !o.tokenizer.empty() ? o.tokenizer
-      : std::filesystem::exists(std::filesystem::path(o.bundle) / "tokenizer.json") ? o.bundle
-                                                                                       : "";
-  if (!tokenizer_path.empty())
-    tokenizer = llmserve::Tokenizer::from_file(tokenizer_path);
-  // Random prompts are token ids: no need to make text of them in-process.
-  const std::vector<bench::BenchRequest> requests = make_workload(
-      o, o.dataset == "jsonl" && tokenizer ? &*tokenizer : nullptr,
-      static_cast<int32_t>(model.vocab_size));
+  if (o.dataset == "jsonl")
+    tokenizer = llmserve::Tokenizer::from_file(o.tokenizer.empty() ? o.bundle : o.tokenizer);
+  const std::vector<bench::BenchRequest> requests =
+      make_workload(o, tokenizer ? &*tokenizer : nullptr, static_cast<int32_t>(model.vocab_size));
 
   llmserve::EngineConfig &config = o.engine;
   config.vocab_size = static_cast<int32_t>(model.vocab_size);

@@ -74,6 +74,16 @@ TEST(RandomWorkload, TextPromptsEncodeToTheExactLength) {
   }
 }
 
+TEST(RandomWorkload, TheSeedGivesTheSameLengthsWithOrWithoutATokenizer) {
+  const Tokenizer tokenizer = testing::make_test_tokenizer();
+  const auto text = random_workload(30, {2, 200}, {1, 50}, {&tokenizer, 0}, 11);
+  const auto ids = random_workload(30, {2, 200}, {1, 50}, {nullptr, 1000}, 11);
+  for (size_t i = 0; i < text.size(); ++i) {
+    EXPECT_EQ(text[i].prompt_tokens.size(), ids[i].prompt_tokens.size()) << i;
+    EXPECT_EQ(text[i].output_len, ids[i].output_len) << i;
+  }
+}
+
 TEST(RandomWorkload, NeedsTokensToDrawFrom) {
   EXPECT_THROW(random_workload(1, {1, 1}, {1, 1}, {nullptr, 0}, 0), std::invalid_argument);
 }
