@@ -74,11 +74,14 @@ std::vector<int32_t> token_ids(const json &array, const char *field, const Model
   for (const json &v : array) {
     if (!v.is_number_integer())
       invalid(field, "must hold token ids (integers)");
-    // nlohmann keeps non-negative integers unsigned: a signed one is negative.
-    if (!v.is_number_unsigned() || v.get<uint64_t>() >= model.tokenizer->vocab_size())
+    const uint64_t vocab = model.tokenizer->vocab_size();
+    const bool in_vocab = v.is_number_unsigned() ? v.get<uint64_t>() < vocab
+                                                 : v.get<int64_t>() >= 0 &&
+                                                       uint64_t(v.get<int64_t>()) < vocab;
+    if (!in_vocab)
       invalid(field, "holds token id " + v.dump() + ", outside the vocabulary of " +
-                         std::to_string(model.tokenizer->vocab_size()));
-    ids.push_back(static_cast<int32_t>(v.get<uint64_t>()));
+                         std::to_string(vocab));
+    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
   return ids;
 }

@@ -1,0 +1,216 @@
+#include "server/openai_protocol.h"
+
+#include "tokenizer/test_tokenizers.h"
+
+#include <gtest/gtest.h>
+
+namespace llmserve {
+namespace {
+
+using json = nlohmann::json;
+
+class OpenAiProtocol : public ::testing::Test {
+protected:
+  OpenAiProtocol()
+      : tokenizer_(Tokenizer::from_json(testing::sentencepiece_json().dump())),
+        template_("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+                  "{% if add_generation_prompt %}<assistant>{% endif %}",
+                  "<s>", "</s>"),
+        model_{"tiny", 32, &tokenizer_, &template_} {}
+
+  // The ApiError a parse throws.
+  ApiError error(const json &body, Endpoint endpoint = Endpoint::kCompletions) {
+    try {
+      if (endpoint == Endpoint::kCompletions)
+        parse_completion_request(body, model_);
+      else
+        parse_chat_request(body, model_);
+    } catch (const ApiError &e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for " << body.dump();
+    return ApiError(0, "");
+  }
+
+  Tokenizer tokenizer_;
+  ChatTemplate template_;
+  ModelInfo model_;
+};
+
+TEST_F(OpenAiProtocol, CompletionFieldsMapToSamplingParams) {
+  GenerateRequest r = parse_completion_request(
+      {{"model", "tiny"}, {"prompt", "ab"}, {"temperature", 0.5}, {"top_p", 0.9},
+       {"top_k", -1}, {"min_p", 0.1}, {"seed", 7}, {"max_tokens", 5}, {"stop", "x"},
+       {"stop_token_ids", {2}}, {"ignore_eos", true}, {"n", 2}, {"stream", true},
+       {"stream_options", {{"include_usage", true}}}, {"echo", true}, {"unknown", {1, 2}}},
+      model_);
+  EXPECT_EQ(r.prompts, (std::vector<std::vector<int32_t>>{{1, 264}}));
+  EXPECT_FLOAT_EQ(r.params.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.params.top_p, 0.9f);
+  EXPECT_EQ(r.params.top_k, 0);
+  EXPECT_FLOAT_EQ(r.params.min_p, 0.1f);
+  EXPECT_EQ(r.params.seed, 7);
+  EXPECT_EQ(r.max_tokens, 5);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.params.stop_token_ids, std::vector<int32_t>{2});
+  EXPECT_TRUE(r.params.ignore_eos && r.stream && r.include_usage && r.echo);
+  EXPECT_EQ(r.n, 2);
+}
+
+TEST_F(OpenAiProtocol, PromptShapes) {
+  auto prompts = [&](const json &prompt) {
+    return parse_completion_request({{"prompt", prompt}}, model_).prompts;
+  };
+  EXPECT_EQ(prompts({5, 6}), (std::vector<std::vector<int32_t>>{{5, 6}}));
+  EXPECT_EQ(prompts({{5}, {6, 7}}), (std::vector<std::vector<int32_t>>{{5}, {6, 7}}));
+  EXPECT_EQ(prompts({"a", "b"}), (std::vector<std::vector<int32_t>>{{1, 262}, {1, 259, 261}}));
+}
+
+TEST_F(OpenAiProtocol, WrongTypesNameTheField) {
+  for (const char *field : {"temperature", "max_tokens", "n", "seed", "stream", "stop",
+                            "stop_token_ids", "echo", "stream_options", "model", "top_k"}) {
+    const bool wants_string = field == std::string("stop") || field == std::string("model");
+    ApiError e = error({{"prompt", "a"}, {field, wants_string ? json(1) : json("x")}});
+    EXPECT_EQ(e.status, 400) << field;
+    EXPECT_EQ(e.param, field);
+  }
+  EXPECT_EQ(std::string(error({{"prompt", "a"}, {"n", 1.5}}).what()),
+            "'n' must be an integer, not a fraction");
+  EXPECT_EQ(std::string(error({{"prompt", "a"}, {"stream", 1}}).what()),
+            "'stream' must be a boolean, not number");
+  for (const json &prompt : {json(), json::array(), json({1, "a"}), json({{1}, "a"}),
+                             json({{"a", 1}}), json(3)})
+    EXPECT_EQ(error({{"prompt", prompt}}).param, "prompt") << prompt.dump();
+}
+
+TEST_F(OpenAiProtocol, OutOfRangeValues) {
+  ApiError e = error({{"prompt", "a"}, {"max_tokens", 0}});
+  EXPECT_EQ(e.param, "max_tokens");
+  EXPECT_EQ(std::string(e.what()), "'max_tokens' = 0 must be at least 1");
+  EXPECT_EQ(error({{"prompt", "a"}, {"n", 0}}).param, "n");
+  EXPECT_EQ(error({{"prompt", {0, 265}}}).param, "prompt");
+  EXPECT_EQ(error({{"prompt", {-1}}}).param, "prompt");
+  EXPECT_EQ(error({{"prompt", "a"}, {"stop_token_ids", {999}}}).param, "stop_token_ids");
+  EXPECT_EQ(error({{"prompt", "a"}, {"logprobs", 21}}).param, "logprobs");
+  e = error({{"prompt", "a"}, {"temperature", -1}});
+  EXPECT_EQ(e.status, 400);
+  EXPECT_NE(std::string(e.what()).find("temperature"), std::string::npos);
+  EXPECT_NE(std::string(error({{"prompt", "a"}, {"min_tokens", 9}, {"max_tokens", 3}}).what())
+                .find("min_tokens"),
+            std::string::npos);
+}
+
+TEST_F(OpenAiProtocol, AnotherModelIs404) {
+  ApiError e = error({{"prompt", "a"}, {"model", "gpt-4"}});
+  EXPECT_EQ(e.status, 404);
+  EXPECT_EQ(e.code, "model_not_found");
+  EXPECT_EQ(e.param, "model");
+}
+
+TEST_F(OpenAiProtocol, ChatRendersTheTemplate) {
+  GenerateRequest r = parse_chat_request(
+      {{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "ab"}}}}}}},
+       {"logprobs", false}},
+      model_);
+  EXPECT_EQ(tokenizer_.decode(r.prompts[0], false), "<user>ab<assistant>");
+  EXPECT_EQ(r.params.logprobs, 0);
+  r = parse_chat_request({{"messages", {{{"role", "user"}, {"content", "a"}}}},
+                          {"logprobs", true}, {"top_logprobs", 3}},
+                         model_);
+  EXPECT_EQ(r.params.logprobs, 3); // mapped; the engine refuses it for now
+  EXPECT_EQ(error({{"messages", "hi"}}, Endpoint::kChatCompletions).param, "messages");
+  EXPECT_EQ(error({}, Endpoint::kChatCompletions).param, "messages");
+  EXPECT_EQ(error({{"messages", {{{"content", "a"}}}}}, Endpoint::kChatCompletions).param,
+            "messages[0].role");
+  EXPECT_EQ(error({{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}},
+                  Endpoint::kChatCompletions)
+                .param,
+            "messages[0].content");
+  ModelInfo no_template = model_;
+  no_template.chat_template = nullptr;
+  EXPECT_THROW(render_chat(json::array({{{"role", "user"}, {"content", "a"}}}), no_template),
+               ApiError);
+}
+
+TEST_F(OpenAiProtocol, SubmissionsResolveLengthsAndSeeds) {
+  GenerateRequest r = parse_completion_request(
+      {{"prompt", {{5, 6}, {7}}}, {"n", 2}, {"seed", 10}}, model_);
+  std::vector<Submission> s = r.submissions(32);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[1].prompt, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(s[2].prompt, (std::vector<int32_t>{7}));
+  EXPECT_EQ(s[0].params.seed, 10);
+  EXPECT_EQ(s[1].params.seed, 11);
+  EXPECT_EQ(s[2].params.seed, 10);
+  EXPECT_EQ(s[0].params.max_tokens, 16); // completions' default
+  EXPECT_EQ(r.submissions(20)[0].params.max_tokens, 16);
+  EXPECT_EQ(r.submissions(10)[0].params.max_tokens, 8); // what is left of the context
+
+  GenerateRequest chat =
+      parse_chat_request({{"messages", {{{"role", "user"}, {"content", "a"}}}}}, model_);
+  size_t prompt = chat.prompts[0].size();
+  EXPECT_EQ(chat.submissions(32)[0].params.max_tokens, int32_t(32 - prompt));
+  EXPECT_FALSE(chat.submissions(32)[0].params.seed.has_value());
+
+  try {
+    parse_completion_request({{"prompt", std::vector<int>(32, 5)}}, model_).submissions(32);
+    ADD_FAILURE();
+  } catch (const ApiError &e) {
+    EXPECT_EQ(e.param, "prompt");
+    EXPECT_EQ(std::string(e.what()),
+              "This model's maximum context length is 32 tokens, but the prompt has 32 tokens");
+  }
+  try {
+    parse_completion_request({{"prompt", {5}}, {"max_tokens", 32}}, model_).submissions(32);
+    ADD_FAILURE();
+  } catch (const ApiError &e) {
+    EXPECT_EQ(e.param, "max_tokens");
+  }
+}
+
+TEST_F(OpenAiProtocol, JsonBodies) {
+  EXPECT_THROW(parse_json_object("{oops"), ApiError);
+  EXPECT_THROW(parse_json_object("[]"), ApiError);
+  EXPECT_EQ(parse_json_object("{\"a\": 1}")["a"], 1);
+  json e = error_body(404, "gone", "model", "model_not_found");
+  EXPECT_EQ(e, json::parse(R"({"error": {"message": "gone", "type": "not_found_error",
+                                         "param": "model", "code": "model_not_found"}})"));
+  EXPECT_EQ(error_body(400, "bad")["error"]["param"], nullptr);
+}
+
+TEST_F(OpenAiProtocol, TokenizeAndDetokenize) {
+  EXPECT_EQ(parse_tokenize_request({{"prompt", "ab"}}, model_), (std::vector<int32_t>{1, 264}));
+  EXPECT_EQ(parse_tokenize_request({{"prompt", "ab"}, {"add_special_tokens", false}}, model_),
+            (std::vector<int32_t>{264}));
+  EXPECT_EQ(parse_detokenize_request({{"tokens", {264}}}, model_), std::vector<int32_t>{264});
+  EXPECT_THROW(parse_tokenize_request({{"prompt", 1}}, model_), ApiError);
+  EXPECT_THROW(parse_detokenize_request({{"tokens", "ab"}}, model_), ApiError);
+}
+
+TEST_F(OpenAiProtocol, ResponseShapes) {
+  ResponseHeader h{"chatcmpl-1", 100, "tiny"};
+  json full = full_response(Endpoint::kChatCompletions, h, {{"hi", "stop"}}, {3, 1});
+  EXPECT_EQ(full["object"], "chat.completion");
+  EXPECT_EQ(full["choices"][0]["message"], json({{"role", "assistant"}, {"content", "hi"}}));
+  EXPECT_EQ(full["usage"], json({{"prompt_tokens", 3}, {"completion_tokens", 1},
+                                 {"total_tokens", 4}}));
+  json first = chunk(Endpoint::kChatCompletions, h, 1, "", "", true, true);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_EQ(first["choices"][0]["index"], 1);
+  EXPECT_EQ(first["choices"][0]["finish_reason"], nullptr);
+  EXPECT_TRUE(first.contains("usage") && first["usage"].is_null());
+  json last = chunk(Endpoint::kChatCompletions, h, 0, "", "length", false, false);
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(last.contains("usage"));
+  json text = chunk(Endpoint::kCompletions, h, 0, "x", "", false, false);
+  EXPECT_EQ(text["object"], "text_completion");
+  EXPECT_EQ(text["choices"][0]["text"], "x");
+  json usage = usage_chunk(Endpoint::kCompletions, h, {2, 2});
+  EXPECT_EQ(usage["choices"], json::array());
+  EXPECT_EQ(usage["usage"]["total_tokens"], 4);
+}
+
+} // namespace
+} // namespace llmserve

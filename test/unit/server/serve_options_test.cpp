@@ -1,0 +1,104 @@
+#include "server/serve_options.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace llmserve {
+namespace {
+
+ServeOptions parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "serve");
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  return parse_serve_options(int(argv.size()), argv.data());
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const std::invalid_argument &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ServeOptions, ParsesEveryOption) {
+  ServeOptions o = parse({"m.llmb", "--host", "0.0.0.0", "--port", "9000", "--api-key", "k",
+                          "--served-model-name", "tiny", "--max-queued-requests", "3",
+                          "--weights", "ckpt", "--threads", "2", "--max-num-seqs", "4",
+                          "--max-num-batched-tokens", "64", "--max-model-len", "128",
+                          "--kv-cache-memory", "1MiB", "--no-prefix-caching"});
+  EXPECT_EQ(o.bundle_dir, "m.llmb");
+  EXPECT_EQ(o.host, "0.0.0.0");
+  EXPECT_EQ(o.port, 9000);
+  EXPECT_EQ(o.api_key, "k");
+  EXPECT_EQ(o.served_model_name, "tiny");
+  EXPECT_EQ(o.max_queued_requests, 3);
+  EXPECT_EQ(o.weights_dir, "ckpt");
+  EXPECT_EQ(o.num_threads, 2);
+  EXPECT_EQ(o.max_num_seqs, 4);
+  EXPECT_EQ(o.max_num_batched_tokens, 64);
+  EXPECT_EQ(o.max_model_len, 128);
+  EXPECT_EQ(o.kv_cache_memory, "1MiB");
+  EXPECT_FALSE(o.enable_prefix_caching);
+}
+
+TEST(ServeOptions, ErrorsNameTheOption) {
+  EXPECT_EQ(error_of({}), "missing the bundle directory");
+  EXPECT_EQ(error_of({"m", "--port", "x"}), "--port 'x': not an integer");
+  EXPECT_EQ(error_of({"m", "--port", "70000"}), "--port '70000': must be in [0, 65535]");
+  EXPECT_EQ(error_of({"m", "--max-num-seqs", "0"}),
+            "--max-num-seqs '0': must be in [1, 2147483647]");
+  EXPECT_EQ(error_of({"m", "--host"}), "--host: missing value");
+  EXPECT_EQ(error_of({"m", "--bogus"}), "unknown argument '--bogus'");
+  EXPECT_EQ(error_of({"m", "other"}), "unknown argument 'other'");
+  EXPECT_EQ(error_of({"m", "--kv-cache-memory", "2XB"}),
+            "--kv-cache-memory '2XB': unknown unit 'XB' (use B, K, KiB, M, MiB, G, GiB)");
+}
+
+TEST(ServeOptions, MemorySizes) {
+  const int64_t physical = 1000;
+  EXPECT_EQ(parse_memory_size("4096", physical), 4096);
+  EXPECT_EQ(parse_memory_size("64KiB", physical), 65536);
+  EXPECT_EQ(parse_memory_size("2M", physical), 2000000);
+  EXPECT_EQ(parse_memory_size("1.5GiB", physical), 1610612736);
+  EXPECT_EQ(parse_memory_size("0.25", physical), 250);
+  EXPECT_EQ(parse_memory_size("1", physical), 1000); // a fraction of all memory
+  EXPECT_THROW(parse_memory_size("0", physical), std::invalid_argument);
+  EXPECT_THROW(parse_memory_size("-1G", physical), std::invalid_argument);
+  EXPECT_THROW(parse_memory_size("lots", physical), std::invalid_argument);
+  EXPECT_THROW(parse_memory_size("1e30G", physical), std::invalid_argument);
+}
+
+TEST(ServeOptions, EngineConfigFollowsTheModel) {
+  ModelConfig model;
+  model.max_position_embeddings = 256;
+  model.vocab_size = 300;
+  model.eos_token_ids = {2};
+  ServeOptions o;
+  o.max_num_seqs = 8;
+  EngineConfig c = make_engine_config(o, model, 512);
+  EXPECT_EQ(c.max_model_len, 256);
+  EXPECT_EQ(c.vocab_size, 300);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+  EXPECT_EQ(c.kv_cache_bytes, 8 * 256 * 512); // max_num_seqs full sequences
+  o.max_model_len = 100;
+  o.kv_cache_memory = "1MiB";
+  c = make_engine_config(o, model, 512);
+  EXPECT_EQ(c.max_model_len, 100);
+  EXPECT_EQ(c.kv_cache_bytes, 1 << 20);
+  o.max_model_len = 300;
+  EXPECT_THROW(
+      try { make_engine_config(o, model, 512); } catch (const std::invalid_argument &e) {
+        EXPECT_STREQ(e.what(),
+                     "--max-model-len 300 exceeds the model's max_position_embeddings = 256");
+        throw;
+      },
+      std::invalid_argument);
+}
+
+} // namespace
+} // namespace llmserve
