@@ -8,8 +8,8 @@ import argparse
 import json
 import math
 
-WIDTH, HEIGHT = 720, 420
-LEFT, RIGHT, TOP, BOTTOM = 60, 170, 30, 50
+WIDTH, HEIGHT = 760, 420
+LEFT, RIGHT, TOP, BOTTOM = 60, 210, 30, 50
 VALIDATION_COLORS = {"bible": "#c0392b", "devil": "#27ae60", "chat": "#8e44ad"}
 
 
@@ -46,7 +46,7 @@ def svg(train, validation):
     for v in range(low, high + 1):
         out.append(f'<line x1="{LEFT}" x2="{x(steps):.1f}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{LEFT - 8}" y="{y(v) + 4:.1f}" text-anchor="end">{v}</text>')
-    tick = max(1, round(steps / 6, -2) or steps // 6)
+    tick = max(1, int(round(steps / 6, -2)) or steps // 6)  # about six round-numbered ticks
     for s in range(0, steps + 1, tick):
         out.append(f'<line x1="{x(s):.1f}" x2="{x(s):.1f}" y1="{TOP}" y2="{y(low):.1f}" stroke="#eee"/>')
         out.append(f'<text x="{x(s):.1f}" y="{y(low) + 18:.1f}" text-anchor="middle">{s}</text>')

@@ -25,7 +25,7 @@ def load(checkpoint):
     return model.eval(), tokenizer.Tokenizer(os.path.join(checkpoint, "tokenizer.json"))
 
 
-def render_chat(checkpoint, user_message):
+def render_chat(checkpoint, messages):
     with open(os.path.join(checkpoint, "tokenizer_config.json")) as f:
         tc = json.load(f)
 
@@ -33,7 +33,7 @@ def render_chat(checkpoint, user_message):
         raise ValueError(message)
 
     template = jinja2.Environment().from_string(tc["chat_template"])
-    return template.render(messages=[{"role": "user", "content": user_message}], bos_token=tc["bos_token"],
+    return template.render(messages=messages, bos_token=tc["bos_token"],
                            eos_token=tc["eos_token"], add_generation_prompt=True, raise_exception=raise_exception)
 
 
@@ -68,7 +68,7 @@ def main():
     generator = torch.Generator().manual_seed(a.seed)
     for prompt in a.prompts:
         if a.chat:
-            prompt_ids = tok.encode_with_specials(render_chat(a.checkpoint, prompt))
+            prompt_ids = tok.encode_with_specials(render_chat(a.checkpoint, [{"role": "user", "content": prompt}]))
         else:
             prompt_ids = [tokenizer.BOS_ID] + tok.encode(prompt)
         ids = generate(model, prompt_ids, a.max_new_tokens, a.temperature, a.top_p, generator)

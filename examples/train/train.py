@@ -47,7 +47,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="checkpoint directory to write")
     p.add_argument("--work", default="/tmp/kjv-devil-tiny-work", help="scratch directory (tokenizer training files)")
-    p.add_argument("--steps", type=int, default=900, help="optimizer steps; the learning-rate schedule spans them")
+    p.add_argument("--steps", type=int, default=520, help="optimizer steps; the learning-rate schedule spans them")
     p.add_argument("--minutes", type=float, default=45, help="stop early after this much training time")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=256, help="tokens per training sequence")
