@@ -92,108 +92,104 @@ void Bundle::bind_weights(const std::string &checkpoint_dir) {
       continue;
     const std::string where = dir_ + ": buffers[" + std::to_string(id) +
                               "] (weight '" + b.name + "'): ";
-    const TensorView *t = nullptr;
-    if (checkpoint_) {
-      t = checkpoint_->find(b.tensor);
-      if (!t) {
-        try {
-          checkpoint_->tensor(b.tensor); // throws, naming why
-        } catch (const std::exception &e) {
-          throw std::runtime_error(where + e.what());
-        }
-      }
-    } else {
-      t = embedded_->find(b.tensor);
-      if (!t && embedded_->unreadable_dtype(b.tensor))
-        throw std::runtime_error(where + "tensor '" + b.tensor + "' in " +
-                                 weights_source_ + " has dtype " +
-                                 embedded_->unreadable_dtype(b.tensor) +
-                                 ", which llmserve does not read");
-      if (!t)
-        throw std::runtime_error(where + "tensor '" + b.tensor +
-                                 "' is missing from " + weights_source_);
-    }
-
-    std::vector<int64_t> want; // the buffer's shape
-    for (const Expression &dim : b.shape)
-      want.push_back(dim.evaluate(Symbols{}));
-    const bool sliced = b.rows_end >= 0;
-    // The tensor as the kernels see it before the row slice.
-    std::vector<int64_t> whole = t->shape;
-    if (b.transpose && whole.size() == 2)
-      std::swap(whole[0], whole[1]);
-    const bool fits =
-        whole.size() == want.size() &&
-        (want.empty() ||
-         (std::equal(want.begin() + 1, want.end(), whole.begin() + 1) &&
-          (sliced ? b.rows_end <= whole[0] : whole[0] == want[0])));
-    if (!fits) {
-      std::vector<std::string> dims; // the shape the checkpoint should hold
-      for (int64_t d : want)
-        dims.push_back(std::to_string(d));
-      if (sliced)
-        dims[0] = ">=" + std::to_string(b.rows_end);
-      if (b.transpose)
-        std::swap(dims[0], dims[1]);
-      std::string expected = "[";
-      for (size_t i = 0; i < dims.size(); ++i)
-        expected += (i ? ", " : "") + dims[i];
-      expected += "]";
-      if (b.transpose)
-        expected += " (transposed to " + dims_text(want) + ")";
-      throw std::runtime_error(where + "tensor '" + b.tensor + "' in " +
-                               weights_source_ + " has shape " +
-                               dims_text(t->shape) + ", expected " + expected +
-                               (sliced ? " for rows [" + std::to_string(b.rows_begin) +
-                                             ", " + std::to_string(b.rows_end) + ")"
-                                       : ""));
-    }
-
-    // Rows of an untransposed tensor are a contiguous part of it.
-    TensorView source = *t;
-    if (sliced && !b.transpose) {
-      const size_t row_bytes = t->nbytes / static_cast<size_t>(t->shape[0]);
-      source.shape[0] = b.rows_end - b.rows_begin;
-      source.data += static_cast<size_t>(b.rows_begin) * row_bytes;
-      source.nbytes = static_cast<size_t>(source.shape[0]) * row_bytes;
-    }
-    size_t bytes = dtype_size(b.dtype);
-    for (int64_t d : want)
-      bytes *= static_cast<size_t>(d);
-    const bool aligned =
-        reinterpret_cast<uintptr_t>(source.data) % dtype_size(b.dtype) == 0;
-    if (source.dtype == b.dtype && !b.transpose && aligned) {
-      weights_[id] = const_cast<uint8_t *>(source.data); // mapped read-only
-      mapped_weight_bytes_ += bytes;
-      continue;
-    }
-    AlignedBuffer dst(bytes);
     try {
-      if (sliced && b.transpose) {
-        // Transposed rows are columns of the stored tensor: transpose it all,
-        // then keep the rows.
-        AlignedBuffer all(static_cast<size_t>(t->numel()) * dtype_size(b.dtype));
-        convert_tensor(*t, b.dtype, true, all.data());
-        const size_t row_bytes = bytes / static_cast<size_t>(want[0]);
-        std::memcpy(dst.data(),
-                    static_cast<uint8_t *>(all.data()) +
-                        static_cast<size_t>(b.rows_begin) * row_bytes,
-                    bytes);
-      } else {
-        convert_tensor(source, b.dtype, b.transpose, dst.data());
-      }
+      weights_[id] = bind_weight(b);
     } catch (const std::exception &e) {
       throw std::runtime_error(where + e.what());
     }
-    weights_[id] = dst.data();
-    converted_.push_back(std::move(dst));
-    converted_weight_bytes_ += bytes;
-    // The converted copy is what kernels read; drop the file's pages.
-    if (checkpoint_)
-      checkpoint_->release(*t);
-    else
-      embedded_->release(*t);
   }
+}
+
+const TensorView &Bundle::find_tensor(const std::string &name) const {
+  if (checkpoint_)
+    return checkpoint_->tensor(name); // throws, naming the directory
+  if (const TensorView *t = embedded_->find(name))
+    return *t;
+  if (const char *dtype = embedded_->unreadable_dtype(name))
+    throw std::runtime_error("tensor '" + name + "' in " + weights_source_ +
+                             " has dtype " + dtype + ", which llmserve does not read");
+  throw std::runtime_error("tensor '" + name + "' is missing from " + weights_source_);
+}
+
+void *Bundle::bind_weight(const Buffer &b) {
+  const TensorView &t = find_tensor(b.tensor);
+  std::vector<int64_t> want; // the buffer's shape
+  for (const Expression &dim : b.shape)
+    want.push_back(dim.evaluate(Symbols{}));
+  const bool sliced = b.rows_end >= 0;
+  check_weight_shape(b, t, want);
+
+  // Rows of an untransposed tensor are a contiguous part of it.
+  TensorView source = t;
+  if (sliced && !b.transpose) {
+    const size_t row_bytes = t.nbytes / static_cast<size_t>(t.shape[0]);
+    source.shape[0] = b.rows_end - b.rows_begin;
+    source.data += static_cast<size_t>(b.rows_begin) * row_bytes;
+    source.nbytes = static_cast<size_t>(source.shape[0]) * row_bytes;
+  }
+  size_t bytes = dtype_size(b.dtype);
+  for (int64_t d : want)
+    bytes *= static_cast<size_t>(d);
+  const bool aligned = reinterpret_cast<uintptr_t>(source.data) % dtype_size(b.dtype) == 0;
+  if (source.dtype == b.dtype && !b.transpose && aligned) {
+    mapped_weight_bytes_ += bytes;
+    return const_cast<uint8_t *>(source.data); // mapped read-only
+  }
+
+  AlignedBuffer dst(bytes);
+  if (sliced && b.transpose) {
+    // Transposed rows are columns of the stored tensor: transpose it all,
+    // then keep the rows.
+    AlignedBuffer all(static_cast<size_t>(t.numel()) * dtype_size(b.dtype));
+    convert_tensor(t, b.dtype, true, all.data());
+    const size_t row_bytes = bytes / static_cast<size_t>(want[0]);
+    std::memcpy(dst.data(),
+                static_cast<uint8_t *>(all.data()) +
+                    static_cast<size_t>(b.rows_begin) * row_bytes,
+                bytes);
+  } else {
+    convert_tensor(source, b.dtype, b.transpose, dst.data());
+  }
+  // The converted copy is what kernels read; drop the file's pages.
+  if (checkpoint_)
+    checkpoint_->release(t);
+  else
+    embedded_->release(t);
+  converted_weight_bytes_ += bytes;
+  converted_.push_back(std::move(dst));
+  return converted_.back().data();
+}
+
+void Bundle::check_weight_shape(const Buffer &b, const TensorView &t,
+                                const std::vector<int64_t> &want) const {
+  const bool sliced = b.rows_end >= 0;
+  // The tensor as the kernels see it before the row slice.
+  std::vector<int64_t> whole = t.shape;
+  if (b.transpose && whole.size() == 2)
+    std::swap(whole[0], whole[1]);
+  if (whole.size() == want.size() &&
+      (want.empty() || (std::equal(want.begin() + 1, want.end(), whole.begin() + 1) &&
+                        (sliced ? b.rows_end <= whole[0] : whole[0] == want[0]))))
+    return;
+
+  std::vector<std::string> dims; // the shape the checkpoint should hold
+  for (int64_t d : want)
+    dims.push_back(std::to_string(d));
+  if (sliced)
+    dims[0] = ">=" + std::to_string(b.rows_end);
+  if (b.transpose)
+    std::swap(dims[0], dims[1]);
+  std::string expected = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    expected += (i ? ", " : "") + dims[i];
+  expected += "]";
+  if (b.transpose)
+    expected += " (transposed to " + dims_text(want) + ")";
+  if (sliced)
+    expected += " for rows [" + std::to_string(b.rows_begin) + ", " +
+                std::to_string(b.rows_end) + ")";
+  throw std::runtime_error("tensor '" + b.tensor + "' in " + weights_source_ +
+                           " has shape " + dims_text(t.shape) + ", expected " + expected);
 }
 
 } // namespace llmserve

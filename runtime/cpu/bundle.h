@@ -44,6 +44,11 @@ public:
 private:
   void load_kernels();
   void bind_weights(const std::string &checkpoint_dir);
+  const TensorView &find_tensor(const std::string &name) const;
+  // Base address of weight buffer `b`: in the mapped file or converted.
+  void *bind_weight(const Buffer &b);
+  void check_weight_shape(const Buffer &b, const TensorView &t,
+                          const std::vector<int64_t> &want) const;
 
   struct CloseLibrary {
     void operator()(void *handle) const;
