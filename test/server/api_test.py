@@ -10,8 +10,10 @@ import concurrent.futures
 import json
 import os
 import random
+import re
 import signal
 import socket
+import subprocess
 import sys
 import time
 import unittest
@@ -299,6 +301,44 @@ class GracefulStop(unittest.TestCase):
                 self.assertIn("stopping", server.output())
                 with self.assertRaises(OSError):
                     socket.create_connection((server.host, server.port), timeout=5).close()
+
+
+class GenerateCommand(unittest.TestCase):
+    def generate(self, *args):
+        return subprocess.run([LLMRUN, "generate", *args], capture_output=True, timeout=120)
+
+    def test_prints_what_the_server_returns(self):
+        prompt = "Once upon a time"
+        with ServerProcess(LLMRUN, bundle("mistral")) as server:
+            expected = completion_text(server, {"prompt": prompt, "max_tokens": 12,
+                                                "temperature": 0, "ignore_eos": True})
+            self.assertEqual(server.stop(), 0)
+        result = self.generate(bundle("mistral"), "--prompt", prompt, "--max-tokens", "12",
+                               "--ignore-eos", "--threads", "1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.decode("utf-8", "replace"), expected + "\n")
+        self.assertIn(b"12 generated", result.stderr)
+        # A stop string of two printable characters after the first one.
+        stop = re.search(r"[!-~]{2}", expected[1:]).group(0)
+        result = self.generate(bundle("mistral"), "--prompt", prompt, "--max-tokens", "12",
+                               "--ignore-eos", "--stop", stop)
+        self.assertEqual(result.stdout.decode("utf-8", "replace"),
+                         expected[:expected.index(stop)] + "\n")
+        self.assertIn(b"finish reason stop", result.stderr)
+
+    def test_errors(self):
+        result = self.generate(bundle("llama"))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn(b"--prompt are required", result.stderr)
+        result = self.generate(os.path.join(WORK, "missing.llmb"), "--prompt", "hi")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"missing.llmb", result.stderr)
+        result = self.generate(bundle("llama"), "--prompt", "hi", "--max-tokens", "0")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"--max-tokens '0'", result.stderr)
+        result = self.generate(bundle("gpt2"), "--prompt", "hi", "--chat")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"no chat template", result.stderr)
 
 
 if __name__ == "__main__":
