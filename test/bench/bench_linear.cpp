@@ -104,38 +104,49 @@ int main(int argc, char **argv) {
   std::printf("threads %d\n\n", threads);
   std::printf("%6s %6s %6s | %10s %10s %7s | %s\n", "M", "N", "K", "ours GF/s",
               "BLAS GF/s", "ours/BLAS", "M=1: share of the read-bandwidth roofline");
+  // All of ours first, then all of OpenBLAS, so neither's idle worker
+  // threads (which spin for a while after a call) steal the other's cores.
+  struct Case {
+    int64_t M, N;
+    std::vector<HostTensor> inputs;
+    double ours = 0, blas = 0;
+  };
   const int64_t K = 2048;
-  for (int64_t N : {2048, 5632}) {
-    for (int64_t M : {1, 16, 64, 512}) {
-      const std::string entry =
-          "linear_m" + std::to_string(M) + "_n" + std::to_string(N);
-      std::vector<HostTensor> inputs = {random_tensor({M, K}, rng),
-                                        random_tensor({N, K}, rng)};
-      const Symbols symbols;
-      const double ours = time_it(
-          [&] { executor.run_entry(entry, symbols, inputs); }, budget);
-      std::vector<float> y(M * N);
-      const float *x = reinterpret_cast<const float *>(inputs[0].data.data());
-      const float *w = reinterpret_cast<const float *>(inputs[1].data.data());
-      const double blas = time_it(
-          [&] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f,
-                        x, K, w, K, 0.0f, y.data(), N);
-          },
-          budget);
-      const double flops = 2.0 * M * N * K;
-      std::printf("%6ld %6ld %6ld | %10.1f %10.1f %8.2f |", M, N, K,
-                  flops / ours / 1e9, flops / blas / 1e9, blas / ours);
-      if (M == 1) {
-        // Weights dominate the bytes moved at M = 1.
-        const double bytes = (N * K + K + N) * sizeof(float);
-        const double bandwidth = read_bandwidth(N * K * sizeof(float), threads, budget);
-        std::printf(" %.0f%% (ours), %.0f%% (BLAS) of %.1f GB/s",
-                    100 * bytes / ours / bandwidth, 100 * bytes / blas / bandwidth,
-                    bandwidth / 1e9);
-      }
-      std::printf("\n");
+  std::vector<Case> cases;
+  for (int64_t N : {2048, 5632})
+    for (int64_t M : {1, 16, 64, 512})
+      cases.push_back({M, N, {random_tensor({M, K}, rng), random_tensor({N, K}, rng)}});
+  for (Case &c : cases) {
+    const std::string entry =
+        "linear_m" + std::to_string(c.M) + "_n" + std::to_string(c.N);
+    c.ours = time_it([&] { executor.run_entry(entry, Symbols{}, c.inputs); },
+                     budget);
+  }
+  for (Case &c : cases) {
+    std::vector<float> y(c.M * c.N);
+    const float *x = reinterpret_cast<const float *>(c.inputs[0].data.data());
+    const float *w = reinterpret_cast<const float *>(c.inputs[1].data.data());
+    c.blas = time_it(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c.M, c.N, K, 1.0f,
+                      x, K, w, K, 0.0f, y.data(), c.N);
+        },
+        budget);
+  }
+  for (const Case &c : cases) {
+    const double flops = 2.0 * c.M * c.N * K;
+    std::printf("%6ld %6ld %6ld | %10.1f %10.1f %8.2f |", c.M, c.N, K,
+                flops / c.ours / 1e9, flops / c.blas / 1e9, c.blas / c.ours);
+    if (c.M == 1) {
+      // Weights dominate the bytes moved at M = 1.
+      const double bytes = (c.N * K + K + c.N) * sizeof(float);
+      const double bandwidth =
+          read_bandwidth(c.N * K * sizeof(float), threads, budget);
+      std::printf(" %.0f%% (ours), %.0f%% (BLAS) of %.1f GB/s",
+                  100 * bytes / c.ours / bandwidth,
+                  100 * bytes / c.blas / bandwidth, bandwidth / 1e9);
     }
+    std::printf("\n");
   }
   return 0;
 }
