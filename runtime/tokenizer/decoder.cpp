@@ -64,10 +64,19 @@ void Decoder::append_steps(const nlohmann::json &config, std::vector<Step> &step
     step.start = start.get<size_t>();
     step.stop = stop.get<size_t>();
     steps.push_back(step);
+  } else if (type == "Metaspace") {
+    Step step{Step::Metaspace, json_string(config, "replacement", "decoder.Metaspace"), " "};
+    if (step.pattern.empty())
+      throw std::invalid_argument("decoder.Metaspace: empty replacement");
+    std::string scheme = config.value("prepend_scheme", "");
+    bool prepends = scheme.empty() ? json_bool(config, "add_prefix_space", true, "decoder.Metaspace")
+                                   : scheme != "never";
+    step.start = prepends ? 1 : 0;
+    steps.push_back(step);
   } else {
     throw std::invalid_argument(
         "unsupported decoder type '" + type +
-        "' (supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, Sequence)");
+        "' (supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)");
   }
 }
 
@@ -128,6 +137,12 @@ void Decoder::apply(const Step &step, std::vector<std::string> &tokens) {
     tokens.assign(1, std::move(joined));
     break;
   }
+  case Step::Metaspace:
+    // The replacement is a space, except in the first token, where the
+    // prepended one (and, as in Hugging Face, any other) is dropped.
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = replace_all(tokens[i], step.pattern, i == 0 && step.start ? "" : step.content);
+    break;
   case Step::Strip:
     for (auto &t : tokens) {
       const std::string &c = step.content;

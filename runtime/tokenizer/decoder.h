@@ -1,6 +1,6 @@
 // The decoder of tokenizer.json: turns token spellings back into text, step by
 // step as Hugging Face's decoders chain does (ByteLevel for byte-level BPE;
-// Replace, ByteFallback, Fuse, Strip for SentencePiece-style BPE).
+// Replace, ByteFallback, Fuse, Strip or Metaspace for SentencePiece-style BPE).
 #ifndef LLMSERVE_TOKENIZER_DECODER_H
 #define LLMSERVE_TOKENIZER_DECODER_H
 
@@ -21,9 +21,12 @@ public:
 
 private:
   struct Step {
-    enum Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip } kind;
-    std::string pattern, content; // Replace: pattern -> content; Strip: content
-    size_t start = 0, stop = 0;   // Strip: how many to strip at each end
+    enum Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace } kind;
+    std::string pattern, content; // Replace: pattern -> content; Strip: content;
+                                  // Metaspace: pattern = the replacement
+    size_t start = 0, stop = 0;   // Strip: how many to strip at each end;
+                                  // Metaspace: start = 1 to drop the
+                                  // replacement from the first token
   };
   static void append_steps(const nlohmann::json &config, std::vector<Step> &steps);
   static void apply(const Step &step, std::vector<std::string> &tokens);

@@ -207,4 +207,37 @@ void split_text(SplitPattern pattern, std::string_view text,
   }
 }
 
+std::string Metaspace::apply(std::string_view section, bool at_start) const {
+  std::string out;
+  out.reserve(section.size() + 8);
+  bool prepend_here = prepend == Prepend::Always || (prepend == Prepend::First && at_start);
+  if (prepend_here && section.substr(0, 1) != " " &&
+      section.substr(0, replacement.size()) != replacement)
+    out += replacement;
+  for (char c : section) {
+    if (c == ' ')
+      out += replacement;
+    else
+      out += c;
+  }
+  return out;
+}
+
+void Metaspace::split_pieces(std::string_view text,
+                             std::vector<std::string_view> &pieces) const {
+  if (!split) {
+    if (!text.empty())
+      pieces.push_back(text);
+    return;
+  }
+  size_t start = 0;
+  for (size_t p = text.find(replacement, 1); p != std::string_view::npos;
+       p = text.find(replacement, p + replacement.size())) {
+    pieces.push_back(text.substr(start, p - start));
+    start = p;
+  }
+  if (start < text.size())
+    pieces.push_back(text.substr(start));
+}
+
 } // namespace llmserve

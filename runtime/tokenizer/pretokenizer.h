@@ -28,6 +28,22 @@ SplitPattern split_pattern_from_regex(const std::string &regex);
 void split_text(SplitPattern pattern, std::string_view text,
                 std::vector<std::string_view> &pieces);
 
+// The Metaspace pre-tokenizer (SentencePiece-style tokenizers converted by
+// recent transformers): spaces become the replacement ("▁"), which is also
+// prepended to the text's first section ("first") or to every section
+// ("always"); with `split`, each replacement starts a new piece.
+struct Metaspace {
+  enum class Prepend { Always, First, Never };
+  std::string replacement;
+  Prepend prepend = Prepend::Always;
+  bool split = false;
+
+  // `section` is a stretch of text between added tokens; `at_start` says it
+  // begins the input.
+  std::string apply(std::string_view section, bool at_start) const;
+  void split_pieces(std::string_view text, std::vector<std::string_view> &pieces) const;
+};
+
 } // namespace llmserve
 
 #endif

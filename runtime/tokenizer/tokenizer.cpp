@@ -31,11 +31,38 @@ nlohmann::json parse_json(const std::string &text, const char *what) {
   }
 }
 
-// The pre-tokenizer as what the matcher needs: the split pattern, and whether
-// pieces are byte-level.
-std::pair<SplitPattern, bool> parse_pre_tokenizer(const nlohmann::json &config) {
+Metaspace::Prepend parse_prepend_scheme(const nlohmann::json &config, const char *where) {
+  if (config.contains("prepend_scheme")) {
+    std::string scheme = json_string(config, "prepend_scheme", where);
+    if (scheme == "always") return Metaspace::Prepend::Always;
+    if (scheme == "first") return Metaspace::Prepend::First;
+    if (scheme == "never") return Metaspace::Prepend::Never;
+    throw std::invalid_argument(std::string(where) + ".prepend_scheme: unknown value '" +
+                                scheme + "'");
+  }
+  // Older files: add_prefix_space.
+  return json_bool(config, "add_prefix_space", true, where) ? Metaspace::Prepend::Always
+                                                            : Metaspace::Prepend::Never;
+}
+
+std::string parse_replacement(const nlohmann::json &config, const char *where) {
+  std::string replacement = json_string(config, "replacement", where);
+  size_t len;
+  if (replacement.empty() || (unicode::require_utf8(replacement, where),
+                              unicode::decode_at(replacement, 0, &len), len != replacement.size()))
+    throw std::invalid_argument(std::string(where) + ".replacement: expected one character");
+  return replacement;
+}
+
+struct PreTokenizer {
+  SplitPattern pattern = SplitPattern::None;
+  bool byte_level = false; // pieces are bytes spelled with GPT-2's byte map
+  std::optional<Metaspace> metaspace;
+};
+
+PreTokenizer parse_pre_tokenizer(const nlohmann::json &config) {
   if (config.is_null())
-    return {SplitPattern::None, false};
+    return {};
   std::string type = json_string(config, "type", "pre_tokenizer");
   auto byte_level = [](const nlohmann::json &c) {
     if (json_bool(c, "add_prefix_space", false, "pre_tokenizer.ByteLevel"))
@@ -56,9 +83,16 @@ std::pair<SplitPattern, bool> parse_pre_tokenizer(const nlohmann::json &config) 
         json_string(pattern, "Regex", "pre_tokenizer.Split.pattern"));
   };
   if (type == "ByteLevel")
-    return {byte_level(config) ? SplitPattern::Gpt2 : SplitPattern::None, true};
+    return {byte_level(config) ? SplitPattern::Gpt2 : SplitPattern::None, true, {}};
   if (type == "Split")
-    return {split(config), false};
+    return {split(config), false, {}};
+  if (type == "Metaspace") {
+    Metaspace m;
+    m.replacement = parse_replacement(config, "pre_tokenizer.Metaspace");
+    m.prepend = parse_prepend_scheme(config, "pre_tokenizer.Metaspace");
+    m.split = json_bool(config, "split", true, "pre_tokenizer.Metaspace");
+    return {SplitPattern::None, false, m};
+  }
   if (type == "Sequence") {
     const auto &steps = json_field(config, "pretokenizers", "pre_tokenizer");
     if (steps.size() == 2 && steps[0].value("type", "") == "Split" &&
@@ -66,14 +100,14 @@ std::pair<SplitPattern, bool> parse_pre_tokenizer(const nlohmann::json &config) 
       if (byte_level(steps[1]))
         throw std::invalid_argument(
             "pre_tokenizer: ByteLevel after Split must have use_regex=false");
-      return {split(steps[0]), true};
+      return {split(steps[0]), true, {}};
     }
     throw std::invalid_argument("pre_tokenizer: unsupported Sequence " +
                                 config.dump().substr(0, 200) +
                                 " (supported: [Split, ByteLevel])");
   }
   throw std::invalid_argument("unsupported pre_tokenizer type '" + type +
-                              "' (supported: ByteLevel, Split, Sequence)");
+                              "' (supported: ByteLevel, Split, Metaspace, Sequence)");
 }
 
 // A tokenizer_config.json token entry: a string, {"content": ...}, or null.
@@ -143,10 +177,10 @@ void Tokenizer::load_tokenizer_json(const std::string &text) {
   if (!j.is_object())
     throw std::invalid_argument("tokenizer.json: expected an object");
   normalizer_ = Normalizer::from_json(j.value("normalizer", nlohmann::json()));
-  auto [pattern, byte_level] =
-      parse_pre_tokenizer(j.value("pre_tokenizer", nlohmann::json()));
-  split_pattern_ = pattern;
-  load_model(json_field(j, "model", "tokenizer.json"), byte_level);
+  auto pre_tokenizer = parse_pre_tokenizer(j.value("pre_tokenizer", nlohmann::json()));
+  split_pattern_ = pre_tokenizer.pattern;
+  metaspace_ = pre_tokenizer.metaspace;
+  load_model(json_field(j, "model", "tokenizer.json"), pre_tokenizer.byte_level);
   load_added_tokens(j.value("added_tokens", nlohmann::json::array()));
   decoder_ = Decoder::from_json(j.value("decoder", nlohmann::json()));
   load_post_processor(j.value("post_processor", nlohmann::json()));
@@ -355,7 +389,8 @@ void Tokenizer::add_eos(int32_t id) {
     eos_ids_.push_back(id);
 }
 
-void Tokenizer::encode_text(std::string_view text, std::vector<int32_t> &ids) const {
+void Tokenizer::encode_text(std::string_view text, bool at_start,
+                            std::vector<int32_t> &ids) const {
   std::string normalized;
   if (!normalizer_.is_identity()) {
     normalized = normalizer_.normalize(text);
@@ -373,7 +408,13 @@ void Tokenizer::encode_text(std::string_view text, std::vector<int32_t> &ids) co
       continue;
     }
     pieces.clear();
-    split_text(split_pattern_, segment.text, pieces);
+    std::string replaced;
+    if (metaspace_) {
+      replaced = metaspace_->apply(segment.text, at_start && segment.text.data() == text.data());
+      metaspace_->split_pieces(replaced, pieces);
+    } else {
+      split_text(split_pattern_, segment.text, pieces);
+    }
     for (std::string_view piece : pieces)
       bpe_->encode(piece, ids);
   }
@@ -387,7 +428,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text,
   if (add_special_tokens)
     ids.insert(ids.end(), prefix_ids_.begin(), prefix_ids_.end());
   if (raw_added_->empty()) {
-    encode_text(text, ids);
+    encode_text(text, true, ids);
   } else {
     std::vector<Segment> segments;
     raw_added_->split(text, segments);
@@ -395,7 +436,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text,
       if (segment.token >= 0)
         ids.push_back(segment.token);
       else
-        encode_text(segment.text, ids);
+        encode_text(segment.text, segment.text.data() == text.data(), ids);
     }
   }
   if (add_special_tokens)

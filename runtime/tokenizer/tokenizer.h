@@ -67,7 +67,8 @@ private:
   void set_token(int32_t id, const std::string &spelling, bool special);
   void add_eos(int32_t id);
   bool has_token(int32_t id) const;
-  void encode_text(std::string_view text, std::vector<int32_t> &ids) const;
+  // `at_start`: the text begins the input (Metaspace's "first" scheme).
+  void encode_text(std::string_view text, bool at_start, std::vector<int32_t> &ids) const;
 
   std::vector<std::string> id_to_token_;
   std::vector<bool> has_token_;
@@ -76,6 +77,7 @@ private:
 
   Normalizer normalizer_;
   SplitPattern split_pattern_ = SplitPattern::None;
+  std::optional<Metaspace> metaspace_;
   std::unique_ptr<Bpe> bpe_;
   Decoder decoder_;
   std::unique_ptr<AddedTokenMatcher> raw_added_;        // matched before normalizing

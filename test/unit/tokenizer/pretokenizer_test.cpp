@@ -40,6 +40,17 @@ TEST(PreTokenizer, NoneKeepsTheText) {
   EXPECT_EQ(split(SplitPattern::None, ""), Pieces{});
 }
 
+TEST(PreTokenizer, Metaspace) {
+  Metaspace m{"\u2581", Metaspace::Prepend::First, true};
+  EXPECT_EQ(m.apply("a b", true), "\u2581a\u2581b");
+  EXPECT_EQ(m.apply("a b", false), "a\u2581b");
+  EXPECT_EQ(m.apply(" a", true), "\u2581a"); // already starts with a space
+  std::vector<std::string_view> pieces;
+  std::string text = m.apply("a  b", true);
+  m.split_pieces(text, pieces);
+  EXPECT_EQ(Pieces(pieces.begin(), pieces.end()), (Pieces{"\u2581a", "\u2581", "\u2581b"}));
+}
+
 TEST(PreTokenizer, UnknownRegexIsAnError) {
   EXPECT_THROW(split_pattern_from_regex("\\w+"), std::invalid_argument);
 }

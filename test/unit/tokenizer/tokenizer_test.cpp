@@ -45,6 +45,19 @@ TEST(SentencePieceBpe, MergesAcrossWordMarkersWhenTheVocabularyHasThem) {
   EXPECT_EQ(load(sentencepiece_json()).encode("ab a", false), (Ids{264, 262}));
 }
 
+TEST(SentencePieceBpe, MetaspacePrependsToTheFirstSectionOnly) {
+  auto j = sentencepiece_json();
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"},
+                        {"prepend_scheme", "first"}, {"split", false}};
+  // "a" starts the input and gets the marker; "b" follows </s> and does not.
+  EXPECT_EQ(load(j).encode("a</s>b", false), (Ids{262, 2, 261}));
+  j["pre_tokenizer"]["prepend_scheme"] = "always";
+  EXPECT_EQ(load(j).encode("a</s>b", false), (Ids{262, 2, 259, 261}));
+  j["decoder"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}};
+  EXPECT_EQ(load(j).decode({264, 264}, false), "ab ab");
+}
+
 TEST(SentencePieceBpe, ByteFallbackForUnknownCharacters) {
   auto t = load(sentencepiece_json());
   // U+20AC is E2 82 AC; byte b is token 3 + b.
@@ -167,14 +180,22 @@ TEST(TokenizerErrors, UnsupportedOrMalformedTokenizerJson) {
       {"regex replace",
        [](auto &j) { j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", " "}}; },
        "only String patterns"},
-      {"pre-tokenizer", [](auto &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; },
-       "pre_tokenizer type 'Metaspace'"},
+      {"pre-tokenizer", [](auto &j) { j["pre_tokenizer"] = {{"type", "WhitespaceSplit"}}; },
+       "pre_tokenizer type 'WhitespaceSplit'"},
       {"split regex",
        [](auto &j) {
          j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\w+"}}}, {"behavior", "Isolated"}};
        },
        "unsupported pre-tokenizer split regex '\\w+'"},
       {"prefix space", [](auto &j) { j["pre_tokenizer"]["add_prefix_space"] = true; }, "add_prefix_space"},
+      {"metaspace scheme",
+       [](auto &j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "sometimes"}};
+       },
+       "prepend_scheme: unknown value 'sometimes'"},
+      {"metaspace replacement",
+       [](auto &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "ab"}}; },
+       "replacement: expected one character"},
       {"decoder", [](auto &j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder type 'WordPiece'"},
       {"post-processor", [](auto &j) { j["post_processor"] = {{"type", "BertProcessing"}}; },
        "post_processor type 'BertProcessing'"},
