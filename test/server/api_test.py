@@ -232,6 +232,20 @@ class Errors(unittest.TestCase):
         finally:
             conn.close()
 
+    def test_tokenize_agrees_with_generation(self):
+        status, _, tokens = self.server.post("/tokenize", {"prompt": "hello there",
+                                                           "add_special_tokens": False})
+        self.assertEqual(status, 200, tokens)
+        self.assertEqual(tokens["count"], len(tokens["tokens"]))
+        self.assertEqual(tokens["max_model_len"], 64)
+        status, _, text = self.server.post("/detokenize", {"tokens": tokens["tokens"]})
+        self.assertEqual(text, {"prompt": "hello there"})
+        messages = [{"role": "user", "content": "hello there"}]
+        status, _, chat = self.server.post("/tokenize", {"messages": messages})
+        status, _, response = self.server.post("/v1/chat/completions",
+                                               {"messages": messages, "max_tokens": 1})
+        self.assertEqual(response["usage"]["prompt_tokens"], chat["count"])
+
     def test_unknown_fields_are_ignored_and_server_survives(self):
         status, _, response = self.server.post(
             "/v1/completions", {"prompt": "hi", "max_tokens": 2, "user": "u", "whatever": [1]})
