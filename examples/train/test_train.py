@@ -259,7 +259,7 @@ class TrainingTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory() as out:
             shutil.copyfile(os.path.join(CHECKPOINT, "tokenizer.json"), os.path.join(work, "tokenizer.json"))
             model = LlamaForCausalLM(LlamaConfig(max_position_embeddings=32))
-            train.export(model, None, work, out)
+            train.export(model, work, out)
             loaded, _ = sample.load(out)
             for name, p in model.state_dict().items():
                 self.assertTrue(torch.allclose(loaded.state_dict()[name], p.half().float()), name)

@@ -119,7 +119,7 @@ def learning_rate(step, args):
     return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
-def export(model, args, work, out):
+def export(model, work, out):
     """Writes the Hugging Face checkpoint directory."""
     os.makedirs(out, exist_ok=True)
     c = model.config
@@ -166,36 +166,35 @@ def main():
           f"validation windows { {k: v.shape[0] for k, v in validation.items()} }", flush=True)
 
     os.makedirs(args.out, exist_ok=True)
-    log = open(os.path.join(args.out, "training_log.jsonl"), "w")
-    log.write(json.dumps({"args": vars(args), "parameters": model.parameter_count(),
-                          "torch": torch.__version__}) + "\n")
-    start = time.time()
-    step = 0
-    while step < args.steps and time.time() - start < args.minutes * 60:
-        lr = learning_rate(step, args)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        loss = loss_of(model, batches[step * args.batch:(step + 1) * args.batch])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        step += 1
-        record = {"step": step, "train_loss": round(loss.item(), 4), "lr": lr, "seconds": round(time.time() - start, 1)}
-        if step % args.eval_every == 0 or step == args.steps:
-            record["validation_loss"] = {k: round(v, 4) for k, v in evaluate(model, validation).items()}
-        log.write(json.dumps(record) + "\n")
-        log.flush()
-        if step % 10 == 0 or "validation_loss" in record:
-            print(record, flush=True)
-        if step % args.save_every == 0:
-            export(model, args, args.work, args.out)
-    if step % args.eval_every != 0 and step != args.steps:
-        log.write(json.dumps({"step": step, "seconds": round(time.time() - start, 1),
-                              "validation_loss": {k: round(v, 4) for k, v in evaluate(model, validation).items()},
-                              "stopped_by": "minutes"}) + "\n")
-    log.close()
-    export(model, args, args.work, args.out)
+    with open(os.path.join(args.out, "training_log.jsonl"), "w") as log:
+        log.write(json.dumps({"args": vars(args), "parameters": model.parameter_count(),
+                              "torch": torch.__version__}) + "\n")
+        start = time.time()
+        step = 0
+        while step < args.steps and time.time() - start < args.minutes * 60:
+            lr = learning_rate(step, args)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss = loss_of(model, batches[step * args.batch:(step + 1) * args.batch])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            record = {"step": step, "train_loss": round(loss.item(), 4), "lr": lr, "seconds": round(time.time() - start, 1)}
+            if step % args.eval_every == 0 or step == args.steps:
+                record["validation_loss"] = {k: round(v, 4) for k, v in evaluate(model, validation).items()}
+            log.write(json.dumps(record) + "\n")
+            log.flush()
+            if step % 10 == 0 or "validation_loss" in record:
+                print(record, flush=True)
+            if step % args.save_every == 0:
+                export(model, args.work, args.out)
+        if step % args.eval_every != 0 and step != args.steps:
+            log.write(json.dumps({"step": step, "seconds": round(time.time() - start, 1),
+                                  "validation_loss": {k: round(v, 4) for k, v in evaluate(model, validation).items()},
+                                  "stopped_by": "minutes"}) + "\n")
+    export(model, args.work, args.out)
     print(f"done: {step} steps in {time.time() - start:.0f} s, checkpoint in {args.out}", flush=True)
 
 
