@@ -138,7 +138,7 @@ public:
       }
     FailureOr<Grid> grid =
         llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
-            .Case([&](EmbeddingOp o) { return embedding(o); })
+            .Case<EmbeddingOp, GatherRowsOp>([&](auto) { return gather(); })
             .Case([&](RmsNormOp o) { return rmsNorm(o); })
             .Case([&](LayerNormOp o) { return layerNorm(o); })
             .Case([&](LinearOp o) { return linear(o); })
@@ -147,7 +147,6 @@ public:
             .Case([&](PagedAttentionOp o) { return pagedAttention(o); })
             .Case([&](SiluMulOp o) { return siluMul(o); })
             .Case([&](GeluOp o) { return gelu(o); })
-            .Case([&](GatherRowsOp o) { return gatherRows(o); })
             .Case([&](SampleOp o) { return sample(o); })
             .Default([&](Operation *) {
               return op->emitOpError("has no CPU kernel"), failure();
@@ -189,20 +188,21 @@ private:
     return {ceilDiv(size, kElementsPerGroup), "1", "1"};
   }
 
-  FailureOr<Grid> embedding(EmbeddingOp) {
-    Value table = emitter.binding(0), ids = emitter.binding(1),
+  /// embedding and gather_rows: out[i] = source[indices[i]]. Indices outside
+  /// the source (which the runtime rejects for token ids) give zeros rather
+  /// than an out-of-bounds read.
+  FailureOr<Grid> gather() {
+    Value source = emitter.binding(0), indices = emitter.binding(1),
           out = emitter.binding(2);
-    Value vocab = emitter.dimSize(0, 0), width = emitter.dimSize(0, 1);
+    Value numRows = emitter.dimSize(0, 0), width = emitter.dimSize(0, 1);
     auto [begin, end] = emitter.rowRange(emitter.dimSize(1, 0), kRowsPerGroup);
-    emitter.forLoop(begin, end, 1, [&](Value t) {
-      Value id = a.toIndex(a.load(ids, t));
-      // Out-of-vocabulary ids (rejected by the runtime) read row 0 as zeros
-      // rather than out of bounds.
-      Value valid = a.cmpi(arith::CmpIPredicate::ult, id, vocab);
-      Value row = a.select(valid, id, emitter.index(0));
+    emitter.forLoop(begin, end, 1, [&](Value i) {
+      Value index = a.toIndex(a.load(indices, i));
+      Value valid = a.cmpi(arith::CmpIPredicate::ult, index, numRows);
+      Value row = a.select(valid, index, emitter.index(0));
       Value zero = emitter.f32(0);
       emitter.forLoop(emitter.index(0), width, 1, [&](Value d) {
-        a.store(a.select(valid, a.load(table, {row, d}), zero), out, {t, d});
+        a.store(a.select(valid, a.load(source, {row, d}), zero), out, {i, d});
       });
     });
     return rowGrid(1, kRowsPerGroup);
@@ -588,22 +588,6 @@ private:
       }
       return a.mul(a.mul(half, x), a.add(one, inner));
     });
-  }
-
-  FailureOr<Grid> gatherRows(GatherRowsOp) {
-    Value input = emitter.binding(0), rows = emitter.binding(1),
-          out = emitter.binding(2);
-    Value numRows = emitter.dimSize(0, 0), width = emitter.dimSize(0, 1);
-    auto [begin, end] = emitter.rowRange(emitter.dimSize(1, 0), kRowsPerGroup);
-    emitter.forLoop(begin, end, 1, [&](Value s) {
-      Value r = a.toIndex(a.load(rows, s));
-      Value valid = a.cmpi(arith::CmpIPredicate::ult, r, numRows);
-      Value source = a.select(valid, r, emitter.index(0));
-      emitter.forLoop(emitter.index(0), width, 1, [&](Value d) {
-        a.store(a.load(input, {source, d}), out, {s, d});
-      });
-    });
-    return rowGrid(1, kRowsPerGroup);
   }
 
   /// A uniform float in (0, 1) from (seed, offset, token): splitmix64, so a
