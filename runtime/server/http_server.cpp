@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -95,6 +95,12 @@ HttpServer::HttpServer(ModelInfo model, EngineLoop &loop, HttpServerConfig confi
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server_->set_payload_max_length(config_.max_body_bytes);
   server_->set_tcp_nodelay(true);
+  // httplib's default adds SO_REUSEPORT, which would let a second server
+  // bind the same port and split its connections with the first.
+  server_->set_socket_options([](socket_t socket) {
+    int yes = 1;
+    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server_->set_logger([](const httplib::Request &req, const httplib::Response &res) {
     std::fprintf(stderr, "INFO %s:%d \"%s %s %s\" %d\n", req.remote_addr.c_str(),
                  req.remote_port, req.method.c_str(), req.path.c_str(), req.version.c_str(),

@@ -317,6 +317,39 @@ class GracefulStop(unittest.TestCase):
                     socket.create_connection((server.host, server.port), timeout=5).close()
 
 
+class ServeCommand(unittest.TestCase):
+    def serve(self, *args):
+        return subprocess.run([LLMRUN, "serve", *args], capture_output=True, timeout=60)
+
+    def test_start_up_errors(self):
+        result = self.serve(bundle("llama"), "--port", "http")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn(b"--port 'http': not an integer", result.stderr)
+        result = self.serve(bundle("llama"), "--max-model-len", "100000")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"exceeds the model's max_position_embeddings = 256", result.stderr)
+        result = self.serve(bundle("llama"), "--kv-cache-memory", "1KiB")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"KV cache budget of 1024 bytes holds no block", result.stderr)
+        result = self.serve(os.path.join(WORK, "missing.llmb"))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"missing.llmb", result.stderr)
+        with ServerProcess(LLMRUN, bundle("llama")) as server:
+            result = self.serve(bundle("llama"), "--port", str(server.port), "--threads", "1")
+            self.assertEqual(result.returncode, 1)
+            self.assertIn(f"cannot listen on 127.0.0.1:{server.port}".encode(), result.stderr)
+            self.assertEqual(server.stop(), 0)
+
+    def test_start_up_report(self):
+        with ServerProcess(LLMRUN, bundle("llama"), "--kv-cache-memory", "1MiB") as server:
+            self.assertEqual(server.stop(), 0)
+            out = server.output()
+        self.assertIn("model llama: llama, 112,448 parameters, vocabulary 300", out)
+        # 1 MiB at 512 bytes per token: 2048 tokens in 128 blocks, 8 of 256.
+        self.assertIn("KV cache: 128 blocks of 16 tokens (2,048 tokens", out)
+        self.assertIn("at most 8.0 full-length requests at once", out)
+
+
 class GenerateCommand(unittest.TestCase):
     def generate(self, *args):
         return subprocess.run([LLMRUN, "generate", *args], capture_output=True, timeout=120)
