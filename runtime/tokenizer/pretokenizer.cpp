@@ -40,6 +40,7 @@ class Text {
 public:
   explicit Text(std::string_view s) : s_(s) {}
   size_t size() const { return s_.size(); }
+  std::string_view view() const { return s_; }
   char byte(size_t pos) const { return s_[pos]; }
 
   // Class of the character at pos (< size()); its length goes to *len.
@@ -169,10 +170,110 @@ size_t match_cl100k(const Text &t, size_t pos, size_t max_digits) {
   return match_whitespace_tail(t, pos);
 }
 
+// o200k (GPT-4o) distinguishes letter case: its words are
+// [^\r\n\p{L}\p{N}]?U*L+C? or [^\r\n\p{L}\p{N}]?U+L*C? with U = [Lu Lt Lm Lo M],
+// L = [Ll Lm Lo M] and C an optional case-insensitive contraction.
+enum O200kFlags : uint8_t {
+  kUpperSet = 1,  // U
+  kLowerSet = 2,  // L
+  kPrefix = 4,    // [^\r\n\p{L}\p{N}]
+  kSymbol = 8,    // [^\s\p{L}\p{N}]
+};
+
+uint8_t o200k_flags(const Text &t, size_t pos, size_t *len) {
+  auto b = static_cast<unsigned char>(t.byte(pos));
+  uint32_t cp = b < 0x80 ? (*len = 1, b) : unicode::decode_at(t.view(), pos, len);
+  switch (unicode::category(cp)) {
+  case unicode::Lu: case unicode::Lt: return kUpperSet;
+  case unicode::Ll: return kLowerSet;
+  case unicode::Lm: case unicode::Lo: return kUpperSet | kLowerSet;
+  case unicode::Mn: case unicode::Mc: case unicode::Me:
+    return kUpperSet | kLowerSet | kPrefix | kSymbol;
+  case unicode::Nd: case unicode::Nl: case unicode::No: return 0;
+  default:
+    if (cp == '\r' || cp == '\n')
+      return 0;
+    return unicode::is_white_space(cp) ? kPrefix : kPrefix | kSymbol;
+  }
+}
+
+// End of the run of characters whose flags include `flag`, from pos.
+size_t o200k_run(const Text &t, size_t pos, uint8_t flag) {
+  size_t len;
+  while (pos < t.size() && (o200k_flags(t, pos, &len) & flag))
+    pos += len;
+  return pos;
+}
+
+size_t with_contraction(const Text &t, size_t end) {
+  if (end < t.size() && t.byte(end) == '\'') {
+    if (size_t c = match_contraction(t, end, true))
+      return c;
+  }
+  return end;
+}
+
+// U*L+C? from start; 0 if it does not match.
+size_t match_o200k_lower_word(const Text &t, size_t start) {
+  size_t upper_end = o200k_run(t, start, kUpperSet), len;
+  if (upper_end < t.size() && (o200k_flags(t, upper_end, &len) & kLowerSet))
+    return with_contraction(t, o200k_run(t, upper_end, kLowerSet));
+  // Backtracking U*: L+ takes the last character of the run that is in both.
+  for (size_t p = upper_end; p > start;) {
+    p = t.previous(p);
+    if (o200k_flags(t, p, &len) & kLowerSet)
+      return with_contraction(t, p + len);
+  }
+  return 0;
+}
+
+// U+L*C? from start; 0 if it does not match.
+size_t match_o200k_upper_word(const Text &t, size_t start) {
+  size_t upper_end = o200k_run(t, start, kUpperSet);
+  if (upper_end == start)
+    return 0;
+  return with_contraction(t, o200k_run(t, upper_end, kLowerSet));
+}
+
+//   [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,3}|
+//    ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t match_o200k(const Text &t, size_t pos) {
+  size_t len;
+  uint8_t flags = o200k_flags(t, pos, &len);
+  for (auto word : {match_o200k_lower_word, match_o200k_upper_word}) {
+    if ((flags & kPrefix) && pos + len < t.size())
+      if (size_t end = word(t, pos + len))
+        return end;
+    if (size_t end = word(t, pos))
+      return end;
+  }
+  if (t.is(pos, kNumber))
+    return t.run(pos, kNumber, 3);
+  size_t start = t.byte(pos) == ' ' && pos + 1 < t.size() &&
+                         (o200k_flags(t, pos + 1, &len) & kSymbol)
+                     ? pos + 1
+                     : pos;
+  if (o200k_flags(t, start, &len) & kSymbol) {
+    size_t end = o200k_run(t, start, kSymbol);
+    while (end < t.size() && (t.byte(end) == '\r' || t.byte(end) == '\n' || t.byte(end) == '/'))
+      ++end;
+    return end;
+  }
+  size_t end = t.whitespace_run(pos);
+  for (size_t p = end; p > pos;) {
+    p = t.previous(p);
+    if (t.byte(p) == '\n' || t.byte(p) == '\r')
+      return p + 1;
+  }
+  return match_whitespace_tail(t, pos);
+}
+
 const char kGpt2Regex[] =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 const char kCl100kRegex[] =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char kO200kRegex[] =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char kQwen2Regex[] =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
@@ -185,9 +286,11 @@ SplitPattern split_pattern_from_regex(const std::string &regex) {
     return SplitPattern::Cl100k;
   if (regex == kQwen2Regex)
     return SplitPattern::Qwen2;
+  if (regex == kO200kRegex)
+    return SplitPattern::O200k;
   throw std::invalid_argument(
       "unsupported pre-tokenizer split regex '" + regex +
-      "' (supported: the GPT-2, Llama 3 and Qwen2 patterns)");
+      "' (supported: the GPT-2, Llama 3, Qwen2 and GPT-4o patterns)");
 }
 
 void split_text(SplitPattern pattern, std::string_view text,
@@ -201,7 +304,8 @@ void split_text(SplitPattern pattern, std::string_view text,
   for (size_t pos = 0; pos < text.size();) {
     size_t end = pattern == SplitPattern::Gpt2     ? match_gpt2(t, pos)
                  : pattern == SplitPattern::Cl100k ? match_cl100k(t, pos, 3)
-                                                   : match_cl100k(t, pos, 1);
+                 : pattern == SplitPattern::Qwen2  ? match_cl100k(t, pos, 1)
+                                                   : match_o200k(t, pos);
     pieces.push_back(text.substr(pos, end - pos));
     pos = end;
   }

@@ -17,6 +17,7 @@ enum class SplitPattern {
   Gpt2,   // GPT-2's pattern (ByteLevel with use_regex)
   Cl100k, // Llama 3 (cl100k-style: \p{N}{1,3})
   Qwen2,  // Qwen2/Qwen3 (cl100k-style with single digits)
+  O200k,  // GPT-4o (o200k: letter case decides word boundaries)
 };
 
 // The pattern of a `Split` pre-tokenizer's regex source; throws

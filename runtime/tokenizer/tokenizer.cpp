@@ -75,10 +75,14 @@ PreTokenizer parse_pre_tokenizer(const nlohmann::json &config) {
     if (!pattern.is_object() || !pattern.contains("Regex"))
       throw std::invalid_argument("pre_tokenizer.Split: expected a Regex pattern, got " +
                                   pattern.dump());
+    // The supported patterns match every character, so isolating the matches
+    // and removing the (empty) gaps between them are the same split.
     std::string behavior = json_string(c, "behavior", "pre_tokenizer.Split");
-    if (behavior != "Isolated" || json_bool(c, "invert", false, "pre_tokenizer.Split"))
+    bool invert = json_bool(c, "invert", false, "pre_tokenizer.Split");
+    if (!(behavior == "Isolated" && !invert) && !(behavior == "Removed" && invert))
       throw std::invalid_argument("pre_tokenizer.Split: behavior '" + behavior +
-                                  "' (invert) is not supported; expected Isolated");
+                                  "' with invert=" + (invert ? "true" : "false") +
+                                  " is not supported (Isolated, or Removed with invert)");
     return split_pattern_from_regex(
         json_string(pattern, "Regex", "pre_tokenizer.Split.pattern"));
   };

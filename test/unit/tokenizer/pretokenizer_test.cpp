@@ -35,6 +35,12 @@ TEST(PreTokenizer, Qwen2SplitsDigitsOneByOne) {
   EXPECT_EQ(split(SplitPattern::Qwen2, "x123"), (Pieces{"x", "1", "2", "3"}));
 }
 
+TEST(PreTokenizer, O200kSplitsAtLetterCase) {
+  EXPECT_EQ(split(SplitPattern::O200k, "HelloWorld HTTPServer iOS DON'T a/b\n"),
+            (Pieces{"Hello", "World", " HTTPServer", " i", "OS", " DON'T", " a", "/b", "\n"}));
+  EXPECT_EQ(split(SplitPattern::O200k, "x /// \u0301y"), (Pieces{"x", " ///", " \u0301y"}));
+}
+
 TEST(PreTokenizer, NoneKeepsTheText) {
   EXPECT_EQ(split(SplitPattern::None, "a b"), (Pieces{"a b"}));
   EXPECT_EQ(split(SplitPattern::None, ""), Pieces{});
