@@ -36,6 +36,10 @@ EngineLoop::~EngineLoop() {
 
 std::vector<uint64_t> EngineLoop::submit(std::vector<Submission> requests,
                                          std::shared_ptr<OutputQueue> outputs) {
+  if (requests.size() > size_t(max_in_flight_))
+    throw std::invalid_argument("the request needs " + std::to_string(requests.size()) +
+                                " sequences (prompts times n); the server holds at most " +
+                                std::to_string(max_in_flight_));
   std::lock_guard<std::mutex> lock(mutex_);
   if (routes_.size() + requests.size() > size_t(max_in_flight_))
     throw QueueFullError("the server is at its limit of " +

@@ -53,8 +53,9 @@ public:
   // Aborts whatever is unfinished and joins the thread.
   ~EngineLoop();
 
-  // Adds all `requests` or none: throws QueueFullError if they do not fit,
-  // or std::invalid_argument from Engine::add_request. Returns their ids, in
+  // Adds all `requests` or none: throws QueueFullError if they do not fit
+  // now, std::invalid_argument if they never can (more than max_in_flight)
+  // or from Engine::add_request. Returns their ids, in
   // order; their outputs go to `outputs`.
   std::vector<uint64_t> submit(std::vector<Submission> requests,
                                std::shared_ptr<OutputQueue> outputs);

@@ -271,6 +271,9 @@ class Limits(unittest.TestCase):
             self.assertEqual(status, 503, response)
             self.assertEqual(headers.get("Retry-After"), "1")
             self.assertIn("retry later", response["error"]["message"])
+            status, _, response = server.post("/v1/completions", {"prompt": "hi", "n": 3})
+            self.assertEqual(status, 400, response)
+            self.assertIn("at most 2", response["error"]["message"])
             for conn, response in streams:
                 stream_events(response)
                 conn.close()

@@ -78,9 +78,11 @@ TEST_F(EngineLoopTest, InFlightLimitRefusesWholeSubmissions) {
   EngineLoop loop(engine_, 2);
   auto queue = std::make_shared<OutputQueue>();
   EXPECT_THROW(loop.submit({greedy({5}, 1), greedy({5}, 1), greedy({5}, 1)}, queue),
-               QueueFullError);
-  EXPECT_EQ(loop.num_in_flight(), 0);
-  loop.submit({greedy({5}, 40), greedy({6}, 40)}, queue);
+               std::invalid_argument); // could never fit
+  loop.submit({greedy({5}, 40)}, queue);
+  EXPECT_THROW(loop.submit({greedy({5}, 1), greedy({5}, 1)}, queue), QueueFullError);
+  EXPECT_EQ(loop.num_in_flight(), 1);
+  loop.submit({greedy({6}, 40)}, queue);
   EXPECT_THROW(loop.submit({greedy({7}, 1)}, queue), QueueFullError);
   loop.abort_all();
   drain(*queue, 2);
