@@ -126,6 +126,17 @@ TEST_F(OpenAiProtocol, ChatRendersTheTemplate) {
                   Endpoint::kChatCompletions)
                 .param,
             "messages[0].content");
+  ChatTemplate strict("{{ raise_exception('only users speak') }}", "<s>", "</s>");
+  ModelInfo with_strict = model_;
+  with_strict.chat_template = &strict;
+  try {
+    render_chat(json::array({{{"role", "user"}, {"content", "a"}}}), with_strict);
+    ADD_FAILURE();
+  } catch (const ApiError &e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "messages");
+    EXPECT_NE(std::string(e.what()).find("only users speak"), std::string::npos) << e.what();
+  }
   ModelInfo no_template = model_;
   no_template.chat_template = nullptr;
   EXPECT_THROW(render_chat(json::array({{{"role", "user"}, {"content", "a"}}}), no_template),
