@@ -1,6 +1,7 @@
 // The Jinja subset behind ChatTemplate: a template is parsed once into a tree
 // of nodes and expressions, then rendered against a context of JSON values.
-// Whitespace follows transformers' environment: trim_blocks and lstrip_blocks.
+// Whitespace follows transformers' environment: trim_blocks and lstrip_blocks,
+// and Jinja's default of dropping the template's trailing newline.
 #ifndef LLMSERVE_TOKENIZER_JINJA_H
 #define LLMSERVE_TOKENIZER_JINJA_H
 

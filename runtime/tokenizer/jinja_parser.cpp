@@ -565,6 +565,14 @@ private:
 
 } // namespace
 
-Template parse(const std::string &source) { return Parser(Lexer(source).run()).run(); }
+Template parse(const std::string &source) {
+  // Like Jinja (keep_trailing_newline=False): one trailing newline goes.
+  std::string text = source;
+  if (text.size() >= 2 && text.compare(text.size() - 2, 2, "\r\n") == 0)
+    text.resize(text.size() - 2);
+  else if (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  return Parser(Lexer(text).run()).run();
+}
 
 } // namespace llmserve::jinja

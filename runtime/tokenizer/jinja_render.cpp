@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <optional>
 #include <unordered_map>
 
@@ -462,6 +463,17 @@ private:
           ns[k] = eval(*v);
         return ns;
       }
+      if (callee.name == "strftime_now") { // transformers' global: the local time
+        auto args = eval_args(e, 1);
+        if (args.size() != 1 || !args[0].is_string())
+          fail(e.line, "strftime_now() takes a format string");
+        std::time_t now = std::time(nullptr);
+        std::tm local{};
+        localtime_r(&now, &local);
+        char buf[256];
+        size_t n = std::strftime(buf, sizeof buf, args[0].get<std::string>().c_str(), &local);
+        return std::string(buf, n);
+      }
       if (callee.name == "range") {
         auto args = eval_args(e, 1);
         for (const auto &a : args)
@@ -480,7 +492,7 @@ private:
     }
     if (callee.kind != Expr::Attribute)
       fail(e.line, "unsupported function call (supported: raise_exception, namespace, "
-                   "range, and string/dict methods)");
+                   "range, strftime_now, and string/dict methods)");
     Value obj = eval(*callee.args[0]);
     const std::string &m = callee.name;
     require_no_kwargs(e, m + "()");

@@ -7,6 +7,7 @@ it, and with llmserve's ChatTemplate (chat_template_render), and compares.
 usage: chat_template_parity.py <chat_template_render binary>
 """
 import json
+from datetime import datetime
 import os
 import subprocess
 import sys
@@ -32,6 +33,7 @@ def transformers_environment():
                                         extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda format: datetime.now().strftime(format)
     return env
 
 
