@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -47,10 +48,12 @@ Metaspace::Prepend parse_prepend_scheme(const nlohmann::json &config, const char
 
 std::string parse_replacement(const nlohmann::json &config, const char *where) {
   std::string replacement = json_string(config, "replacement", where);
-  size_t len;
-  if (replacement.empty() || (unicode::require_utf8(replacement, where),
-                              unicode::decode_at(replacement, 0, &len), len != replacement.size()))
-    throw std::invalid_argument(std::string(where) + ".replacement: expected one character");
+  size_t first_char_len = 0;
+  if (!replacement.empty() && unicode::valid_utf8_prefix(replacement) == replacement.size())
+    unicode::decode_at(replacement, 0, &first_char_len);
+  if (replacement.empty() || first_char_len != replacement.size())
+    throw std::invalid_argument(std::string(where) + ".replacement: expected one character, got '" +
+                                replacement + "'");
   return replacement;
 }
 
@@ -211,6 +214,8 @@ void Tokenizer::load_model(const nlohmann::json &model, bool byte_level) {
 
   std::vector<std::pair<std::string, std::string>> merges;
   const auto &merge_list = json_field(model, "merges", "model");
+  if (!merge_list.is_array())
+    throw std::invalid_argument("model.merges: expected a list");
   merges.reserve(merge_list.size());
   for (const auto &m : merge_list) {
     if (m.is_string()) {
@@ -227,9 +232,9 @@ void Tokenizer::load_model(const nlohmann::json &model, bool byte_level) {
     }
   }
 
-  if (!model.value("dropout", nlohmann::json()).is_null() &&
-      model.at("dropout").get<double>() != 0.0)
-    throw std::invalid_argument("model.dropout is not supported");
+  auto dropout = model.value("dropout", nlohmann::json());
+  if (!dropout.is_null() && !(dropout.is_number() && dropout.get<double>() == 0.0))
+    throw std::invalid_argument("model.dropout " + dropout.dump() + " is not supported");
   for (const char *key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     auto v = model.value(key, nlohmann::json());
     if (!v.is_null() && v != "")
@@ -241,12 +246,11 @@ void Tokenizer::load_model(const nlohmann::json &model, bool byte_level) {
   options.byte_fallback = json_bool(model, "byte_fallback", false, "model");
   options.ignore_merges = json_bool(model, "ignore_merges", false, "model");
   options.fuse_unk = json_bool(model, "fuse_unk", false, "model");
-  auto unk = model.value("unk_token", nlohmann::json());
-  if (!unk.is_null()) {
-    auto it = model_vocab.find(unk.get<std::string>());
+  if (!model.value("unk_token", nlohmann::json()).is_null()) {
+    std::string unk = json_string(model, "unk_token", "model");
+    auto it = model_vocab.find(unk);
     if (it == model_vocab.end())
-      throw std::invalid_argument("model.unk_token '" + unk.get<std::string>() +
-                                  "' is not in model.vocab");
+      throw std::invalid_argument("model.unk_token '" + unk + "' is not in model.vocab");
     options.unk_id = it->second;
   }
   bpe_ = std::make_unique<Bpe>(model_vocab, merges, options);
