@@ -150,10 +150,10 @@ Bpe::Bpe(const std::unordered_map<std::string, int32_t> &vocab,
       });
 }
 
-void Bpe::initial_symbols(std::string_view piece,
+void Bpe::initial_symbols(std::string_view word,
                           std::vector<int32_t> &symbols) const {
   if (options_.byte_level) {
-    for (unsigned char b : piece) {
+    for (unsigned char b : word) {
       // A byte without a token is dropped, as Hugging Face does without an
       // unknown token.
       if (byte_ids_[b] >= 0)
@@ -165,9 +165,9 @@ void Bpe::initial_symbols(std::string_view piece,
   }
   bool pending_unk = false;
   std::string character;
-  for (size_t i = 0, len; i < piece.size(); i += len) {
-    unicode::decode_at(piece, i, &len);
-    character.assign(piece.data() + i, len);
+  for (size_t i = 0, len; i < word.size(); i += len) {
+    unicode::decode_at(word, i, &len);
+    character.assign(word.data() + i, len);
     auto it = ids_.find(character);
     if (it != ids_.end()) {
       if (pending_unk)
