@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace llmserve {
 namespace {
@@ -118,6 +120,27 @@ TEST(Tokenizer, Vocabulary) {
   EXPECT_TRUE(t.is_special(261));
   EXPECT_FALSE(t.is_special(259));
   EXPECT_NE(error_of([&] { t.id_to_token(262); }).find("token id 262"), std::string::npos);
+}
+
+TEST(Tokenizer, ConcurrentEncodesAgreeWithSequentialOnes) {
+  auto t = load(sentencepiece_json());
+  std::vector<std::string> texts;
+  for (int i = 0; i < 400; ++i)
+    texts.push_back(std::string(i % 7, 'a') + " ab b\u20ac " + std::to_string(i));
+  std::vector<Ids> expected;
+  for (const auto &text : texts)
+    expected.push_back(load(sentencepiece_json()).encode(text, true));
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&] {
+      for (size_t i = 0; i < texts.size(); ++i)
+        if (t.encode(texts[i], true) != expected[i])
+          ++mismatches;
+    });
+  for (auto &thread : threads)
+    thread.join();
+  EXPECT_EQ(mismatches, 0);
 }
 
 TEST(Tokenizer, ConfigDecidesBosEosAndTemplate) {
