@@ -3,6 +3,7 @@
 #include "bench/progress_bar.h"
 
 #include <algorithm>
+#include <ctime>
 #include <unordered_map>
 
 namespace llmserve::bench {
@@ -10,6 +11,10 @@ namespace {
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+double process_cpu_seconds() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
 }
 
 SamplingParams params_for(const BenchRequest &request, bool ignore_eos) {
@@ -92,9 +97,11 @@ OfflineRun run_offline(Executor &executor, const EngineConfig &config,
     all[i] = i;
   std::unordered_map<uint64_t, size_t> index;
   const Clock::time_point start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   submit(engine, requests, all, ignore_eos, index, out.run.results, progress);
   drain(engine, index, out.run.results, out, progress);
   out.run.duration_s = seconds_between(start, Clock::now());
+  out.cpu_s = process_cpu_seconds() - cpu_start;
   record_cache_stats(engine, out);
   return out;
 }
@@ -113,11 +120,13 @@ OfflineRun run_sequential(Executor &executor, const EngineConfig &config,
   ProgressBar progress(label, static_cast<int64_t>(requests.size()));
   std::unordered_map<uint64_t, size_t> index;
   const Clock::time_point start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   for (size_t i = 0; i < requests.size(); ++i) {
     submit(engine, requests, {i}, ignore_eos, index, out.run.results, progress);
     drain(engine, index, out.run.results, out, progress);
   }
   out.run.duration_s = seconds_between(start, Clock::now());
+  out.cpu_s = process_cpu_seconds() - cpu_start;
   record_cache_stats(engine, out);
   return out;
 }

@@ -17,6 +17,9 @@ namespace llmserve::bench {
 struct OfflineRun {
   BenchmarkRun run;
   double peak_kv_usage = 0.0; // of the pool, blocks held by requests
+  // CPU time of the whole process during the run: on a shared machine it
+  // says what the run cost when wall time says mostly how loaded it was.
+  double cpu_s = 0.0;
   uint64_t prefix_cache_hit_tokens = 0;
   uint64_t prefix_cache_query_tokens = 0;
 };

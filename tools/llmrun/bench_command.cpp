@@ -451,7 +451,9 @@ int offline(Options o, int argc, char **argv) {
             ? static_cast<double>(r.prefix_cache_hit_tokens) / r.prefix_cache_query_tokens
             : 0.0;
     m.extra = {{"Peak KV cache usage (%)", 100 * r.peak_kv_usage},
-               {"Prefix cache hit rate (%)", 100 * hit_rate}};
+               {"Prefix cache hit rate (%)", 100 * hit_rate},
+               {"Process CPU time (s)", r.cpu_s},
+               {"Output tokens per CPU second", r.cpu_s > 0 ? m.summary.total_output_tokens / r.cpu_s : 0.0}};
     return m;
   };
   // Warm-up: the activation arena grows to the largest step once, not inside

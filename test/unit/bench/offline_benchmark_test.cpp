@@ -40,6 +40,7 @@ TEST(RunOffline, EveryRequestGetsItsOutputLength) {
   EXPECT_GT(r.peak_kv_usage, 0.0);
   EXPECT_LE(r.peak_kv_usage, 1.0);
   EXPECT_GT(r.run.duration_s, 0.0);
+  EXPECT_GT(r.cpu_s, 0.0);
 }
 
 TEST(RunSequential, OneRequestAtATimeWithoutThePrefixCache) {
