@@ -210,7 +210,8 @@ void Tokenizer::load_model(const nlohmann::json &model, bool byte_level) {
                                   "']: invalid id " + id.dump());
     set_token(id.get<int32_t>(), token, false);
   }
-  std::unordered_map<std::string, int32_t> model_vocab = token_to_id_;
+  // Until the added tokens are loaded, token_to_id_ is the model's vocab.
+  const auto &model_vocab = token_to_id_;
 
   std::vector<std::pair<std::string, std::string>> merges;
   const auto &merge_list = json_field(model, "merges", "model");
