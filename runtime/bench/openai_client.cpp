@@ -48,7 +48,8 @@ public:
   }
 
   // Fills in the result once the transfer is over; `transfer_error` is
-  // non-empty if it failed.
+  // non-empty if it failed (also when feed() cancelled it: the stream's own
+  // error is kept).
   void finish(const std::string &transfer_error) {
     if (result_.error.empty()) {
       if (!transfer_error.empty())
@@ -190,11 +191,7 @@ RequestResult OpenAiClient::complete(const BenchRequest &request) const {
                    excerpt(error_body.empty() ? response.body : error_body);
     return result;
   }
-  if (!result.error.empty()) {
-    result.success = false;
-    return result;
-  }
-  if (!sent && status == 0) {
+  if (status == 0) { // no response at all
     result.error = "request failed: " + httplib::to_string(error);
     return result;
   }

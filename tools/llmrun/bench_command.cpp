@@ -388,9 +388,8 @@ int serve(const Options &o, int argc, char **argv) {
                                 "and write prompts of exact token lengths");
   const llmserve::Tokenizer tokenizer = llmserve::Tokenizer::from_file(o.tokenizer);
   bench::ClientOptions client_options = o.client;
-  bench::OpenAiClient probe(client_options);
   if (client_options.model.empty())
-    client_options.model = probe.first_model();
+    client_options.model = bench::OpenAiClient(client_options).first_model();
   const bench::OpenAiClient client(client_options);
   const std::vector<bench::BenchRequest> requests = make_workload(o, &tokenizer, 0);
   nlohmann::json workload = workload_json(o, requests);

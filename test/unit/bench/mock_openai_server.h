@@ -2,7 +2,7 @@
 // free port. The prompt picks the behaviour, so one server covers the good
 // stream and every way a server can fail: "ok" streams kChunks chunks, the
 // first after kFirstChunkDelay and then one every kChunkGap, then a usage
-// chunk and [DONE].
+// chunk and [DONE]; "empty" sends only the usage chunk and [DONE].
 #ifndef LLMSERVE_TEST_UNIT_BENCH_MOCK_OPENAI_SERVER_H
 #define LLMSERVE_TEST_UNIT_BENCH_MOCK_OPENAI_SERVER_H
 
@@ -63,7 +63,7 @@ private:
       res.set_content(R"({"error":{"message":"engine exploded"}})", "application/json");
       return;
     }
-    const int n = std::min(kChunks, body["max_tokens"].get<int>());
+    const int n = prompt == "empty" ? 0 : std::min(kChunks, body["max_tokens"].get<int>());
     auto in_flight = std::make_shared<bool>(false);
     res.set_chunked_content_provider(
         "text/event-stream",

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 namespace llmserve::bench {
 namespace {
 
@@ -41,12 +43,14 @@ void expect_known_timings(const RequestResult &r) {
   EXPECT_GE(ttft_ms, ms(MockOpenAiServer::kFirstChunkDelay) - 1);
   EXPECT_LE(ttft_ms, ms(MockOpenAiServer::kFirstChunkDelay) + kSlackMs);
   ASSERT_EQ(r.itl.size(), static_cast<size_t>(MockOpenAiServer::kChunks - 1));
-  for (double gap : r.itl) {
-    EXPECT_GE(gap * 1e3, ms(MockOpenAiServer::kChunkGap) - 1);
+  // A late read can take two chunks at once (a gap near 0 after a long
+  // one), so only the gaps' sum has a lower bound.
+  for (double gap : r.itl)
     EXPECT_LE(gap * 1e3, ms(MockOpenAiServer::kChunkGap) + kSlackMs);
-  }
-  EXPECT_NEAR(r.tpot() * 1e3, ms(MockOpenAiServer::kChunkGap), kSlackMs);
+  const double gaps_ms = std::accumulate(r.itl.begin(), r.itl.end(), 0.0) * 1e3;
+  EXPECT_GE(gaps_ms, (MockOpenAiServer::kChunks - 1) * ms(MockOpenAiServer::kChunkGap) - 1);
   EXPECT_GE(r.tpot() * 1e3, ms(MockOpenAiServer::kChunkGap) - 1);
+  EXPECT_LE(r.tpot() * 1e3, ms(MockOpenAiServer::kChunkGap) + kSlackMs);
   EXPECT_NEAR(r.latency, r.ttft + (r.output_len - 1) * r.tpot(), 1e-9);
 }
 
@@ -82,6 +86,7 @@ TEST_F(OpenAiClientTest, FailuresAreReportedNotThrown) {
       {"badjson", "malformed stream chunk: {\"choices\": ["},
       {"error", "error in stream: {\"message\":\"out of memory\"}"},
       {"nodone", "stream ended before data: [DONE]"},
+      {"empty", "stream carried no output"},
       {"drop", "stream"},
       {"stall", "stream broken: "},
   };
@@ -100,7 +105,7 @@ TEST(OpenAiClient, UnreachableServerIsAFailedRequest) {
   ClientOptions o;
   o.url = "http://127.0.0.1:" + std::to_string(port);
   o.model = "m";
-  o.read_timeout_s = 1;
+  o.read_timeout_s = 0.5;
   const RequestResult r = OpenAiClient(o).complete(request("ok"));
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.error.rfind("request failed: ", 0), 0u) << r.error;
