@@ -124,7 +124,7 @@ class Cancellation(unittest.TestCase):
             # the socket buffers before a slow client thread cut it), and once
             # they are gone no block is held by a request: blocks only the
             # prefix cache keeps count as free.
-            metrics = server.wait_until_idle()
+            metrics = server.wait_until_idle(finished=50)
             aborted = metrics['llmserve:request_success_total{finished_reason="abort"}']
             finished = metrics['llmserve:request_success_total{finished_reason="length"}']
             self.assertEqual(aborted + finished, 50)
@@ -132,6 +132,24 @@ class Cancellation(unittest.TestCase):
             self.assertEqual(metrics["llmserve:kv_cache_usage_perc"], 0)
             self.assertTrue(completion_text(server, {"prompt": "still serving", "max_tokens": 4,
                                                      "ignore_eos": True}))
+            self.assertEqual(server.stop(), 0)
+
+
+    def test_gone_clients_of_unstreamed_requests_are_aborted(self):
+        # One request runs at a time, and each client hangs up as soon as its
+        # request is sent: all but the first few are still waiting.
+        with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1") as server:
+            for i in range(16):
+                conn = server.connection()
+                conn.request("POST", "/v1/completions", json.dumps(
+                    {"prompt": f"request {i}", "max_tokens": 240, "ignore_eos": True}))
+                conn.close()
+            metrics = server.wait_until_idle(finished=16)
+            aborted = metrics['llmserve:request_success_total{finished_reason="abort"}']
+            finished = metrics['llmserve:request_success_total{finished_reason="length"}']
+            self.assertEqual(aborted + finished, 16)
+            self.assertGreaterEqual(aborted, 12)
+            self.assertIn('"POST /v1/completions HTTP/1.1" 499', server.output())
             self.assertEqual(server.stop(), 0)
 
 

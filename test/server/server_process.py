@@ -71,12 +71,16 @@ class ServerProcess:
                 values[name] = float(value)
         return values
 
-    def wait_until_idle(self, timeout=20):
-        """Metrics once nothing runs or waits and no KV block is held."""
+    def wait_until_idle(self, finished=0, timeout=20):
+        """Metrics once at least `finished` requests have finished, and
+        nothing runs or waits and no KV block is held."""
         deadline = time.time() + timeout
         while True:
             m = self.metrics()
-            if (m["llmserve:num_requests_running"] == 0 and
+            num_finished = sum(v for k, v in m.items()
+                               if k.startswith("llmserve:request_success_total"))
+            if (num_finished >= finished and
+                    m["llmserve:num_requests_running"] == 0 and
                     m["llmserve:num_requests_waiting"] == 0 and
                     m["llmserve:kv_cache_usage_perc"] == 0):
                 return m
