@@ -32,9 +32,16 @@ public:
   PromptMaker(const TokenSource &source, uint64_t seed) : source_(source), rng_(seed) {
     if (source.tokenizer) {
       const Tokenizer &t = *source.tokenizer;
+      // Draw from tokens that are text on their own: a byte-fallback token
+      // alone is a piece of a UTF-8 character, decodes to U+FFFD, and
+      // encodes back to three tokens, so prompts would never meet their
+      // length.
       for (size_t id = 0; id < t.vocab_size(); ++id) {
         const auto token = static_cast<int32_t>(id);
-        if (!t.is_special(token) && t.token_to_id(t.id_to_token(token)) == token)
+        if (t.is_special(token) || t.token_to_id(t.id_to_token(token)) != token)
+          continue;
+        const std::string text = t.decode({token}, false);
+        if (!text.empty() && text.find("\xEF\xBF\xBD") == std::string::npos)
           ordinary_ids_.push_back(token);
       }
       if (ordinary_ids_.empty())

@@ -1,6 +1,7 @@
 // A small SentencePiece-style BPE tokenizer for the benchmark tests: letters,
 // '▁' for spaces, a few merges (so decoding random ids and encoding the text
-// back can change the token count), and <s> added in front of every prompt.
+// back can change the token count), the two byte-fallback tokens of 'é'
+// (neither is text alone), and <s> added in front of every prompt.
 #ifndef LLMSERVE_TEST_UNIT_BENCH_TEST_TOKENIZER_H
 #define LLMSERVE_TEST_UNIT_BENCH_TEST_TOKENIZER_H
 
@@ -16,6 +17,8 @@ inline Tokenizer make_test_tokenizer() {
   nlohmann::json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"\u2581", 3}};
   for (char c = 'a'; c <= 'z'; ++c)
     vocab[std::string(1, c)] = static_cast<int>(vocab.size());
+  vocab["<0xC3>"] = static_cast<int>(vocab.size());
+  vocab["<0xA9>"] = static_cast<int>(vocab.size());
   const char *merges[] = {"\u2581 a", "\u2581 t", "t h", "a n", "e r"};
   nlohmann::json merge_list = nlohmann::json::array();
   for (const char *m : merges) {
@@ -43,11 +46,15 @@ inline Tokenizer make_test_tokenizer() {
                   {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
       {"decoder",
-       {{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}}},
+       {{"type", "Sequence"},
+        {"decoders",
+         {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+          {{"type", "ByteFallback"}},
+          {{"type", "Fuse"}}}}}},
       {"model",
        {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", "<unk>"},
         {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
+        {"fuse_unk", false}, {"byte_fallback", true}, {"vocab", vocab},
         {"merges", merge_list}}}};
   return Tokenizer::from_json(tokenizer.dump());
 }

@@ -63,6 +63,8 @@ TEST(RandomWorkload, TokenIdsWithoutATokenizer) {
 
 TEST(RandomWorkload, TextPromptsEncodeToTheExactLength) {
   const Tokenizer tokenizer = testing::make_test_tokenizer();
+  // The byte tokens of 'é' are in the vocabulary; 'é' is made of them.
+  ASSERT_EQ(tokenizer.encode("\xC3\xA9", false).size(), 2u);
   for (int32_t length : {2, 37, 300}) {
     const auto requests = random_workload(20, {length, length}, {1, 1}, {&tokenizer, 0}, 3);
     for (const BenchRequest &r : requests) {
@@ -70,6 +72,7 @@ TEST(RandomWorkload, TextPromptsEncodeToTheExactLength) {
       EXPECT_EQ(tokenizer.encode(r.prompt, true), r.prompt_tokens);
       EXPECT_EQ(r.prompt_tokens.front(), 1); // <s>, counted in the length
       EXPECT_EQ(r.prompt_tokens.size(), static_cast<size_t>(length)) << r.prompt;
+      EXPECT_EQ(r.prompt.find("\xEF\xBF\xBD"), std::string::npos) << "U+FFFD in " << r.prompt;
     }
   }
 }
