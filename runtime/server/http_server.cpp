@@ -1,16 +1,13 @@
 #include "server/http_server.h"
 
+#include "server/connection_socket.h"
 #include "server/generation.h"
 
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <random>
 #include <thread>
@@ -77,49 +74,6 @@ class Listener : public httplib::Server {
 public:
   void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
 };
-
-std::string address_text(const sockaddr_storage &address, int *port) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (address.ss_family == AF_INET) {
-    const auto &v4 = reinterpret_cast<const sockaddr_in &>(address);
-    inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
-    *port = ntohs(v4.sin_port);
-  } else if (address.ss_family == AF_INET6) {
-    const auto &v6 = reinterpret_cast<const sockaddr_in6 &>(address);
-    inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
-    *port = ntohs(v6.sin6_port);
-  }
-  return text;
-}
-
-// The socket `req` arrived on, or -1. httplib 0.11 keeps it from handlers,
-// which need it to notice a client that has gone while its response is
-// still being generated; it is the one socket of the process whose two ends
-// are the request's addresses. It stays open until the handler returns.
-int connection_socket(const httplib::Request &req) {
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
-    const int fd = std::atoi(entry.path().filename().c_str());
-    sockaddr_storage local{}, peer{};
-    socklen_t local_size = sizeof local, peer_size = sizeof peer;
-    if (getsockname(fd, reinterpret_cast<sockaddr *>(&local), &local_size) != 0 ||
-        getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &peer_size) != 0)
-      continue;
-    int local_port = -1, peer_port = -1;
-    std::string local_address = address_text(local, &local_port);
-    std::string peer_address = address_text(peer, &peer_port);
-    if (local_port == req.local_port && peer_port == req.remote_port &&
-        local_address == req.local_addr && peer_address == req.remote_addr)
-      return fd;
-  }
-  return -1;
-}
-
-// Whether the client has closed its end (or the connection broke).
-bool client_gone(int fd) {
-  pollfd p{fd, POLLRDHUP, 0};
-  return fd >= 0 && ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
 
 std::string sse(const json &event) { return "data: " + dump(event) + "\n\n"; }
 
@@ -255,11 +209,13 @@ void HttpServer::generate(const json &body, const httplib::Request &req,
     }
   };
   apply(generation.start());
-  const int client = connection_socket(req);
+  // cpp-httplib 0.11 keeps the connection's socket from handlers.
+  const int client = find_connection_socket(req.local_addr, req.local_port, req.remote_addr,
+                                            req.remote_port);
   while (!generation.done()) {
     // Nobody to answer: the Generation aborts what still runs. The status,
     // nginx's "client closed request", is only for the log.
-    if (client_gone(client))
+    if (peer_has_closed(client))
       return send_error(res, 499, "the client closed the connection");
     if (auto deltas = generation.next(kClientCheckInterval))
       apply(*deltas);
