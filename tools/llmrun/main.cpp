@@ -1,6 +1,8 @@
 // llmrun: the serving runtime's command-line front end.
 #include "commands.h"
 
+#include "llmserve/abi.h"
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -16,8 +18,15 @@ int generate_command(int argc, char **argv);
 
 namespace {
 
+int version_command(int, char **) {
+  std::printf("llmserve bundle format %d, kernel ABI %d\n",
+              llmserve::abi::kBundleFormatVersion,
+              llmserve::abi::kKernelAbiVersion);
+  return 0;
+}
+
 const llmrun::Command kCommands[] = {
-    {"version", "print the bundle format and kernel ABI versions", nullptr},
+    {"version", "print the bundle format and kernel ABI versions", version_command},
     {"tokenize", "encode JSON strings to ids (or decode) with a tokenizer", llmrun::tokenize_command},
     {"call", "run one entry point of a bundle on .npy inputs", llmrun::call_command},
     {"bench", "serving (HTTP) and offline throughput benchmarks with a baseline", llmrun::bench_command},
@@ -34,21 +43,13 @@ int usage(FILE *out) {
 
 } // namespace
 
-#include "llmserve/abi.h"
-
 int main(int argc, char **argv) {
   if (argc < 2)
     return usage(stderr);
   if (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help"))
     return usage(stdout);
-  if (!std::strcmp(argv[1], "version")) {
-    std::printf("llmserve bundle format %d, kernel ABI %d\n",
-                llmserve::abi::kBundleFormatVersion,
-                llmserve::abi::kKernelAbiVersion);
-    return 0;
-  }
   for (const auto &c : kCommands) {
-    if (c.run && !std::strcmp(argv[1], c.name)) {
+    if (!std::strcmp(argv[1], c.name)) {
       try {
         return c.run(argc - 1, argv + 1);
       } catch (const std::exception &e) {
