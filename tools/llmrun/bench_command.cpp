@@ -367,7 +367,7 @@ int report(const Options &o, int argc, char **argv, int32_t single_concurrency,
     if (!out)
       throw std::runtime_error(o.result_file + ": cannot write the result file");
   }
-  int64_t failed = 0;
+  int64_t failed = baseline ? baseline->summary.failed : 0;
   for (const Measured &m : runs)
     failed += m.summary.failed;
   return failed > 0 ? 1 : 0;
