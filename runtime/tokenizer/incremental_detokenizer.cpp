@@ -11,6 +11,18 @@ bool ends_with_replacement_char(const std::string &s) {
   return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0;
 }
 
+// The new part of `text` after the already emitted `prefix`. A byte-fallback
+// token can change how the bytes before it decode (an invalid sequence turns
+// every one of its bytes into U+FFFD), so `prefix` is not always a prefix of
+// `text`: start at the next character boundary rather than inside one.
+std::string after(const std::string &text, const std::string &prefix) {
+  size_t start = prefix.size();
+  while (start < text.size() &&
+         (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
+    ++start;
+  return text.substr(start);
+}
+
 } // namespace
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer &tokenizer,
@@ -37,7 +49,7 @@ std::string IncrementalDetokenizer::push(int32_t token) {
     return "";
   prefix_offset_ = read_offset_;
   read_offset_ = ids_.size();
-  return text.substr(prefix.size());
+  return after(text, prefix);
 }
 
 std::string IncrementalDetokenizer::flush() {
@@ -46,7 +58,7 @@ std::string IncrementalDetokenizer::flush() {
   std::string prefix = decode(prefix_offset_, read_offset_);
   std::string text = decode(prefix_offset_, ids_.size());
   prefix_offset_ = read_offset_ = ids_.size();
-  return text.size() > prefix.size() ? text.substr(prefix.size()) : "";
+  return text.size() > prefix.size() ? after(text, prefix) : "";
 }
 
 } // namespace llmserve

@@ -22,6 +22,18 @@ TEST(IncrementalDetokenizer, HoldsBackIncompleteUtf8) {
   EXPECT_EQ(d.push(264), " ab");
 }
 
+TEST(IncrementalDetokenizer, NeverSplitsACharacterWhenEarlierBytesDecodeAnew) {
+  auto t = Tokenizer::from_json(testing::sentencepiece_json().dump());
+  IncrementalDetokenizer d(t, false);
+  EXPECT_EQ(d.push(3 + 0x02), "\x02");
+  // 0x02 0x97 is no valid sequence: both bytes now decode to U+FFFD, so the
+  // text emitted so far is no longer a prefix of the decoded text.
+  EXPECT_EQ(d.push(3 + 0x97), "");
+  std::string next = d.push(264);
+  EXPECT_EQ(unicode::valid_utf8_prefix(next), next.size()) << next;
+  EXPECT_EQ(next, "\ufffd ab");
+}
+
 TEST(IncrementalDetokenizer, KeepsTheSpaceAfterAPrompt) {
   auto t = Tokenizer::from_json(testing::sentencepiece_json().dump());
   IncrementalDetokenizer after_prompt(t, false, {1, 262});
