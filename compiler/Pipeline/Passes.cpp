@@ -1,6 +1,7 @@
 //===- Passes.cpp - Registration of llmserve passes and pipelines ---------===//
 
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -10,9 +11,11 @@
 using namespace mlir;
 
 void mlir::llmserve::buildCpuKernelsToLLVMPipeline(OpPassManager &pm) {
-  // Kernels are scf loops over memrefs with math and arith; the upstream
-  // conversions lower them. Math functions without an LLVM intrinsic (tanh,
-  // erf) become libm calls, resolved when the runtime loads the .so.
+  // Kernels are scf loops over memrefs with math, arith and vector; exp, log,
+  // tanh and erf become inline polynomials, and the upstream conversions
+  // lower the rest. Math functions left without an LLVM intrinsic become libm
+  // calls, resolved when the runtime loads the .so.
+  pm.addPass(createApproximateMath());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
@@ -29,6 +32,7 @@ void mlir::llmserve::buildCpuKernelsToLLVMPipeline(OpPassManager &pm) {
 
 void mlir::llmserve::registerLlmservePasses() {
   registerLlmserveConversionPasses();
+  registerLlmserveTransformsPasses();
   PassPipelineRegistration<>(
       "llmserve-cpu-kernels-to-llvm",
       "Lower the kernels module built by llmserve-to-cpu-kernels to the LLVM "

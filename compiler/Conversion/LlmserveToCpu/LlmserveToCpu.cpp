@@ -545,7 +545,13 @@ private:
                 })[0];
             Value score = a.mul(dot, emitter.f32(scale));
             Value maxNew = a.max(s[0], score);
-            Value alpha = a.exp(a.sub(s[0], maxNew));
+            // The running sums rescale only when the maximum grows.
+            Value grows = arith::CmpFOp::create(b(), arith::CmpFPredicate::OGT,
+                                                score, s[0]);
+            Value alpha = emitter.ifElse(
+                grows, b().getF32Type(),
+                [&] { return a.exp(a.sub(s[0], maxNew)); },
+                [&] { return emitter.f32(1); });
             Value weight = a.exp(a.sub(score, maxNew));
             emitter.forLoop(zero, dim, 1, [&](Value d) {
               Value v = a.load(values, {slot, a.addi(kvBase, d)});
