@@ -250,6 +250,9 @@ private:
     std::optional<ArrayRef<int64_t>> rows = op.getRows();
     if (rows)
       key += llvm::formatv("[{0}:{1}]", (*rows)[0], (*rows)[1]).str();
+    auto layout = op->getAttrOfType<StringAttr>(kLayoutAttrName);
+    if (layout)
+      key += "#" + layout.str();
     auto it = weightBuffers.find(key);
     if (it != weightBuffers.end()) {
       bufferOf[op.getResult()] = it->second;
@@ -263,6 +266,8 @@ private:
     buffer["transform"] = op.getTransposed() ? "transpose" : "none";
     if (rows)
       buffer["rows"] = json::Array{(*rows)[0], (*rows)[1]};
+    if (layout)
+      buffer["layout"] = layout.str();
     FailureOr<Shape> shape = shapeFrom(op.getResult(), {});
     if (failed(shape) ||
         failed(bindValue(op.getResult(), *shape, std::move(buffer))))

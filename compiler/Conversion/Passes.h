@@ -18,6 +18,10 @@ namespace mlir::llmserve {
 /// The attribute `llmserve-to-cpu-kernels` puts on each outlined op:
 /// {kernel = "dN_op", symbol = "llmserve_dN_op", grid = ["...", "...", "..."]}.
 inline constexpr llvm::StringLiteral kDispatchAttrName = "llmserve.dispatch";
+/// Set on a weight op whose tensor the kernels read in a packed layout, and
+/// the one layout there is: [N/16][K][16] panels (docs/bundle.md).
+inline constexpr llvm::StringLiteral kLayoutAttrName = "llmserve.layout";
+inline constexpr llvm::StringLiteral kPanelLayout = "panels16";
 /// The nested module holding the kernels.
 inline constexpr llvm::StringLiteral kKernelModuleName = "kernels";
 

@@ -111,6 +111,26 @@ const TensorView &Bundle::find_tensor(const std::string &name) const {
   throw std::runtime_error("tensor '" + name + "' is missing from " + weights_source_);
 }
 
+namespace {
+
+// The [rows, cols] matrix as ceil(rows / 16) panels of [cols, 16]: element
+// (n, k) at [n / 16][k][n % 16], zero-padded (Buffer::panels16).
+AlignedBuffer pack_panels16(const AlignedBuffer &matrix, int64_t rows,
+                            int64_t cols, size_t element) {
+  const int64_t panels = (rows + 15) / 16;
+  AlignedBuffer packed(static_cast<size_t>(panels * cols * 16) * element);
+  std::memset(packed.data(), 0, packed.size());
+  const auto *from = static_cast<const uint8_t *>(matrix.data());
+  auto *to = static_cast<uint8_t *>(packed.data());
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t k = 0; k < cols; ++k)
+      std::memcpy(to + ((n / 16 * cols + k) * 16 + n % 16) * element,
+                  from + (n * cols + k) * element, element);
+  return packed;
+}
+
+} // namespace
+
 void *Bundle::bind_weight(const Buffer &b) {
   const TensorView &t = find_tensor(b.tensor);
   std::vector<int64_t> want; // the buffer's shape
@@ -131,7 +151,7 @@ void *Bundle::bind_weight(const Buffer &b) {
   for (int64_t d : want)
     bytes *= static_cast<size_t>(d);
   const bool aligned = reinterpret_cast<uintptr_t>(source.data) % dtype_size(b.dtype) == 0;
-  if (source.dtype == b.dtype && !b.transpose && aligned) {
+  if (source.dtype == b.dtype && !b.transpose && aligned && !b.panels16) {
     mapped_weight_bytes_ += bytes;
     return const_cast<uint8_t *>(source.data); // mapped read-only
   }
@@ -150,6 +170,8 @@ void *Bundle::bind_weight(const Buffer &b) {
   } else {
     convert_tensor(source, b.dtype, b.transpose, dst.data());
   }
+  if (b.panels16)
+    dst = pack_panels16(dst, want[0], want[1], dtype_size(b.dtype));
   // The converted copy is what kernels read; drop the file's pages.
   if (checkpoint_)
     checkpoint_->release(t);

@@ -240,6 +240,15 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (!dim.is_constant())
         r.fail(p + ".shape", "a weight's shape must be constant, got [" +
                                  shape_text(buf.shape) + "]");
+    if (const json *layout = r.optional_field(b, "layout")) {
+      if (!layout->is_string() || layout->get<std::string>() != "panels16")
+        r.fail(p + ".layout", "unknown layout " + layout->dump() +
+                                  " (expected \"panels16\")");
+      if (buf.shape.size() != 2)
+        r.fail(p + ".layout", "panels16 needs a 2-D shape, got [" +
+                                  shape_text(buf.shape) + "]");
+      buf.panels16 = true;
+    }
     if (const json *rows = r.optional_field(b, "rows")) {
       if (!rows->is_array() || rows->size() != 2)
         r.fail(p + ".rows", "expected [begin, end], got " + rows->dump());
@@ -303,20 +312,21 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
 
 void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
                    const std::optional<KvCacheLayout> &kv) {
-  std::map<std::tuple<std::string, bool, int64_t, int64_t>, size_t> weights;
+  std::map<std::tuple<std::string, bool, int64_t, int64_t, bool>, size_t> weights;
   std::set<std::pair<int64_t, char>> kv_pools;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Buffer &b = buffers[i];
     const std::string p = "buffers[" + std::to_string(i) + "]";
     if (b.kind == BufferKind::Weight) {
       auto [it, fresh] = weights.emplace(
-          std::make_tuple(b.tensor, b.transpose, b.rows_begin, b.rows_end), i);
+          std::make_tuple(b.tensor, b.transpose, b.rows_begin, b.rows_end, b.panels16), i);
       if (!fresh)
         r.fail(p, "tensor '" + b.tensor + "' with transform " +
                       (b.transpose ? "transpose" : "none") +
                       (b.rows_end < 0 ? std::string()
                                       : " rows [" + std::to_string(b.rows_begin) +
                                             ", " + std::to_string(b.rows_end) + "]") +
+                      (b.panels16 ? " layout panels16" : "") +
                       " is already bound by buffers[" + std::to_string(it->second) + "]");
     } else if (b.kind == BufferKind::KvCache) {
       if (!kv_pools.emplace(b.layer, b.role).second)

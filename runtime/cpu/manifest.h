@@ -60,6 +60,10 @@ struct Buffer {
   bool transpose = false;
   int64_t rows_begin = 0;
   int64_t rows_end = -1;
+  // The 2-D [N, K] matrix stored as ceil(N / 16) panels of [K, 16] (element
+  // (n, k) at [n / 16][k][n % 16], zero-padded), the layout of the compiled
+  // linear kernel; otherwise dense row-major.
+  bool panels16 = false;
   // kind == KvCache
   int64_t layer = -1;
   char role = 0; // 'k' or 'v'

@@ -1,42 +1,51 @@
 // The linear shapes of llmc-bench-linear: M rows against 2048x2048 and
-// 5632x2048 f32 weights (TinyLlama's attention and MLP projections).
+// 5632x2048 f32 weights (TinyLlama's attention and MLP projections), read
+// from a checkpoint as a served model's are (so in the packed panel layout).
 
-func.func @linear_m1_n2048(%x: tensor<1x2048xf32>, %w: tensor<2048x2048xf32>) -> tensor<1x2048xf32> {
+func.func @linear_m1_n2048(%x: tensor<1x2048xf32>) -> tensor<1x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xf32>
   %y = llmserve.linear %x, %w : tensor<1x2048xf32>, tensor<2048x2048xf32> -> tensor<1x2048xf32>
   return %y : tensor<1x2048xf32>
 }
 
-func.func @linear_m16_n2048(%x: tensor<16x2048xf32>, %w: tensor<2048x2048xf32>) -> tensor<16x2048xf32> {
+func.func @linear_m16_n2048(%x: tensor<16x2048xf32>) -> tensor<16x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xf32>
   %y = llmserve.linear %x, %w : tensor<16x2048xf32>, tensor<2048x2048xf32> -> tensor<16x2048xf32>
   return %y : tensor<16x2048xf32>
 }
 
-func.func @linear_m64_n2048(%x: tensor<64x2048xf32>, %w: tensor<2048x2048xf32>) -> tensor<64x2048xf32> {
+func.func @linear_m64_n2048(%x: tensor<64x2048xf32>) -> tensor<64x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xf32>
   %y = llmserve.linear %x, %w : tensor<64x2048xf32>, tensor<2048x2048xf32> -> tensor<64x2048xf32>
   return %y : tensor<64x2048xf32>
 }
 
-func.func @linear_m512_n2048(%x: tensor<512x2048xf32>, %w: tensor<2048x2048xf32>) -> tensor<512x2048xf32> {
+func.func @linear_m512_n2048(%x: tensor<512x2048xf32>) -> tensor<512x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xf32>
   %y = llmserve.linear %x, %w : tensor<512x2048xf32>, tensor<2048x2048xf32> -> tensor<512x2048xf32>
   return %y : tensor<512x2048xf32>
 }
 
-func.func @linear_m1_n5632(%x: tensor<1x2048xf32>, %w: tensor<5632x2048xf32>) -> tensor<1x5632xf32> {
+func.func @linear_m1_n5632(%x: tensor<1x2048xf32>) -> tensor<1x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xf32>
   %y = llmserve.linear %x, %w : tensor<1x2048xf32>, tensor<5632x2048xf32> -> tensor<1x5632xf32>
   return %y : tensor<1x5632xf32>
 }
 
-func.func @linear_m16_n5632(%x: tensor<16x2048xf32>, %w: tensor<5632x2048xf32>) -> tensor<16x5632xf32> {
+func.func @linear_m16_n5632(%x: tensor<16x2048xf32>) -> tensor<16x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xf32>
   %y = llmserve.linear %x, %w : tensor<16x2048xf32>, tensor<5632x2048xf32> -> tensor<16x5632xf32>
   return %y : tensor<16x5632xf32>
 }
 
-func.func @linear_m64_n5632(%x: tensor<64x2048xf32>, %w: tensor<5632x2048xf32>) -> tensor<64x5632xf32> {
+func.func @linear_m64_n5632(%x: tensor<64x2048xf32>) -> tensor<64x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xf32>
   %y = llmserve.linear %x, %w : tensor<64x2048xf32>, tensor<5632x2048xf32> -> tensor<64x5632xf32>
   return %y : tensor<64x5632xf32>
 }
 
-func.func @linear_m512_n5632(%x: tensor<512x2048xf32>, %w: tensor<5632x2048xf32>) -> tensor<512x5632xf32> {
+func.func @linear_m512_n5632(%x: tensor<512x2048xf32>) -> tensor<512x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xf32>
   %y = llmserve.linear %x, %w : tensor<512x2048xf32>, tensor<5632x2048xf32> -> tensor<512x5632xf32>
   return %y : tensor<512x5632xf32>
 }

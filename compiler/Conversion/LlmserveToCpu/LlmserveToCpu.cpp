@@ -51,6 +51,11 @@ constexpr int64_t kLinearColumnsPerGroup = 64;
 constexpr int64_t kMicroRows = 4;
 constexpr int64_t kMicroColumns = 4;
 constexpr int64_t kVectorWidth = 16;
+// linear on packed weights: MR rows x NR panels of 16 columns per tile, and
+// panels per workgroup (64 columns, as above).
+constexpr int64_t kPanelRows = 8;
+constexpr int64_t kPanelColumns = 2;
+constexpr int64_t kPanelsPerGroup = 4;
 constexpr int64_t kElementsPerGroup = 4096;
 // Halvings of the logit range when searching a top_k / top_p threshold.
 constexpr int64_t kBisectionSteps = 32;
@@ -270,12 +275,123 @@ private:
                 o.getEpsilon().convertToDouble());
   }
 
-  /// x·Wᵀ (+ b) as a register-blocked microkernel: an MR x NR tile of
+  /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a weight that
+  /// is also read otherwise, or a function argument): an MR x NR tile of
   /// outputs keeps one vector accumulator per output, fed by VL-wide loads of
   /// MR rows of x and NR rows of W along K, and reduces each accumulator at
   /// the end. Edge tiles use the same per-output arithmetic with MR or NR of
   /// 1, so a row's result does not depend on the rows beside it.
+  /// A weight read only as the weight of linear ops can be stored in the
+  /// panel layout the outer-product kernel reads; the bundle writer asks the
+  /// runtime to pack it so at load.
+  static bool packableWeight(Value weight) {
+    auto op = weight.getDefiningOp<WeightOp>();
+    return op && llvm::all_of(weight.getUses(), [](OpOperand &use) {
+             auto linear = dyn_cast<LinearOp>(use.getOwner());
+             return linear && use.get() == linear.getWeight() &&
+                    use.getOperandNumber() == 1;
+           });
+  }
+
   FailureOr<Grid> linear(LinearOp o) {
+    if (packableWeight(o.getWeight())) {
+      o.getWeight().getDefiningOp()->setAttr(
+          kLayoutAttrName, b().getStringAttr(kPanelLayout));
+      return linearPanels(o);
+    }
+    return linearDot(o);
+  }
+
+  /// x·Wᵀ (+ b) with W in panels of 16 columns ([N/16][K][16]): an MR x NR
+  /// tile of outputs is MR rows by NR panels, one 16-lane accumulator each,
+  /// updated per k with a broadcast element of x and a contiguous panel row
+  /// of W (outer products: no horizontal sums, W streamed in order). Every
+  /// output lane accumulates over k in the same order whatever the tile.
+  FailureOr<Grid> linearPanels(LinearOp o) {
+    bool hasBias = bool(o.getBias());
+    auto weightType = cast<RankedTensorType>(o.getWeight().getType());
+    int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
+    int64_t panels = (n + kVectorWidth - 1) / kVectorWidth;
+    Value x = emitter.binding(0);
+    Value w = emitter.binding(1, {emitter.index(panels), emitter.index(depth),
+                                  emitter.index(kVectorWidth)});
+    Value bias = hasBias ? emitter.binding(2) : Value();
+    Value y = emitter.binding(hasBias ? 3 : 2);
+    auto [mBegin, mEnd] =
+        emitter.rowRange(emitter.dimSize(0, 0), kLinearRowsPerGroup);
+    Value pBegin =
+        a.muli(emitter.workgroupId(1), emitter.index(kPanelsPerGroup));
+    Value pEnd = arith::MinSIOp::create(
+        b(), a.addi(pBegin, emitter.index(kPanelsPerGroup)),
+        emitter.index(panels));
+
+    auto vectorType = VectorType::get({kVectorWidth}, b().getF32Type());
+    auto maskType = VectorType::get({kVectorWidth}, b().getI1Type());
+    Value zeros = arith::ConstantOp::create(
+        b(), vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+    auto microkernel = [&](Value m0, int64_t mr, Value p0, int64_t np) {
+      SmallVector<Value> rows, panelIds;
+      for (int64_t i = 0; i < mr; ++i)
+        rows.push_back(a.addi(m0, emitter.index(i)));
+      for (int64_t j = 0; j < np; ++j)
+        panelIds.push_back(a.addi(p0, emitter.index(j)));
+      SmallVector<Value> acc = emitter.forLoop(
+          emitter.index(0), emitter.index(depth), 1,
+          SmallVector<Value>(mr * np, zeros),
+          [&](Value k, ValueRange acc) -> SmallVector<Value> {
+            SmallVector<Value> ws, next;
+            for (Value p : panelIds)
+              ws.push_back(vector::LoadOp::create(
+                  b(), vectorType, w, {p, k, emitter.index(0)}));
+            for (int64_t i = 0; i < mr; ++i) {
+              Value xi = vector::BroadcastOp::create(
+                  b(), vectorType, a.load(x, {rows[i], k}));
+              for (int64_t j = 0; j < np; ++j)
+                next.push_back(
+                    vector::FMAOp::create(b(), xi, ws[j], acc[i * np + j]));
+            }
+            return next;
+          });
+      for (int64_t j = 0; j < np; ++j) {
+        // The last panel may reach past column n: those lanes are masked.
+        Value col = a.muli(panelIds[j], emitter.index(kVectorWidth));
+        Value lanes = arith::MinSIOp::create(
+            b(), a.subi(emitter.index(n), col), emitter.index(kVectorWidth));
+        Value mask =
+            vector::CreateMaskOp::create(b(), maskType, ValueRange{lanes});
+        Value biasLanes =
+            hasBias ? vector::MaskedLoadOp::create(b(), vectorType, bias,
+                                                   {col}, mask, zeros)
+                          .getResult()
+                    : Value();
+        for (int64_t i = 0; i < mr; ++i) {
+          Value out = acc[i * np + j];
+          if (hasBias)
+            out = a.add(out, biasLanes);
+          vector::MaskedStoreOp::create(b(), y, {rows[i], col}, mask, out);
+        }
+      }
+    };
+    tiles(mBegin, mEnd, kPanelRows, [&](Value m0, int64_t mr) {
+      tiles(pBegin, pEnd, kPanelColumns,
+            [&](Value p0, int64_t np) { microkernel(m0, mr, p0, np); });
+    });
+    Grid grid = rowGrid(0, kLinearRowsPerGroup);
+    grid[1] = std::to_string((panels + kPanelsPerGroup - 1) / kPanelsPerGroup);
+    return grid;
+  }
+
+  /// Full `size`-wide tiles of [begin, end), then the rest one at a time.
+  void tiles(Value begin, Value end, int64_t size,
+             const std::function<void(Value, int64_t)> &body) {
+    Value full = a.addi(
+        begin, a.muli(a.divui(a.subi(end, begin), emitter.index(size)),
+                      emitter.index(size)));
+    emitter.forLoop(begin, full, size, [&](Value i) { body(i, size); });
+    emitter.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
+  }
+
+  FailureOr<Grid> linearDot(LinearOp o) {
     bool hasBias = bool(o.getBias());
     Value x = emitter.binding(0), w = emitter.binding(1);
     Value bias = hasBias ? emitter.binding(2) : Value();
@@ -334,14 +450,6 @@ private:
       }
     };
     // Full MR x NR tiles, then the row and column edges one at a time.
-    auto tiles = [&](Value begin, Value end, int64_t size,
-                     const std::function<void(Value, int64_t)> &body) {
-      Value full = a.addi(
-          begin, a.muli(a.divui(a.subi(end, begin), emitter.index(size)),
-                        emitter.index(size)));
-      emitter.forLoop(begin, full, size, [&](Value i) { body(i, size); });
-      emitter.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
-    };
     tiles(mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
       tiles(nBegin, nEnd, kMicroColumns,
             [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });

@@ -86,6 +86,28 @@ TEST(Bundle, CutsRowsOfATensorOrOfItsTranspose) {
                                          " has shape [3, 4], expected [>=4, 4] for rows [2, 4)"));
 }
 
+TEST(Bundle, PacksPanelsOfSixteenColumns) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  m["buffers"].push_back({{"kind", "weight"}, {"name", "proj_panels"}, {"dtype", "f32"},
+                          {"shape", {4, 3}}, {"tensor", "proj"}, {"transform", "transpose"},
+                          {"layout", "panels16"}}); // 10
+  test::write_bundle(dir, m);
+  test::write_weights(dir / "weights.safetensors", test::ops_weights());
+  const Bundle bundle(dir.string());
+  // proj^T [4, 3] as one panel [3][16]: element (n, k) at k * 16 + n, the
+  // lanes past row 4 zero.
+  const std::vector<float> packed = floats(bundle.weight(10), 3 * 16);
+  for (int k = 0; k < 3; ++k)
+    for (int n = 0; n < 16; ++n)
+      EXPECT_EQ(packed[k * 16 + n], n < 4 ? test::kProj[k * 4 + n] : 0.0f) << n << "," << k;
+
+  m["buffers"][10]["layout"] = "tiles8";
+  test::write_text(dir / "manifest.json", m.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10].layout: unknown layout \"tiles8\" "
+                                         "(expected \"panels16\")"));
+}
+
 TEST(Bundle, ConvertsUnalignedTensors) {
   // A 3-element f16 tensor first puts gain at an odd offset of 6 bytes, so it
   // cannot be read in place as f32.

@@ -1,22 +1,42 @@
 // RUN: %llmserve-opt %s -llmserve-to-cpu-kernels -split-input-file | FileCheck %s
 
-// A linear with a dynamic row count: bindings x, w, y; push constants are the
-// dynamic sizes (x's rows, y's rows); rows in blocks of 16, columns of 64,
-// computed as 4x4 tiles of 16-wide FMAs along K.
+// A linear with a dynamic row count whose weight is read only by linear ops:
+// the weight is asked for in panels of 16 columns and the kernel computes
+// 8x2-panel tiles of outer products (broadcast x, FMA, masked store at the
+// edge). Bindings x, w, y; push constants are the dynamic sizes (x's rows,
+// y's rows); rows in blocks of 16, panels in blocks of 4.
 // CHECK-LABEL: func.func @linear
+//       CHECK:   llmserve.weight "w" {llmserve.layout = "panels16"}
 //       CHECK:   llmserve.linear
 //  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,16)", "2", "1"], kernel = "d0_linear", symbol = "llmserve_d0_linear"}
 //       CHECK: module @kernels
 //       CHECK:   func.func @llmserve_d0_linear(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
 //       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x32xf32>
-//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<128x32xf32>
+//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)> to memref<8x32x16xf32>
 //       CHECK:     scf.for
 //       CHECK:       scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>
-//   CHECK-COUNT-8:     vector.load
-//  CHECK-COUNT-16:     vector.fma
-//       CHECK:       vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
+//   CHECK-COUNT-2:     vector.load
+//       CHECK:         vector.broadcast
+//       CHECK:         vector.fma
+//       CHECK:       vector.create_mask
+//       CHECK:       vector.maskedstore
 func.func @linear(%x: tensor<?x32xf32>) -> tensor<?x128xf32> {
   %w = llmserve.weight "w" : tensor<128x32xf32>
+  %y = llmserve.linear %x, %w : tensor<?x32xf32>, tensor<128x32xf32> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
+// A weight that is an argument keeps its row-major layout: 4x4 tiles of
+// 16-wide FMAs along K, each reduced at the end.
+// CHECK-LABEL: func.func @linear_row_major
+//       CHECK: func.func @llmserve_d0_linear
+//       CHECK:   scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>
+//   CHECK-COUNT-8:     vector.load
+//  CHECK-COUNT-16:     vector.fma
+//       CHECK:   vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
+func.func @linear_row_major(%x: tensor<?x32xf32>, %w: tensor<128x32xf32>) -> tensor<?x128xf32> {
   %y = llmserve.linear %x, %w : tensor<?x32xf32>, tensor<128x32xf32> -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
 }
