@@ -779,6 +779,8 @@ private:
     emitter.forLoop(begin, end, 1, [&](Value s) {
       Value temp = a.load(temperature, s);
       Value greedy = cmpf(arith::CmpFPredicate::OLE, temp, emitter.f32(0));
+      Value sampling = arith::XOrIOp::create(
+          b(), greedy, arith::ConstantIntOp::create(b(), b().getI1Type(), 1));
       SmallVector<Value> extremes = emitter.forLoop(
           zero, vocab, 1, {negInf, emitter.f32(INFINITY)},
           [&](Value v, ValueRange m) -> SmallVector<Value> {
@@ -799,8 +801,9 @@ private:
       // top_k: the k-th largest logit.
       Value k = a.toIndex(a.load(topK, s));
       Value useK = arith::AndIOp::create(
-          b(), a.cmpi(arith::CmpIPredicate::sgt, k, zero),
-          a.cmpi(arith::CmpIPredicate::slt, k, vocab));
+          b(), sampling,
+          arith::AndIOp::create(b(), a.cmpi(arith::CmpIPredicate::sgt, k, zero),
+                                a.cmpi(arith::CmpIPredicate::slt, k, vocab)));
       Value kThreshold = emitter.ifElse(useK, b().getF32Type(), [&] {
         return bisect(logits, s, vocab, min, max, [&](Value t) {
           return a.cmpi(arith::CmpIPredicate::sge, countAtLeast(t), k);
@@ -810,10 +813,7 @@ private:
       // top_p: the smallest set of top tokens holding p of the mass.
       Value p = a.load(topP, s);
       Value useP = arith::AndIOp::create(
-          b(), cmpf(arith::CmpFPredicate::OLT, p, emitter.f32(1)),
-          arith::XOrIOp::create(
-              b(), greedy,
-              arith::ConstantIntOp::create(b(), b().getI1Type(), 1)));
+          b(), cmpf(arith::CmpFPredicate::OLT, p, emitter.f32(1)), sampling);
       Value pThreshold = emitter.ifElse(useP, b().getF32Type(), [&] {
         Value total = emitter.forLoop(
             zero, vocab, 1, {emitter.f32(0)},
@@ -845,29 +845,35 @@ private:
       Value mThreshold = a.select(
           cmpf(arith::CmpFPredicate::OGT, mp, emitter.f32(0)),
           a.add(max, a.mul(temp, math::LogOp::create(b(), mp))), negInf);
-      Value threshold = a.select(
-          greedy, negInf, a.max(kThreshold, a.max(pThreshold, mThreshold)));
+      Value threshold = a.max(kThreshold, a.max(pThreshold, mThreshold));
 
+      // The first index of the largest score(v); greedy rows skip the noise.
+      auto argmax = [&](const std::function<Value(Value, Value)> &score) {
+        return emitter.forLoop(
+            zero, vocab, 1, {negInf, zero},
+            [&](Value v, ValueRange acc) -> SmallVector<Value> {
+              Value sv = score(v, a.load(logits, {s, v}));
+              Value better = cmpf(arith::CmpFPredicate::OGT, sv, acc[0]);
+              return {a.select(better, sv, acc[0]),
+                      a.select(better, v, acc[1])};
+            })[1];
+      };
       Value seedValue = a.load(seed, s), offset = a.load(rngOffset, s);
-      SmallVector<Value> best = emitter.forLoop(
-          zero, vocab, 1, {negInf, zero},
-          [&](Value v, ValueRange acc) -> SmallVector<Value> {
-            Value logit = a.load(logits, {s, v});
-            Value u = uniform(seedValue, offset, v);
-            Value gumbel = arith::NegFOp::create(
-                b(), math::LogOp::create(
-                         b(), arith::NegFOp::create(
-                                  b(), math::LogOp::create(b(), u))));
-            Value sampled = a.add(a.div(logit, temp), gumbel);
-            Value kept = cmpf(arith::CmpFPredicate::OGE, logit, threshold);
-            Value score =
-                a.select(greedy, logit, a.select(kept, sampled, negInf));
-            Value better = cmpf(arith::CmpFPredicate::OGT, score, acc[0]);
-            return {a.select(better, score, acc[0]),
-                    a.select(better, v, acc[1])};
+      Value token = emitter.ifElse(
+          greedy, b().getIndexType(),
+          [&] { return argmax([](Value, Value logit) { return logit; }); },
+          [&] {
+            return argmax([&](Value v, Value logit) {
+              Value u = uniform(seedValue, offset, v);
+              Value gumbel = arith::NegFOp::create(
+                  b(), math::LogOp::create(
+                           b(), arith::NegFOp::create(
+                                    b(), math::LogOp::create(b(), u))));
+              Value kept = cmpf(arith::CmpFPredicate::OGE, logit, threshold);
+              return a.select(kept, a.add(a.div(logit, temp), gumbel), negInf);
+            });
           });
-      a.store(arith::IndexCastOp::create(b(), b().getI32Type(), best[1]), out,
-              s);
+      a.store(arith::IndexCastOp::create(b(), b().getI32Type(), token), out, s);
     });
     return rowGrid(0, kRowsPerGroup);
   }
