@@ -16,6 +16,14 @@ namespace {
   throw std::invalid_argument(option + " '" + value + "': " + why);
 }
 
+const char *value_of(int &i, int argc, char **argv) {
+  if (i + 1 >= argc)
+    throw std::invalid_argument(std::string(argv[i]) + ": missing value");
+  return argv[++i];
+}
+
+} // namespace
+
 int64_t parse_integer(const std::string &option, const std::string &text,
                       int64_t min, int64_t max) {
   size_t end = 0;
@@ -32,14 +40,6 @@ int64_t parse_integer(const std::string &option, const std::string &text,
                                 std::to_string(max) + "]");
   return value;
 }
-
-const char *value_of(int &i, int argc, char **argv) {
-  if (i + 1 >= argc)
-    throw std::invalid_argument(std::string(argv[i]) + ": missing value");
-  return argv[++i];
-}
-
-} // namespace
 
 bool parse_engine_option(ServeOptions &o, int &i, int argc, char **argv) {
   const std::string flag = argv[i];

@@ -41,6 +41,11 @@ bool parse_engine_option(ServeOptions &options, int &i, int argc, char **argv);
 // --served-model-name, --max-queued-requests.
 ServeOptions parse_serve_options(int argc, char **argv);
 
+// An integer option value in [min, max]; throws std::invalid_argument
+// "OPTION 'TEXT': not an integer" or "...: must be in [MIN, MAX]".
+int64_t parse_integer(const std::string &option, const std::string &text,
+                      int64_t min, int64_t max);
+
 // "1000", "64KiB", "512M", "2GiB", "1.5G" in bytes; "0.25" (a number in
 // (0, 1]) as that fraction of `physical_memory`.
 int64_t parse_memory_size(const std::string &text, int64_t physical_memory);

@@ -44,20 +44,6 @@ double parse_number(const char *option, const std::string &text) {
   return value;
 }
 
-int64_t parse_integer(const char *option, const std::string &text, int64_t min, int64_t max) {
-  size_t end = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != text.size() || value < min || value > max)
-    throw std::invalid_argument(std::string(option) + " '" + text + "': not an integer in [" +
-                                std::to_string(min) + ", " + std::to_string(max) + "]");
-  return value;
-}
-
 } // namespace
 
 int generate_command(int argc, char **argv) {
@@ -83,11 +69,11 @@ int generate_command(int argc, char **argv) {
     } else if (flag == "--chat") {
       chat = true;
     } else if (flag == "--max-tokens" && has_value) {
-      params.max_tokens = static_cast<int32_t>(parse_integer("--max-tokens", argv[++i], 1, INT32_MAX));
+      params.max_tokens = static_cast<int32_t>(llmserve::parse_integer("--max-tokens", argv[++i], 1, INT32_MAX));
     } else if (flag == "--temperature" && has_value) {
       params.temperature = static_cast<float>(parse_number("--temperature", argv[++i]));
     } else if (flag == "--seed" && has_value) {
-      params.seed = parse_integer("--seed", argv[++i], INT64_MIN, INT64_MAX);
+      params.seed = llmserve::parse_integer("--seed", argv[++i], INT64_MIN, INT64_MAX);
     } else if (flag == "--stop" && has_value) {
       stops.push_back(argv[++i]);
     } else if (flag == "--ignore-eos") {
