@@ -353,6 +353,15 @@ private:
     json::Object kernel;
     kernel["name"] = name;
     kernel["symbol"] = dispatch.getAs<StringAttr>("symbol").str();
+    // GPU kernels carry their launch shape (docs/bundle.md).
+    if (auto block = dispatch.getAs<DenseI64ArrayAttr>("block")) {
+      json::Array dims;
+      for (int64_t d : block.asArrayRef())
+        dims.push_back(d);
+      kernel["block"] = std::move(dims);
+      auto shared = dispatch.getAs<IntegerAttr>("shared_bytes");
+      kernel["shared_bytes"] = shared ? shared.getInt() : 0;
+    }
     kernels.push_back(std::move(kernel));
 
     json::Object d;

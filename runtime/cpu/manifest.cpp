@@ -340,7 +340,8 @@ void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
                           std::to_string(2 * kv->num_layers) + ")");
 }
 
-std::vector<Kernel> parse_kernels(const Reader &r, const json &list) {
+std::vector<Kernel> parse_kernels(const Reader &r, const json &list,
+                                  bool cuda) {
   std::vector<Kernel> kernels;
   std::set<std::string> names;
   for (size_t i = 0; i < r.array(list, "kernels").size(); ++i) {
@@ -348,6 +349,24 @@ std::vector<Kernel> parse_kernels(const Reader &r, const json &list) {
     Kernel k{r.string(list[i], p, "name"), r.string(list[i], p, "symbol")};
     if (k.name.empty() || k.symbol.empty())
       r.fail(p, "empty kernel name or symbol");
+    if (cuda) {
+      const json &block = r.array(r.field(list[i], p, "block"), p + ".block");
+      if (block.size() != 3)
+        r.fail(p + ".block", "expected 3 dimensions, got " + block.dump());
+      int64_t threads = 1;
+      for (size_t d = 0; d < 3; ++d) {
+        k.block[d] = r.integer(block[d], p + ".block");
+        if (k.block[d] < 1 || k.block[d] > 1024)
+          r.fail(p + ".block", "dimension out of [1, 1024]: " + block.dump());
+        threads *= k.block[d];
+      }
+      if (threads > 1024)
+        r.fail(p + ".block", "more than 1024 threads: " + block.dump());
+      k.shared_bytes = r.integer(r.field(list[i], p, "shared_bytes"),
+                                 p + ".shared_bytes");
+      if (k.shared_bytes < 0)
+        r.fail(p + ".shared_bytes", "negative");
+    }
     if (!names.insert(k.name).second)
       r.fail(p + ".name", "kernel '" + k.name + "' is listed twice");
     kernels.push_back(std::move(k));
@@ -535,7 +554,11 @@ Manifest Manifest::parse(std::string_view text, const std::string &origin) {
         parse_buffer(r, buffers[i], "buffers[" + std::to_string(i) + "]", m.kv_cache));
   check_buffers(r, m.buffers, m.kv_cache);
 
-  m.kernels = parse_kernels(r, r.field(root, "manifest", "kernels"));
+  if (m.target != "cpu" && m.target != abi::kCudaTarget)
+    r.fail("target", "unknown target '" + m.target + "' (known: cpu, " +
+                         abi::kCudaTarget + ")");
+  m.kernels = parse_kernels(r, r.field(root, "manifest", "kernels"),
+                            m.target == abi::kCudaTarget);
 
   const json &entries =
       r.array(r.field(root, "manifest", "entry_points"), "entry_points");

@@ -76,6 +76,10 @@ struct Buffer {
 struct Kernel {
   std::string name;
   std::string symbol;
+  // CUDA kernels only (docs/bundle.md): threads per block and dynamic shared
+  // memory; {1, 1, 1} and 0 for CPU kernels.
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t shared_bytes = 0;
 };
 
 struct Dispatch {

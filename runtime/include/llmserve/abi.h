@@ -19,6 +19,17 @@ inline constexpr const char *kCpuKernelsFile = "kernels.cpu.so";
 inline constexpr const char *kEmbeddedWeightsFile = "weights.safetensors";
 inline constexpr const char *kFormatName = "llmserve-bundle";
 
+// NVIDIA bundles (target "sm_90"): PTX always, cubin for sm_90a when ptxas was
+// found at compile time. The runtime loads the cubin on a compute-capability
+// 9.0 device and JIT-compiles the PTX elsewhere.
+inline constexpr const char *kCudaTarget = "sm_90";
+inline constexpr const char *kCudaPtxFile = "kernels.ptx";
+inline constexpr const char *kCudaCubinFile = "kernels.sm_90a.cubin";
+// A CUDA kernel's parameters are one 64-bit device pointer per binding, in
+// binding order, then one int64 per push constant (no memref descriptors).
+// It is launched with the dispatch's grid, its manifest `block` and
+// `shared_bytes` of dynamic shared memory.
+
 // A CPU kernel runs one workgroup of a dispatch. `bindings` holds one base
 // pointer per buffer the dispatch binds, `push_constants` the values of the
 // dispatch's constant expressions, in manifest order. Workgroups of one

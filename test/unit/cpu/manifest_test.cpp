@@ -149,6 +149,31 @@ const BrokenCase kBroken[] = {
      "kv_cache.bytes_per_token: 33, but 2 * layers * kv_heads * head_dim * sizeof(dtype) is 32"},
     {"target not a string", [](json &m) { m["target"] = 1; },
      "manifest.target: expected a string, got 1"},
+    {"unknown target", [](json &m) { m["target"] = "tpu"; },
+     "target: unknown target 'tpu' (known: cpu, sm_90)"},
+    {"cuda kernel without block", [](json &m) { m["target"] = "sm_90"; },
+     "kernels[0]: missing field 'block'"},
+    {"cuda block of two dimensions",
+     [](json &m) {
+       m["target"] = "sm_90";
+       for (json &k : m["kernels"])
+         k["block"] = {128, 1};
+     },
+     "kernels[0].block: expected 3 dimensions, got [128,1]"},
+    {"cuda block too large",
+     [](json &m) {
+       m["target"] = "sm_90";
+       for (json &k : m["kernels"])
+         k["block"] = {64, 32, 1}, k["shared_bytes"] = 0;
+     },
+     "kernels[0].block: more than 1024 threads: [64,32,1]"},
+    {"cuda negative shared memory",
+     [](json &m) {
+       m["target"] = "sm_90";
+       for (json &k : m["kernels"])
+         k["block"] = {128, 1, 1}, k["shared_bytes"] = -1;
+     },
+     "kernels[0].shared_bytes: negative"},
     {"buffer not an object", [](json &m) { m["buffers"][0] = 5; },
      "buffers[0]: expected a JSON object, got 5"},
     {"embedded not a string", [](json &m) { m["weights"]["embedded"] = true; },
@@ -293,6 +318,22 @@ TEST(Manifest, AcceptsOptionalFieldsLeftOut) {
   parsed = Manifest::parse(m.dump(), "m.json");
   EXPECT_FALSE(parsed.model);
   EXPECT_FALSE(parsed.kv_cache);
+}
+
+TEST(Manifest, ParsesCudaLaunchMetadata) {
+  json m = test::ops_manifest();
+  m["target"] = "sm_90";
+  for (json &k : m["kernels"])
+    k["block"] = {128, 2, 1}, k["shared_bytes"] = 49152;
+  Manifest parsed = Manifest::parse(m.dump(), "m.json");
+  EXPECT_EQ(parsed.target, "sm_90");
+  EXPECT_EQ(parsed.kernels[0].block, (std::array<int64_t, 3>{128, 2, 1}));
+  EXPECT_EQ(parsed.kernels[0].shared_bytes, 49152);
+
+  // CPU kernels have no launch metadata.
+  parsed = Manifest::parse(test::ops_manifest().dump(), "m.json");
+  EXPECT_EQ(parsed.kernels[0].block, (std::array<int64_t, 3>{1, 1, 1}));
+  EXPECT_EQ(parsed.kernels[0].shared_bytes, 0);
 }
 
 TEST(Manifest, ParsesWeightRows) {
