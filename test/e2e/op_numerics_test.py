@@ -223,6 +223,78 @@ def case_sample_greedy():
     return inputs, module(inputs, body, [("%y", f"tensor<{s}xi32>")]), [ref]
 
 
+def case_apply_penalties():
+    s, v = 5, 60
+    logits = f32(s, v, scale=2.0)
+    starts, tokens, counts = [0], [], []
+    for row in range(s):
+        n = 0 if row == 3 else int(RNG.integers(1, 20))  # row 3: no history
+        distinct = RNG.choice(v, size=n, replace=False)
+        tokens += list(distinct)
+        counts += list(RNG.integers(0, 4, size=n))  # 0: a prompt-only token
+        if row == 1:  # ignored: outside the vocabulary
+            tokens += [v, -1]
+            counts += [2, 1]
+        starts.append(len(tokens))
+    starts, tokens, counts = (np.array(a, np.int32) for a in (starts, tokens, counts))
+    presence = RNG.uniform(-2, 2, s).astype(np.float32)
+    frequency = RNG.uniform(-2, 2, s).astype(np.float32)
+    repetition = RNG.uniform(0.5, 2, s).astype(np.float32)
+    repetition[4] = 1.0
+    inputs = [logits, starts, tokens, counts, presence, frequency, repetition]
+    ty = mlir_type(logits)
+    body = (f"  %y = llmserve.apply_penalties %a0 start %a1 tokens %a2 counts %a3 presence %a4 "
+            f"frequency %a5 repetition %a6 : {', '.join(mlir_type(a) for a in inputs)} -> {ty}")
+    # vLLM's formulation: masks and bin counts over the vocabulary.
+    ref = t(logits)
+    for row in range(s):
+        history = torch.zeros(v, dtype=torch.bool)
+        output_counts = torch.zeros(v, dtype=torch.float64)
+        for e in range(starts[row], starts[row + 1]):
+            if 0 <= tokens[e] < v:
+                history[tokens[e]] = True
+                output_counts[tokens[e]] = float(counts[e])
+        x = ref[row]
+        penalised = torch.where(x > 0, x / float(repetition[row]), x * float(repetition[row]))
+        x = torch.where(history, penalised, x)
+        x = x - float(frequency[row]) * output_counts
+        x = x - float(presence[row]) * (output_counts > 0).double()
+        ref[row] = x
+    return inputs, module(inputs, body, [("%y", ty)]), [ref]
+
+
+class Masked:
+    """A reference whose entries outside `mask` are unspecified."""
+
+    def __init__(self, values, mask):
+        self.values, self.mask = values, mask
+
+
+def case_logprobs():
+    s, v, k = 6, 300, 20
+    logits = f32(s, v, scale=3.0)
+    logits[2, [7, 40, 41, 299]] = logits[2].max() + 1  # ties: lower index first
+    num = np.array([-1, 0, 4, 20, 1, 7], np.int32)
+    tokens = i32(0, v, s)
+    inputs = [logits, tokens, num]
+    body = (f"  %lp, %tt, %tl = llmserve.logprobs %a0 tokens %a1 num %a2 : "
+            f"{', '.join(mlir_type(a) for a in inputs)} -> tensor<{s}xf32>, "
+            f"tensor<{s}x{k}xi32>, tensor<{s}x{k}xf32>")
+    logp = torch.log_softmax(t(logits), dim=1)
+    token_lp = logp[torch.arange(s), torch.from_numpy(tokens).long()]
+    top_tokens = torch.full((s, k), -1.0, dtype=torch.float64)
+    top_lp = torch.full((s, k), -math.inf, dtype=torch.float64)
+    for row in range(s):
+        order = np.argsort(-logits[row], kind="stable")[: max(num[row], 0)]
+        top_tokens[row, : len(order)] = torch.from_numpy(order).double()
+        top_lp[row, : len(order)] = logp[row, order]
+    asked = torch.from_numpy(num >= 0)
+    results = [("%lp", f"tensor<{s}xf32>"), ("%tt", f"tensor<{s}x{k}xi32>"),
+               ("%tl", f"tensor<{s}x{k}xf32>")]
+    return inputs, module(inputs, body, results), [
+        Masked(token_lp, asked), Masked(top_tokens, asked), Masked(top_lp, asked)]
+
+
 class Distribution:
     """The expected probability of each token: checked against the empirical
     frequencies of many independently seeded samples, with tokens outside the
@@ -286,6 +358,8 @@ CASES = {
     "gelu_exact": lambda: gelu_case("none"),
     "kv_write_paged_attention": lambda: attention_case(None),
     "paged_attention_sliding_window": lambda: attention_case(3),
+    "apply_penalties": case_apply_penalties,
+    "logprobs": case_logprobs,
     "sample_greedy": case_sample_greedy,
     "sample_temperature": lambda: sample_distribution_case(1.3),
     "sample_top_k": lambda: sample_distribution_case(0.8, top_k=4),
@@ -331,6 +405,11 @@ def check(build, work, name):
             worst = max(worst, error)
             continue
         got = torch.from_numpy(got.astype(np.float64))
+        if isinstance(want, Masked):
+            got, want = got[want.mask], want.values[want.mask]
+        infinite = torch.isinf(want)
+        ok &= torch.equal(got[infinite], want[infinite])
+        got, want = got[~infinite], want[~infinite]
         error = float((got - want).abs().max() / max(float(want.abs().max()), 1e-30))
         ok &= error < TOLERANCE
         worst = max(worst, error)

@@ -152,6 +152,8 @@ public:
             .Case([&](PagedAttentionOp o) { return pagedAttention(o); })
             .Case([&](SiluMulOp o) { return siluMul(o); })
             .Case([&](GeluOp o) { return gelu(o); })
+            .Case([&](ApplyPenaltiesOp o) { return applyPenalties(o); })
+            .Case([&](LogprobsOp o) { return logprobs(o); })
             .Case([&](SampleOp o) { return sample(o); })
             .Default([&](Operation *) {
               return op->emitOpError("has no CPU kernel"), failure();
@@ -702,6 +704,124 @@ private:
       }
       return a.mul(a.mul(half, x), a.add(one, inner));
     });
+  }
+
+  FailureOr<Grid> applyPenalties(ApplyPenaltiesOp) {
+    Value logits = emitter.binding(0), start = emitter.binding(1),
+          tokens = emitter.binding(2), counts = emitter.binding(3),
+          presence = emitter.binding(4), frequency = emitter.binding(5),
+          repetition = emitter.binding(6), out = emitter.binding(7);
+    Value vocab = emitter.dimSize(0, 1), entries = emitter.dimSize(2, 0);
+    Value zero = emitter.index(0), fzero = emitter.f32(0);
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value s) {
+      emitter.forLoop(zero, vocab, 1, [&](Value v) {
+        a.store(a.load(logits, {s, v}), out, {s, v});
+      });
+      Value rep = a.load(repetition, s), freq = a.load(frequency, s),
+            pres = a.load(presence, s);
+      // The row's entries, clamped to the arrays so that a malformed
+      // penalty_start cannot read out of bounds.
+      auto clamp = [&](Value i) {
+        Value x = a.toIndex(i);
+        x = arith::MaxSIOp::create(b(), x, zero);
+        return arith::MinSIOp::create(b(), x, entries).getResult();
+      };
+      Value first = clamp(a.load(start, s));
+      Value last = arith::MaxSIOp::create(
+          b(), first, clamp(a.load(start, a.addi(s, emitter.index(1)))));
+      emitter.forLoop(first, last, 1, [&](Value e) {
+        Value token = a.toIndex(a.load(tokens, e));
+        Value inVocab = arith::AndIOp::create(
+            b(), a.cmpi(arith::CmpIPredicate::sge, token, zero),
+            a.cmpi(arith::CmpIPredicate::slt, token, vocab));
+        emitter.ifThen(inVocab, [&] {
+          Value l = a.load(out, {s, token});
+          Value positive = arith::CmpFOp::create(
+              b(), arith::CmpFPredicate::OGT, l, fzero);
+          l = a.select(positive, a.div(l, rep), a.mul(l, rep));
+          Value count = a.load(counts, e);
+          Value seen = a.cmpi(arith::CmpIPredicate::sgt, count, emitter.i32(0));
+          Value countF = arith::SIToFPOp::create(b(), b().getF32Type(), count);
+          l = a.sub(l, a.mul(freq, countF));
+          l = a.sub(l, a.select(seen, pres, fzero));
+          a.store(l, out, {s, token});
+        });
+      });
+    });
+    return rowGrid(0, kRowsPerGroup);
+  }
+
+  FailureOr<Grid> logprobs(LogprobsOp o) {
+    Value logits = emitter.binding(0), tokens = emitter.binding(1),
+          num = emitter.binding(2), tokenLogprob = emitter.binding(3),
+          topTokens = emitter.binding(4), topLogprobs = emitter.binding(5);
+    int64_t maxTop = o.getTopTokens().getType().getDimSize(1);
+    Value vocab = emitter.dimSize(0, 1);
+    Value zero = emitter.index(0);
+    Value negInf = emitter.f32(-INFINITY);
+    auto cmpf = [&](arith::CmpFPredicate p, Value x, Value y) {
+      return arith::CmpFOp::create(b(), p, x, y).getResult();
+    };
+    auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    emitter.forLoop(begin, end, 1, [&](Value s) {
+      Value n = a.toIndex(a.load(num, s));
+      emitter.ifThen(a.cmpi(arith::CmpIPredicate::sge, n, zero), [&] {
+        Value max = emitter.forLoop(
+            zero, vocab, 1, {negInf},
+            [&](Value v, ValueRange m) -> SmallVector<Value> {
+              return {a.max(m[0], a.load(logits, {s, v}))};
+            })[0];
+        Value sum = emitter.forLoop(
+            zero, vocab, 1, {emitter.f32(0)},
+            [&](Value v, ValueRange acc) -> SmallVector<Value> {
+              return {a.add(acc[0], a.exp(a.sub(a.load(logits, {s, v}), max)))};
+            })[0];
+        Value logZ = a.add(max, math::LogOp::create(b(), sum));
+        Value token = a.toIndex(a.load(tokens, s));
+        Value valid = arith::AndIOp::create(
+            b(), a.cmpi(arith::CmpIPredicate::sge, token, zero),
+            a.cmpi(arith::CmpIPredicate::slt, token, vocab));
+        a.store(emitter.ifElse(
+                    valid, b().getF32Type(),
+                    [&] { return a.sub(a.load(logits, {s, token}), logZ); },
+                    [&] { return negInf; }),
+                tokenLogprob, s);
+        // Selection of the n largest, each the next in (logit descending,
+        // index ascending) order after the previous one.
+        Value top = arith::MinSIOp::create(b(), n, emitter.index(maxTop));
+        emitter.forLoop(
+            zero, top, 1, {emitter.f32(INFINITY), emitter.index(-1)},
+            [&](Value j, ValueRange prev) -> SmallVector<Value> {
+              SmallVector<Value> best = emitter.forLoop(
+                  zero, vocab, 1, {negInf, emitter.index(-1)},
+                  [&](Value v, ValueRange acc) -> SmallVector<Value> {
+                    Value l = a.load(logits, {s, v});
+                    Value after = arith::OrIOp::create(
+                        b(), cmpf(arith::CmpFPredicate::OLT, l, prev[0]),
+                        arith::AndIOp::create(
+                            b(), cmpf(arith::CmpFPredicate::OEQ, l, prev[0]),
+                            a.cmpi(arith::CmpIPredicate::sgt, v, prev[1])));
+                    Value better = arith::AndIOp::create(
+                        b(), after,
+                        arith::OrIOp::create(
+                            b(), cmpf(arith::CmpFPredicate::OGT, l, acc[0]),
+                            a.cmpi(arith::CmpIPredicate::slt, acc[1], zero)));
+                    return {a.select(better, l, acc[0]),
+                            a.select(better, v, acc[1])};
+                  });
+              a.store(arith::IndexCastOp::create(b(), b().getI32Type(), best[1]),
+                      topTokens, {s, j});
+              a.store(a.sub(best[0], logZ), topLogprobs, {s, j});
+              return best;
+            });
+        emitter.forLoop(top, emitter.index(maxTop), 1, [&](Value j) {
+          a.store(emitter.i32(-1), topTokens, {s, j});
+          a.store(negInf, topLogprobs, {s, j});
+        });
+      });
+    });
+    return rowGrid(0, kRowsPerGroup);
   }
 
   /// A uniform float in (0, 1) from (seed, offset, token): splitmix64, so a

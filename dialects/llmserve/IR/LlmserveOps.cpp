@@ -391,3 +391,51 @@ LogicalResult SampleOp::verify() {
       return failure();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// ApplyPenaltiesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ApplyPenaltiesOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifySameElementType(op, "result", getResult(), "logits",
+                                   getLogits())) ||
+      failed(verifyDimsMatch(op, "result", getResult(), 1, "logits",
+                             getLogits(), 1)))
+    return failure();
+  const std::pair<StringRef, Value> perSequence[] = {
+      {"result", getResult()},
+      {"presence_penalty", getPresencePenalty()},
+      {"frequency_penalty", getFrequencyPenalty()},
+      {"repetition_penalty", getRepetitionPenalty()}};
+  for (const auto &[name, value] : perSequence)
+    if (failed(verifyDimsMatch(op, name, value, 0, "logits", getLogits(), 0)))
+      return failure();
+  return verifyDimsMatch(op, "penalty_counts", getPenaltyCounts(), 0,
+                         "penalty_tokens", getPenaltyTokens(), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// LogprobsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LogprobsOp::verify() {
+  Operation *op = getOperation();
+  const std::pair<StringRef, Value> perSequence[] = {
+      {"tokens", getTokens()},
+      {"num_logprobs", getNumLogprobs()},
+      {"token_logprob", getTokenLogprob()},
+      {"top_tokens", getTopTokens()},
+      {"top_logprobs", getTopLogprobs()}};
+  for (const auto &[name, value] : perSequence)
+    if (failed(verifyDimsMatch(op, name, value, 0, "logits", getLogits(), 0)))
+      return failure();
+  if (failed(verifyDimsMatch(op, "top_logprobs", getTopLogprobs(), 1,
+                             "top_tokens", getTopTokens(), 1)))
+    return failure();
+  if (getTopTokens().getType().isDynamicDim(1) ||
+      getTopLogprobs().getType().isDynamicDim(1))
+    return emitOpError("the number of top log-probs (dimension 1 of "
+                       "top_tokens and top_logprobs) must be static");
+  return success();
+}

@@ -419,6 +419,86 @@ def Llmserve_GatherRowsOp : Llmserve_Op<"gather_rows", [Pure]> {
   }];
 }
 
+def Llmserve_ApplyPenaltiesOp : Llmserve_Op<"apply_penalties", [Pure]> {
+  let summary = "repetition, frequency and presence penalties on logits rows";
+  let description = [{
+    Returns `logits` [S, V] with each row's history penalties applied, as
+    vLLM and the OpenAI API define them. Row `s` owns the entries
+    `[penalty_start[s], penalty_start[s+1])` of `penalty_tokens` and
+    `penalty_counts` [P]: each a distinct token of the sequence's prompt or
+    output and how many times it occurs in the output (0: prompt only). For
+    each such token, in this order:
+
+    - `repetition_penalty[s]` (f32, 1 = off): a positive logit is divided by
+      it, any other multiplied by it;
+    - `frequency_penalty[s]` (f32) times the count, and `presence_penalty[s]`
+      (f32) once if the count is positive, are subtracted.
+
+    Tokens outside `[0, V)` are ignored. Rows with no entries are copied.
+
+    Example:
+
+    ```mlir
+    %out = llmserve.apply_penalties %logits start %ps tokens %pt counts %pc
+        presence %pp frequency %fp repetition %rp : tensor<?x32000xf32>,
+        tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>,
+        tensor<?xf32>, tensor<?xf32> -> tensor<?x32000xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$logits,
+                       Llmserve_I32Tensor1D:$penalty_start,
+                       Llmserve_I32Tensor1D:$penalty_tokens,
+                       Llmserve_I32Tensor1D:$penalty_counts,
+                       Llmserve_F32Tensor1D:$presence_penalty,
+                       Llmserve_F32Tensor1D:$frequency_penalty,
+                       Llmserve_F32Tensor1D:$repetition_penalty);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $logits `start` $penalty_start `tokens` $penalty_tokens `counts`
+    $penalty_counts `presence` $presence_penalty `frequency`
+    $frequency_penalty `repetition` $repetition_penalty attr-dict
+    `:` type($logits) `,` type($penalty_start) `,` type($penalty_tokens) `,`
+    type($penalty_counts) `,` type($presence_penalty) `,`
+    type($frequency_penalty) `,` type($repetition_penalty) `->` type($result)
+  }];
+}
+
+def Llmserve_LogprobsOp : Llmserve_Op<"logprobs", [Pure]> {
+  let summary = "log-probabilities of the sampled tokens and of the top tokens";
+  let description = [{
+    For each row `s` of `logits` [S, V] with `num_logprobs[s] >= 0`:
+    `token_logprob[s]` is the log-softmax of the row at `tokens[s]`, and the
+    first `num_logprobs[s]` entries of row `s` of `top_tokens` and
+    `top_logprobs` [S, K] are the most likely tokens, most likely first (the
+    lower index first on ties), with their log-probabilities; the remaining
+    entries are -1 and -inf. Rows with `num_logprobs[s] < 0` are skipped and
+    their outputs left undefined. `num_logprobs[s]` must not exceed K.
+
+    The log-probabilities are those of the model's distribution: `logits` as
+    the model produced them, before penalties and temperature (vLLM's default
+    "raw" log-probs).
+
+    Example:
+
+    ```mlir
+    %lp, %top, %toplp = llmserve.logprobs %logits tokens %tok num %n
+        : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32>
+        -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$logits,
+                       Llmserve_I32Tensor1D:$tokens,
+                       Llmserve_I32Tensor1D:$num_logprobs);
+  let results = (outs Llmserve_F32Tensor1D:$token_logprob,
+                      Llmserve_I32Tensor2D:$top_tokens,
+                      Llmserve_F32Tensor2D:$top_logprobs);
+  let assemblyFormat = [{
+    $logits `tokens` $tokens `num` $num_logprobs attr-dict
+    `:` type($logits) `,` type($tokens) `,` type($num_logprobs)
+    `->` type($token_logprob) `,` type($top_tokens) `,` type($top_logprobs)
+  }];
+}
+
 def Llmserve_SampleOp : Llmserve_Op<"sample", [Pure]> {
   let summary = "sample one token per row of logits";
   let description = [{

@@ -74,3 +74,46 @@ func.func @attention(%q: tensor<?x64xf32>, %pos: tensor<?xi32>, %kc: tensor<?x4x
   %o, %lse = llmserve.paged_attention %r, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 2.500000e-01 : tensor<?x64xf32>, tensor<?x4x2x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   return %o, %lse : tensor<?x64xf32>, tensor<?x4xf32>
 }
+
+// -----
+
+// apply_penalties copies each row, then rewrites the history tokens of the
+// row's [start[s], start[s+1]) range, clamped to the P entries.
+// CHECK-LABEL: func.func @apply_penalties
+//       CHECK:   llmserve.apply_penalties
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "1", "1"], kernel = "d0_apply_penalties"
+//       CHECK: func.func @llmserve_d0_apply_penalties
+//       CHECK:   scf.for
+//       CHECK:     scf.for
+//       CHECK:     arith.maxsi
+//       CHECK:     arith.minsi
+//       CHECK:     scf.for
+//       CHECK:       scf.if
+//       CHECK:         arith.divf
+//       CHECK:         arith.mulf
+func.func @apply_penalties(%l: tensor<?x64xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>,
+                           %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) -> tensor<?x64xf32> {
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x64xf32>
+  return %o : tensor<?x64xf32>
+}
+
+// -----
+
+// logprobs: rows that ask (num >= 0) get a log-sum-exp, then one pass over
+// the vocabulary per top entry.
+// CHECK-LABEL: func.func @logprobs
+//       CHECK:   llmserve.logprobs
+//  CHECK-SAME:     kernel = "d0_logprobs"
+//       CHECK: func.func @llmserve_d0_logprobs
+//       CHECK:   scf.if
+//       CHECK:     math.log
+//       CHECK:     arith.constant 20 : index
+//       CHECK:     scf.for {{.*}} -> (f32, index)
+//       CHECK:       scf.for {{.*}} -> (f32, index)
+func.func @logprobs(%l: tensor<?x64xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>)
+    -> (tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>) {
+  %lp, %tt, %tl = llmserve.logprobs %l tokens %t num %n
+      : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+  return %lp, %tt, %tl : tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+}

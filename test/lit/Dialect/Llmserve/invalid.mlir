@@ -806,3 +806,119 @@ func.func @kv_write_no_result(%k: tensor<?x8xf32>, %c: tensor<?x16x2x4xf32>, %s:
   "llmserve.kv_write"(%k, %c, %s) : (tensor<?x8xf32>, tensor<?x16x2x4xf32>, tensor<?xi32>) -> ()
   return
 }
+
+//===----------------------------------------------------------------------===//
+// apply_penalties
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @penalties_result_type(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
+  // expected-error @+1 {{'llmserve.apply_penalties' op result element type 'f16' must equal logits element type 'f32'}}
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x100xf16>
+  return
+}
+
+// -----
+
+func.func @penalties_result_vocab(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
+  // expected-error @+1 {{'llmserve.apply_penalties' op result dim 1 (99) must equal logits dim 1 (100)}}
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x99xf32>
+  return
+}
+
+// -----
+
+func.func @penalties_result_rows(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
+  // expected-error @+1 {{'llmserve.apply_penalties' op result dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<3x100xf32>
+  return
+}
+
+// -----
+
+func.func @penalties_presence(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<3xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
+  // expected-error @+1 {{'llmserve.apply_penalties' op presence_penalty dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<3xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x100xf32>
+  return
+}
+
+// -----
+
+func.func @penalties_frequency(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<3xf32>, %rp: tensor<?xf32>) {
+  // expected-error @+1 {{'llmserve.apply_penalties' op frequency_penalty dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<3xf32>, tensor<?xf32> -> tensor<2x100xf32>
+  return
+}
+
+// -----
+
+func.func @penalties_repetition(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<3xf32>) {
+  // expected-error @+1 {{'llmserve.apply_penalties' op repetition_penalty dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<3xf32> -> tensor<2x100xf32>
+  return
+}
+
+// -----
+
+func.func @penalties_counts(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<5xi32>, %pc: tensor<4xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
+  // expected-error @+1 {{'llmserve.apply_penalties' op penalty_counts dim 0 (4) must equal penalty_tokens dim 0 (5)}}
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<5xi32>, tensor<4xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x100xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// logprobs
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @logprobs_tokens(%l: tensor<2x100xf32>, %t: tensor<3xi32>, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.logprobs' op tokens dim 0 (3) must equal logits dim 0 (2)}}
+  %a, %b, %c = llmserve.logprobs %l tokens %t num %n
+      : tensor<2x100xf32>, tensor<3xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+  return
+}
+
+// -----
+
+func.func @logprobs_num(%l: tensor<2x100xf32>, %t: tensor<?xi32>, %n: tensor<3xi32>) {
+  // expected-error @+1 {{'llmserve.logprobs' op num_logprobs dim 0 (3) must equal logits dim 0 (2)}}
+  %a, %b, %c = llmserve.logprobs %l tokens %t num %n
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<3xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+  return
+}
+
+// -----
+
+func.func @logprobs_rows(%l: tensor<2x100xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.logprobs' op top_logprobs dim 0 (3) must equal logits dim 0 (2)}}
+  %a, %b, %c = llmserve.logprobs %l tokens %t num %n
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<3x20xf32>
+  return
+}
+
+// -----
+
+func.func @logprobs_top_mismatch(%l: tensor<2x100xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.logprobs' op top_logprobs dim 1 (5) must equal top_tokens dim 1 (20)}}
+  %a, %b, %c = llmserve.logprobs %l tokens %t num %n
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x5xf32>
+  return
+}
+
+// -----
+
+func.func @logprobs_dynamic_top(%l: tensor<2x100xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.logprobs' op the number of top log-probs (dimension 1 of top_tokens and top_logprobs) must be static}}
+  %a, %b, %c = llmserve.logprobs %l tokens %t num %n
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x?xi32>, tensor<?x?xf32>
+  return
+}

@@ -167,3 +167,27 @@ func.func @sample(%logits: tensor<?x32000xf32>, %t: tensor<?xf32>, %p: tensor<?x
       : tensor<?x32000xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
   return %tok : tensor<?xi32>
 }
+
+// -----
+
+// CHECK-LABEL: func @apply_penalties
+// CHECK-SAME: (%[[L:.*]]: tensor<?x32000xf32>, %[[PS:.*]]: tensor<?xi32>, %[[PT:.*]]: tensor<?xi32>, %[[PC:.*]]: tensor<?xi32>, %[[PP:.*]]: tensor<?xf32>, %[[FP:.*]]: tensor<?xf32>, %[[RP:.*]]: tensor<?xf32>)
+func.func @apply_penalties(%logits: tensor<?x32000xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>,
+                           %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) -> tensor<?x32000xf32> {
+  // CHECK: llmserve.apply_penalties %[[L]] start %[[PS]] tokens %[[PT]] counts %[[PC]] presence %[[PP]] frequency %[[FP]] repetition %[[RP]] : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x32000xf32>
+  %out = llmserve.apply_penalties %logits start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x32000xf32>
+  return %out : tensor<?x32000xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @logprobs
+// CHECK-SAME: (%[[L:.*]]: tensor<?x32000xf32>, %[[T:.*]]: tensor<?xi32>, %[[N:.*]]: tensor<?xi32>)
+func.func @logprobs(%logits: tensor<?x32000xf32>, %tok: tensor<?xi32>, %n: tensor<?xi32>)
+    -> (tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>) {
+  // CHECK: llmserve.logprobs %[[L]] tokens %[[T]] num %[[N]] : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+  %lp, %top, %toplp = llmserve.logprobs %logits tokens %tok num %n
+      : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+  return %lp, %top, %toplp : tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+}
