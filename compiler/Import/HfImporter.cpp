@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -316,7 +317,10 @@ private:
     b.setInsertionPointToStart(func.addEntryBlock());
     args = func.getArguments();
     Value logits = m.architecture == "gpt2" ? buildGpt2() : buildLlama();
-    func::ReturnOp::create(b, loc, returnLogits ? logits : sample(logits));
+    if (returnLogits)
+      func::ReturnOp::create(b, loc, logits);
+    else
+      func::ReturnOp::create(b, loc, sample(logits));
   }
 
   Type f32() { return b.getF32Type(); }
@@ -328,17 +332,25 @@ private:
         {ShapedType::kDynamic, options.blockSize, m.kvHeads, m.headDim}, f32());
   }
 
+  /// A step-contract array's tensor type: integer dimensions are static,
+  /// symbolic ones dynamic.
+  RankedTensorType contractType(const abi::ContractArray &c) {
+    llvm::StringRef dtype = c.dtype;
+    Type element = dtype == "f32"   ? f32()
+                   : dtype == "i64" ? Type(b.getI64Type())
+                                    : Type(b.getI32Type());
+    SmallVector<int64_t> shape;
+    for (llvm::StringRef dim : llvm::split(llvm::StringRef(c.shape), ',')) {
+      int64_t size;
+      shape.push_back(dim.getAsInteger(10, size) ? ShapedType::kDynamic : size);
+    }
+    return RankedTensorType::get(shape, element);
+  }
+
   func::FuncOp createStepFunction(StringRef name, bool returnLogits) {
     SmallVector<Type> inputs;
-    for (const abi::ContractArray &c : abi::kStepArguments) {
-      llvm::StringRef dtype = c.dtype;
-      Type element = dtype == "f32"   ? f32()
-                     : dtype == "i64" ? Type(b.getI64Type())
-                                      : Type(b.getI32Type());
-      SmallVector<int64_t> shape(
-          llvm::count(llvm::StringRef(c.shape), ',') + 1, ShapedType::kDynamic);
-      inputs.push_back(RankedTensorType::get(shape, element));
-    }
+    for (const abi::ContractArray &c : abi::kStepArguments)
+      inputs.push_back(contractType(c));
     SmallVector<DictionaryAttr> argAttrs;
     for (const abi::ContractArray &c : abi::kStepArguments)
       argAttrs.push_back(b.getDictionaryAttr(
@@ -352,16 +364,18 @@ private:
                                  b.getNamedAttr("role", b.getStringAttr(role))}))));
       }
     }
-    Type result =
-        returnLogits ? Type(RankedTensorType::get({ShapedType::kDynamic, m.vocab},
-                                                  f32()))
-                     : Type(RankedTensorType::get({ShapedType::kDynamic},
-                                                  b.getI32Type()));
-    auto type = b.getFunctionType(inputs, result);
+    SmallVector<Type> results;
+    if (returnLogits)
+      results.push_back(
+          RankedTensorType::get({ShapedType::kDynamic, m.vocab}, f32()));
+    else
+      for (const abi::ContractArray &c : abi::kStepResults)
+        results.push_back(contractType(c));
+    auto type = b.getFunctionType(inputs, results);
     auto func = func::FuncOp::create(b, loc, name, type, {}, argAttrs);
     if (!returnLogits)
-      func.setResultAttr(0, kContractAttrName,
-                         b.getStringAttr(abi::kStepResult.name));
+      for (auto [i, c] : llvm::enumerate(abi::kStepResults))
+        func.setResultAttr(i, kContractAttrName, b.getStringAttr(c.name));
     return func;
   }
 
@@ -451,11 +465,24 @@ private:
     return linear(rows, head);
   }
 
-  Value sample(Value logits) {
-    return SampleOp::create(
-        b, loc, RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type()),
-        logits, contract("temperature"), contract("top_p"), contract("top_k"),
+  /// The step's results (abi::kStepResults): tokens sampled from the
+  /// penalised logits, and log-probs of the model's own distribution.
+  SmallVector<Value> sample(Value logits) {
+    Value penalised = ApplyPenaltiesOp::create(
+        b, loc, logits.getType(), logits, contract("penalty_start"),
+        contract("penalty_tokens"), contract("penalty_counts"),
+        contract("presence_penalty"), contract("frequency_penalty"),
+        contract("repetition_penalty"));
+    Value tokens = SampleOp::create(
+        b, loc, contractType(abi::kStepResults[0]), penalised,
+        contract("temperature"), contract("top_p"), contract("top_k"),
         contract("min_p"), contract("seed"), contract("context_len"));
+    auto logprobs = LogprobsOp::create(
+        b, loc, contractType(abi::kStepResults[1]),
+        contractType(abi::kStepResults[2]), contractType(abi::kStepResults[3]),
+        logits, tokens, contract("num_logprobs"));
+    return {tokens, logprobs.getTokenLogprob(), logprobs.getTopTokens(),
+            logprobs.getTopLogprobs()};
   }
 
   Value buildLlama() {

@@ -1,5 +1,6 @@
 #include "core/engine.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -65,20 +66,6 @@ uint64_t Engine::add_request(std::vector<int32_t> prompt,
   for (int32_t token : params.stop_token_ids)
     check_token(token, "stop_token_ids");
   params.validate();
-  // The step contract (abi::kStepArguments) carries neither the token
-  // history penalties need nor log-probs: refuse rather than ignore them.
-  auto unsupported = [&](bool used, const std::string &what) {
-    if (used)
-      reject(what + ": not supported by the step contract yet");
-  };
-  unsupported(params.presence_penalty != 0.0f,
-              "presence_penalty = " + std::to_string(params.presence_penalty));
-  unsupported(params.frequency_penalty != 0.0f,
-              "frequency_penalty = " + std::to_string(params.frequency_penalty));
-  unsupported(params.repetition_penalty != 1.0f,
-              "repetition_penalty = " + std::to_string(params.repetition_penalty));
-  unsupported(params.logprobs != 0, "logprobs = " + std::to_string(params.logprobs));
-
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t id = next_id_++;
   inbox_.push_back(std::make_unique<Request>(id, std::move(prompt),
@@ -153,6 +140,15 @@ std::vector<RequestOutput> Engine::step() {
       for (int32_t token : step_output_.next_tokens)
         if (error.empty() && token < 0)
           error = "executor sampled token id " + std::to_string(token);
+      const bool wants_logprobs =
+          std::any_of(batch.num_logprobs.begin(), batch.num_logprobs.end(),
+                      [](int32_t n) { return n >= 0; });
+      const size_t rows = size_t(batch.num_seqs);
+      if (error.empty() && wants_logprobs &&
+          (step_output_.token_logprobs.size() != rows ||
+           step_output_.top_logprob_tokens.size() != rows * abi::kMaxTopLogprobs ||
+           step_output_.top_logprobs.size() != rows * abi::kMaxTopLogprobs))
+        error = "executor returned no log-probs for a step that asked for them";
     } catch (const std::exception &e) {
       error = std::string("executor failed: ") + e.what();
     }

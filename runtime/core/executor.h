@@ -4,6 +4,8 @@
 #ifndef LLMSERVE_CORE_EXECUTOR_H
 #define LLMSERVE_CORE_EXECUTOR_H
 
+#include "llmserve/abi.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -27,10 +29,28 @@ struct StepBatch {
   std::vector<int32_t> top_k;     // 0 = off
   std::vector<float> min_p;       // 0 = off
   std::vector<int64_t> seed;
+  std::vector<float> presence_penalty;   // 0 = off
+  std::vector<float> frequency_penalty;  // 0 = off
+  std::vector<float> repetition_penalty; // 1 = off
+  // Each sequence's penalty history, CSR: entries [penalty_start[s],
+  // penalty_start[s+1]) of the two arrays below, each a distinct token of its
+  // prompt or output and how often it occurs in the output (0: prompt only).
+  std::vector<int32_t> penalty_start;  // [S+1]
+  std::vector<int32_t> penalty_tokens; // [P]
+  std::vector<int32_t> penalty_counts; // [P]
+  // -1: no log-probs; k >= 0: the sampled token's and the top k
+  // (k <= abi::kMaxTopLogprobs).
+  std::vector<int32_t> num_logprobs;
 };
 
 struct StepOutput {
   std::vector<int32_t> next_tokens; // [S]
+  // Filled only for the sequences that asked (num_logprobs >= 0); empty when
+  // none did. Row s of the top arrays holds num_logprobs[s] entries, most
+  // likely first, from [s * abi::kMaxTopLogprobs].
+  std::vector<float> token_logprobs;       // [S]
+  std::vector<int32_t> top_logprob_tokens; // [S * abi::kMaxTopLogprobs]
+  std::vector<float> top_logprobs;         // [S * abi::kMaxTopLogprobs]
 };
 
 struct KvCacheSpec {

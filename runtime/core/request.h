@@ -3,11 +3,13 @@
 #ifndef LLMSERVE_CORE_REQUEST_H
 #define LLMSERVE_CORE_REQUEST_H
 
+#include "core/penalty_history.h"
 #include "core/sampling_params.h"
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llmserve {
@@ -52,6 +54,7 @@ struct Request {
   int32_t num_prompt_tokens;
   SamplingParams params;
   int64_t seed;
+  PenaltyHistory penalty_history;
 
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;
@@ -76,6 +79,11 @@ struct RequestOutput {
   // The token sampled this step (EOS included), or -1 when the request only
   // ended (abort, error, stop from outside).
   int32_t token = -1;
+  // When the request asked for log-probs (SamplingParams::logprobs >= 0):
+  // the token's log-probability and the top tokens with theirs, most likely
+  // first.
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error; // why, when finish_reason is kError

@@ -36,8 +36,8 @@ void SamplingParams::validate() const {
           str(min_tokens), "in [0, max_tokens]");
   for (int32_t id : stop_token_ids)
     require(id >= 0, "stop_token_ids", str(id), "token ids >= 0");
-  require(logprobs >= 0 && logprobs <= 20, "logprobs", str(logprobs),
-          "in [0, 20]");
+  require(logprobs >= -1 && logprobs <= 20, "logprobs", str(logprobs),
+          "in [-1, 20]");
 }
 
 } // namespace llmserve

@@ -25,7 +25,9 @@ struct SamplingParams {
   int32_t min_tokens = 0;          // EOS and stop tokens are ignored before this
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
-  int32_t logprobs = 0; // top log-probs returned per token; 0 = none
+  // -1: no log-probs; k >= 0: each generated token's log-probability and
+  // the k most likely tokens' (k <= 20).
+  int32_t logprobs = -1;
 
   // Throws std::invalid_argument naming the first field out of range.
   void validate() const;

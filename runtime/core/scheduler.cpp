@@ -216,6 +216,13 @@ void Scheduler::build_batch() {
   b.top_k.resize(num_seqs);
   b.min_p.resize(num_seqs);
   b.seed.resize(num_seqs);
+  b.presence_penalty.resize(num_seqs);
+  b.frequency_penalty.resize(num_seqs);
+  b.repetition_penalty.resize(num_seqs);
+  b.penalty_start.resize(num_seqs + 1);
+  b.penalty_tokens.clear();
+  b.penalty_counts.clear();
+  b.num_logprobs.resize(num_seqs);
 
   const int32_t block_size = pool_.block_size();
   int32_t t = 0;
@@ -240,7 +247,22 @@ void Scheduler::build_batch() {
     b.top_k[s] = r.params.top_k;
     b.min_p[s] = r.params.min_p;
     b.seed[s] = r.seed;
+    b.presence_penalty[s] = r.params.presence_penalty;
+    b.frequency_penalty[s] = r.params.frequency_penalty;
+    b.repetition_penalty[s] = r.params.repetition_penalty;
+    b.num_logprobs[s] = r.params.logprobs;
+    // A prompt chunk's sampled token is thrown away: its history is not
+    // needed until the last chunk.
+    b.penalty_start[s] = static_cast<int32_t>(b.penalty_tokens.size());
+    if (end == r.num_tokens()) {
+      const PenaltyHistory &h = r.penalty_history;
+      b.penalty_tokens.insert(b.penalty_tokens.end(), h.tokens().begin(),
+                              h.tokens().end());
+      b.penalty_counts.insert(b.penalty_counts.end(), h.counts().begin(),
+                              h.counts().end());
+    }
   }
+  b.penalty_start[num_seqs] = static_cast<int32_t>(b.penalty_tokens.size());
 }
 
 FinishReason Scheduler::stop_reason(const Request &request,
@@ -275,6 +297,7 @@ void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
       continue; // a prompt chunk: its sampled token is not the next one yet
     int32_t token = out.next_tokens[s];
     r->tokens.push_back(token);
+    r->penalty_history.add_output(token);
     if (r->num_output_tokens() == 1)
       r->times.first_token = now;
     FinishReason reason = stop_reason(*r, token);
@@ -282,6 +305,13 @@ void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
       finish(r, reason, now);
     RequestOutput o = output_of(*r, now);
     o.token = token;
+    if (r->params.logprobs >= 0) {
+      o.logprob = out.token_logprobs[s];
+      for (int32_t k = 0; k < r->params.logprobs; ++k) {
+        const size_t i = s * abi::kMaxTopLogprobs + k;
+        o.top_logprobs.emplace_back(out.top_logprob_tokens[i], out.top_logprobs[i]);
+      }
+    }
     outputs.push_back(std::move(o));
   }
   scheduled_.clear();

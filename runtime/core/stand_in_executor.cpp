@@ -1,5 +1,6 @@
 #include "core/stand_in_executor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -61,10 +62,16 @@ uint64_t StandInExecutor::extend(uint64_t context, int32_t token) {
   return mix(context ^ (uint64_t(uint32_t(token)) * 0x9e3779b97f4a7c15ull));
 }
 
+uint64_t StandInExecutor::penalty_entry(int32_t token, int32_t count) {
+  return mix((uint64_t(uint32_t(token)) << 32) | uint32_t(count));
+}
+
 int32_t StandInExecutor::sample(uint64_t context, float temperature,
-                                int64_t seed) const {
+                                int64_t seed, uint64_t penalties) const {
   uint64_t h = temperature == 0.0f ? mix(context)
                                    : mix(context ^ mix(uint64_t(seed)));
+  if (penalties != 0)
+    h = mix(h ^ penalties);
   return static_cast<int32_t>(h % uint64_t(vocab_size_));
 }
 
@@ -86,9 +93,38 @@ void StandInExecutor::check_batch(const StepBatch &b) {
   check_size("top_k", b.top_k.size(), S);
   check_size("min_p", b.min_p.size(), S);
   check_size("seed", b.seed.size(), S);
+  check_size("presence_penalty", b.presence_penalty.size(), S);
+  check_size("frequency_penalty", b.frequency_penalty.size(), S);
+  check_size("repetition_penalty", b.repetition_penalty.size(), S);
+  check_size("penalty_start", b.penalty_start.size(), int64_t(S) + 1);
+  check_size("penalty_counts", b.penalty_counts.size(),
+             int64_t(b.penalty_tokens.size()));
+  check_size("num_logprobs", b.num_logprobs.size(), S);
   if (b.query_start[0] != 0 || b.query_start[S] != T)
     violation("query_start must run from 0 to num_tokens = " +
               std::to_string(T));
+  const int64_t P = static_cast<int64_t>(b.penalty_tokens.size());
+  if (b.penalty_start[0] != 0 || b.penalty_start[S] != P)
+    violation("penalty_start must run from 0 to " + std::to_string(P));
+  for (int32_t s = 0; s < S; ++s) {
+    if (b.penalty_start[s + 1] < b.penalty_start[s])
+      violation(at("penalty_start", s + 1, b.penalty_start[s + 1]) +
+                ": decreases");
+    std::vector<int32_t> row(b.penalty_tokens.begin() + b.penalty_start[s],
+                             b.penalty_tokens.begin() + b.penalty_start[s + 1]);
+    std::sort(row.begin(), row.end());
+    if (std::adjacent_find(row.begin(), row.end()) != row.end())
+      violation("sequence " + std::to_string(s) +
+                " lists a penalty token twice");
+    for (int32_t e = b.penalty_start[s]; e < b.penalty_start[s + 1]; ++e)
+      if (b.penalty_tokens[e] < 0 || b.penalty_tokens[e] >= vocab_size_ ||
+          b.penalty_counts[e] < 0)
+        violation(at("penalty_tokens", e, b.penalty_tokens[e]) + " with count " +
+                  std::to_string(b.penalty_counts[e]) + ": out of range");
+    if (b.num_logprobs[s] < -1 || b.num_logprobs[s] > abi::kMaxTopLogprobs)
+      violation(at("num_logprobs", s, b.num_logprobs[s]) + ": out of [-1, " +
+                std::to_string(abi::kMaxTopLogprobs) + "]");
+  }
 
   const int32_t num_blocks = static_cast<int32_t>(block_seen_seq_.size());
   // Pass 1: each sequence's block table row; note blocks listed twice.
@@ -197,8 +233,27 @@ void StandInExecutor::execute(const StepBatch &b, StepOutput &out) {
                   std::to_string(row[pos / block_size_]) +
                   ", whose KV was computed for another context");
     }
-    out.next_tokens[s] = sample(context, b.temperature[s], b.seed[s]);
+    uint64_t penalties = 0;
+    for (int32_t e = b.penalty_start[s]; e < b.penalty_start[s + 1]; ++e)
+      penalties += penalty_entry(b.penalty_tokens[e], b.penalty_counts[e]);
+    out.next_tokens[s] = sample(context, b.temperature[s], b.seed[s], penalties);
   }
+
+  out.token_logprobs.clear();
+  out.top_logprob_tokens.clear();
+  out.top_logprobs.clear();
+  if (std::none_of(b.num_logprobs.begin(), b.num_logprobs.end(),
+                   [](int32_t n) { return n >= 0; }))
+    return;
+  out.token_logprobs.assign(b.num_seqs, kSampledLogprob);
+  out.top_logprob_tokens.resize(size_t(b.num_seqs) * abi::kMaxTopLogprobs);
+  out.top_logprobs.resize(size_t(b.num_seqs) * abi::kMaxTopLogprobs);
+  for (int32_t s = 0; s < b.num_seqs; ++s)
+    for (int32_t k = 0; k < abi::kMaxTopLogprobs; ++k) {
+      const size_t i = size_t(s) * abi::kMaxTopLogprobs + k;
+      out.top_logprob_tokens[i] = (out.next_tokens[s] + k) % vocab_size_;
+      out.top_logprobs[i] = -1.0f - float(k);
+    }
 }
 
 } // namespace llmserve

@@ -28,10 +28,17 @@ public:
 
   // The model, for computing what a request run alone produces:
   // context = extend(...extend(kEmptyContext, t0)..., tn), then
-  // next = sample(context, temperature, seed).
+  // next = sample(context, temperature, seed, penalties), where `penalties`
+  // is 0 for a sequence without penalty entries, else the sum of
+  // penalty_entry(token, count) over its entries (any order).
   static constexpr uint64_t kEmptyContext = 0x243f6a8885a308d3ull;
   static uint64_t extend(uint64_t context, int32_t token);
-  int32_t sample(uint64_t context, float temperature, int64_t seed) const;
+  static uint64_t penalty_entry(int32_t token, int32_t count);
+  int32_t sample(uint64_t context, float temperature, int64_t seed,
+                 uint64_t penalties = 0) const;
+  // Log-probs it reports, when asked: -1 for the sampled token, and the
+  // top k are next, next + 1, ... (mod vocabulary) with -1, -2, ...
+  static constexpr float kSampledLogprob = -1.0f;
 
   int64_t num_steps() const { return num_steps_; }
 

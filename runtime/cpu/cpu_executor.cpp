@@ -53,6 +53,13 @@ void check_batch(const StepBatch &b, const Manifest &m, int64_t num_blocks) {
   check_size(b.top_k, "top_k", S, "S");
   check_size(b.min_p, "min_p", S, "S");
   check_size(b.seed, "seed", S, "S");
+  check_size(b.presence_penalty, "presence_penalty", S, "S");
+  check_size(b.frequency_penalty, "frequency_penalty", S, "S");
+  check_size(b.repetition_penalty, "repetition_penalty", S, "S");
+  check_size(b.penalty_start, "penalty_start", S + 1, "S+1");
+  const int64_t P = static_cast<int64_t>(b.penalty_tokens.size());
+  check_size(b.penalty_counts, "penalty_counts", P, "P");
+  check_size(b.num_logprobs, "num_logprobs", S, "S");
 
   // The manifest guarantees model and kv_cache for a bundle with a step.
   const int64_t block_size = m.kv_cache->block_size;
@@ -66,7 +73,14 @@ void check_batch(const StepBatch &b, const Manifest &m, int64_t num_blocks) {
     bad_batch("query_start runs from " + std::to_string(b.query_start[0]) +
               " to " + std::to_string(b.query_start[S]) + ", expected 0 to T = " +
               std::to_string(T));
+  check_range(b.num_logprobs, "num_logprobs", -1, abi::kMaxTopLogprobs + 1);
+  if (b.penalty_start[0] != 0 || b.penalty_start[S] != P)
+    bad_batch("penalty_start runs from " + std::to_string(b.penalty_start[0]) +
+              " to " + std::to_string(b.penalty_start[S]) +
+              ", expected 0 to P = " + std::to_string(P));
   for (int64_t s = 0; s < S; ++s) {
+    if (b.penalty_start[s + 1] < b.penalty_start[s])
+      bad_batch("penalty_start decreases at " + std::to_string(s + 1));
     if (b.query_start[s + 1] < b.query_start[s])
       bad_batch("query_start decreases at " + std::to_string(s + 1));
     const int64_t used_blocks = (b.context_len[s] + block_size - 1) / block_size;
@@ -142,19 +156,40 @@ void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
   symbols.S = batch.num_seqs;
   symbols.MB = batch.max_blocks_per_seq;
   symbols.NB = num_kv_blocks_;
+  symbols.P = static_cast<int64_t>(batch.penalty_tokens.size());
   // In abi::kStepArguments order; kernels only read arguments, so they use
   // the batch's arrays in place.
   const std::array<const void *, abi::kNumStepArguments> arguments = {
-      batch.token_ids.data(),   batch.positions.data(),    batch.query_start.data(),
-      batch.context_len.data(), batch.block_table.data(),  batch.slot_mapping.data(),
-      batch.logits_rows.data(), batch.temperature.data(),  batch.top_p.data(),
-      batch.top_k.data(),       batch.min_p.data(),        batch.seed.data(),
+      batch.token_ids.data(),         batch.positions.data(),
+      batch.query_start.data(),       batch.context_len.data(),
+      batch.block_table.data(),       batch.slot_mapping.data(),
+      batch.logits_rows.data(),       batch.temperature.data(),
+      batch.top_p.data(),             batch.top_k.data(),
+      batch.min_p.data(),             batch.seed.data(),
+      batch.presence_penalty.data(),  batch.frequency_penalty.data(),
+      batch.repetition_penalty.data(), batch.penalty_start.data(),
+      batch.penalty_tokens.data(),    batch.penalty_counts.data(),
+      batch.num_logprobs.data(),
   };
-  static_assert(abi::kNumStepArguments == 12, "bind every step argument");
+  static_assert(abi::kNumStepArguments == 19, "bind every step argument");
   run(step, symbols, arguments.data());
 
-  const int32_t *next = static_cast<const int32_t *>(buffers_[step.results[0]]);
-  out.next_tokens.assign(next, next + batch.num_seqs);
+  const size_t S = static_cast<size_t>(batch.num_seqs);
+  const auto result = [&](int i) { return buffers_[step.results[i]]; };
+  const auto *next = static_cast<const int32_t *>(result(0));
+  out.next_tokens.assign(next, next + S);
+  out.token_logprobs.clear();
+  out.top_logprob_tokens.clear();
+  out.top_logprobs.clear();
+  if (std::none_of(batch.num_logprobs.begin(), batch.num_logprobs.end(),
+                   [](int32_t n) { return n >= 0; }))
+    return;
+  const auto *logprob = static_cast<const float *>(result(1));
+  const auto *top_tokens = static_cast<const int32_t *>(result(2));
+  const auto *top = static_cast<const float *>(result(3));
+  out.token_logprobs.assign(logprob, logprob + S);
+  out.top_logprob_tokens.assign(top_tokens, top_tokens + S * abi::kMaxTopLogprobs);
+  out.top_logprobs.assign(top, top + S * abi::kMaxTopLogprobs);
 }
 
 std::vector<HostTensor>

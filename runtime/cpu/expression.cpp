@@ -14,7 +14,8 @@ constexpr int kMaxNesting = 32;
 
 std::string symbols_text(const Symbols &s) {
   return "T=" + std::to_string(s.T) + " S=" + std::to_string(s.S) +
-         " MB=" + std::to_string(s.MB) + " NB=" + std::to_string(s.NB);
+         " MB=" + std::to_string(s.MB) + " NB=" + std::to_string(s.NB) +
+         " P=" + std::to_string(s.P);
 }
 
 } // namespace
@@ -28,9 +29,11 @@ void Symbols::set(std::string_view name, int64_t value) {
     MB = value;
   else if (name == "NB")
     NB = value;
+  else if (name == "P")
+    P = value;
   else
     throw std::invalid_argument("unknown symbol '" + std::string(name) +
-                                "' (expected T, S, MB or NB)");
+                                "' (expected T, S, MB, NB or P)");
 }
 
 // Recursive descent over the grammar of docs/bundle.md, emitting postfix.
@@ -98,6 +101,8 @@ private:
         emit(Op::MB);
       else if (word == "NB")
         emit(Op::NB);
+      else if (word == "P")
+        emit(Op::P);
       else if (word == "ceildiv") {
         expect('(');
         nested([&] {
@@ -201,7 +206,8 @@ Expression Expression::constant(int64_t value) {
 
 bool Expression::is_constant() const {
   for (const Instruction &i : program_)
-    if (i.op == Op::T || i.op == Op::S || i.op == Op::MB || i.op == Op::NB)
+    if (i.op == Op::T || i.op == Op::S || i.op == Op::MB || i.op == Op::NB ||
+        i.op == Op::P)
       return false;
   return true;
 }
@@ -211,6 +217,7 @@ bool Expression::uses(std::string_view name) const {
                 : name == "S"  ? Op::S
                 : name == "MB" ? Op::MB
                 : name == "NB" ? Op::NB
+                : name == "P"  ? Op::P
                                : Op::Constant;
   for (const Instruction &i : program_)
     if (op != Op::Constant && i.op == op)
@@ -241,6 +248,9 @@ int64_t Expression::evaluate(const Symbols &symbols) const {
       break;
     case Op::NB:
       stack[top++] = symbols.NB;
+      break;
+    case Op::P:
+      stack[top++] = symbols.P;
       break;
     case Op::Add:
       --top;

@@ -374,7 +374,7 @@ std::vector<Kernel> parse_kernels(const Reader &r, const json &list,
   return kernels;
 }
 
-// The arrays of the step contract match abi::kStepArguments and kStepResult.
+// The arrays of the step contract match abi::kStepArguments and kStepResults.
 void check_contract_buffer(const Reader &r, const Buffer &b,
                            const abi::ContractArray &want, const std::string &p) {
   std::string shape = shape_text(b.shape);
@@ -426,11 +426,13 @@ EntryPoint parse_entry(const Reader &r, const json &e, const std::string &p,
     for (int i = 0; i < abi::kNumStepArguments; ++i)
       check_contract_buffer(r, m.buffers[entry.arguments[i]], abi::kStepArguments[i],
                             p + ".arguments[" + std::to_string(i) + "]");
-    if (entry.results.size() != 1)
+    if (entry.results.size() != abi::kNumStepResults)
       r.fail(p + ".results", std::to_string(entry.results.size()) +
-                                 " results, the step contract has 1");
-    check_contract_buffer(r, m.buffers[entry.results[0]], abi::kStepResult,
-                          p + ".results[0]");
+                                 " results, the step contract has " +
+                                 std::to_string(abi::kNumStepResults));
+    for (int i = 0; i < abi::kNumStepResults; ++i)
+      check_contract_buffer(r, m.buffers[entry.results[i]], abi::kStepResults[i],
+                            p + ".results[" + std::to_string(i) + "]");
   }
 
   const json &list = r.array(r.field(e, p, "dispatches"), p + ".dispatches");

@@ -4,7 +4,8 @@ namespace llmserve {
 
 Generation::Generation(const GenerateRequest &request, int32_t max_model_len,
                        const Tokenizer &tokenizer, EngineLoop &loop)
-    : loop_(loop), tokenizer_(tokenizer), n_(request.n) {
+    : loop_(loop), tokenizer_(tokenizer), n_(request.n),
+      logprobs_(request.params.logprobs >= 0), tokens_as_ids_(request.tokens_as_ids) {
   std::vector<Submission> submissions = request.submissions(max_model_len);
   std::vector<uint64_t> ids = loop.submit(submissions, outputs_);
   for (size_t i = 0; i < ids.size(); ++i)
@@ -29,8 +30,25 @@ std::vector<Generation::Delta> Generation::start() {
   if (echo_prompts_.empty())
     return deltas;
   for (int32_t i = 0; i < num_choices(); ++i)
-    deltas.push_back({i, tokenizer_.decode(echo_prompts_[i / n_], true), ""});
+    deltas.push_back({i, tokenizer_.decode(echo_prompts_[i / n_], true), "", {}});
   return deltas;
+}
+
+std::string Generation::token_text(int32_t token) const {
+  return tokens_as_ids_ ? "token_id:" + std::to_string(token)
+                        : tokenizer_.decode({token}, false);
+}
+
+TokenLogprob Generation::logprob_of(ChoiceState &choice,
+                                     const RequestOutput &output) const {
+  TokenLogprob t;
+  t.token = token_text(output.token);
+  t.logprob = output.logprob;
+  t.text_offset = choice.text_offset;
+  choice.text_offset += num_characters(t.token);
+  for (const auto &[token, logprob] : output.top_logprobs)
+    t.top.emplace_back(token_text(token), logprob);
+  return t;
 }
 
 std::optional<std::vector<Generation::Delta>>
@@ -47,7 +65,13 @@ Generation::next(std::chrono::milliseconds timeout) {
     if (c.finished)
       continue;
     std::string text;
+    std::optional<std::vector<TokenLogprob>> logprobs;
+    if (logprobs_)
+      logprobs.emplace();
     if (o.token >= 0) {
+      // Tokens after a stop string are not part of the choice.
+      if (logprobs && !c.text.stopped())
+        logprobs->push_back(logprob_of(c, o));
       text = c.text.push(o.token);
       // The engine ends the request at its next step; what it samples until
       // then is dropped.
@@ -63,8 +87,8 @@ Generation::next(std::chrono::milliseconds timeout) {
       if (o.finish_reason == FinishReason::kError && error_.empty())
         error_ = o.error;
     }
-    if (!text.empty() || !finish_reason.empty())
-      deltas.push_back({index, std::move(text), std::move(finish_reason)});
+    if (!text.empty() || !finish_reason.empty() || (logprobs && !logprobs->empty()))
+      deltas.push_back({index, std::move(text), std::move(finish_reason), std::move(logprobs)});
   }
   return deltas;
 }

@@ -31,6 +31,8 @@ public:
     int32_t index;
     std::string text;
     std::string finish_reason; // "" while the choice runs
+    // The log-probs of the tokens that arrived, when the request asked.
+    std::optional<std::vector<TokenLogprob>> logprobs;
   };
   // The echoed prompts, when asked for: what each choice starts with.
   std::vector<Delta> start();
@@ -49,7 +51,10 @@ private:
     uint64_t id;
     ChoiceText text;
     bool finished = false;
+    int64_t text_offset = 0; // characters before the next token's text
   };
+  TokenLogprob logprob_of(ChoiceState &choice, const RequestOutput &output) const;
+  std::string token_text(int32_t token) const;
 
   EngineLoop &loop_;
   const Tokenizer &tokenizer_;
@@ -59,6 +64,8 @@ private:
   int64_t prompt_tokens_ = 0;
   std::vector<ChoiceState> choices_;
   int32_t num_running_ = 0;
+  bool logprobs_;
+  bool tokens_as_ids_;
   std::string error_;
 };
 

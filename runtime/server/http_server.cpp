@@ -201,9 +201,15 @@ void HttpServer::generate(const json &body, const httplib::Request &req,
 
   Generation generation(request, model_.max_model_len, *model_.tokenizer, loop_);
   std::vector<Choice> choices(generation.num_choices());
+  if (request.params.logprobs >= 0)
+    for (Choice &c : choices)
+      c.logprobs.emplace();
   auto apply = [&](const std::vector<Generation::Delta> &deltas) {
     for (const Generation::Delta &d : deltas) {
       choices[d.index].text += d.text;
+      if (d.logprobs)
+        choices[d.index].logprobs->insert(choices[d.index].logprobs->end(),
+                                          d.logprobs->begin(), d.logprobs->end());
       if (!d.finish_reason.empty())
         choices[d.index].finish_reason = d.finish_reason;
     }
@@ -251,7 +257,7 @@ void HttpServer::stream(const httplib::Request &req, httplib::Response &res,
     auto write_deltas = [&](const std::vector<Generation::Delta> &deltas) {
       for (const Generation::Delta &d : deltas)
         if (!write(sse(chunk(state->endpoint, state->header, d.index, d.text, d.finish_reason,
-                             false, state->include_usage))))
+                             false, state->include_usage, d.logprobs))))
           return false;
       return true;
     };

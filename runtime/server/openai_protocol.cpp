@@ -128,6 +128,7 @@ GenerateRequest parse_common(const json &body, const ModelInfo &model, Endpoint 
   p.frequency_penalty = float(get_number(body, "frequency_penalty").value_or(0.0));
   p.repetition_penalty = float(get_number(body, "repetition_penalty").value_or(1.0));
   p.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
+  r.tokens_as_ids = get_bool(body, "return_tokens_as_token_ids").value_or(false);
   p.min_tokens = get_int32(body, "min_tokens", 0, INT32_MAX, 0);
 
   const char *max_field = find(body, "max_completion_tokens") ? "max_completion_tokens"
@@ -240,12 +241,10 @@ GenerateRequest parse_completion_request(const json &body, const ModelInfo &mode
   GenerateRequest r = parse_common(body, model, Endpoint::kCompletions);
   r.prompts = completion_prompts(body, model);
   r.echo = get_bool(body, "echo").value_or(false);
-  if (std::optional<int64_t> logprobs = get_integer(body, "logprobs")) {
-    if (*logprobs < 0 || *logprobs > 20)
-      invalid("logprobs", "= " + std::to_string(*logprobs) + " must be in [0, 20]");
-    // Asking for 0 still asks for the sampled token's log-prob.
-    r.params.logprobs = std::max<int32_t>(1, int32_t(*logprobs));
-  }
+  // 0 still asks for the sampled token's log-prob.
+  r.params.logprobs = get_int32(body, "logprobs", 0, 20, -1);
+  if (r.echo && r.params.logprobs >= 0)
+    invalid("logprobs", "cannot be combined with echo: prompt log-probs are not computed");
   check_params(r);
   for (const auto &prompt : r.prompts)
     if (prompt.empty())
@@ -280,8 +279,11 @@ GenerateRequest parse_chat_request(const json &body, const ModelInfo &model) {
   if (!messages)
     invalid("messages", "is required");
   r.prompts = {model.tokenizer->encode(render_chat(*messages, model), false)};
+  const int32_t top_logprobs = get_int32(body, "top_logprobs", 0, 20, -1);
   if (get_bool(body, "logprobs").value_or(false))
-    r.params.logprobs = std::max(1, get_int32(body, "top_logprobs", 0, 20, 0));
+    r.params.logprobs = std::max(0, top_logprobs);
+  else if (top_logprobs >= 0)
+    invalid("top_logprobs", "needs \"logprobs\": true");
   check_params(r);
   if (r.prompts[0].empty())
     invalid("messages", "render to an empty prompt");
@@ -348,6 +350,14 @@ json usage_json(const Usage &u) {
 
 namespace {
 
+json logprobs_json(Endpoint endpoint,
+                   const std::optional<std::vector<TokenLogprob>> &logprobs) {
+  if (!logprobs)
+    return nullptr;
+  return endpoint == Endpoint::kCompletions ? completion_logprobs(*logprobs)
+                                            : chat_logprobs(*logprobs);
+}
+
 json response_head(Endpoint endpoint, const ResponseHeader &h, bool is_chunk) {
   const char *object = endpoint == Endpoint::kCompletions ? "text_completion"
                        : is_chunk                         ? "chat.completion.chunk"
@@ -367,7 +377,7 @@ json full_response(Endpoint endpoint, const ResponseHeader &header,
       c["text"] = choices[i].text;
     else
       c["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
-    c["logprobs"] = nullptr;
+    c["logprobs"] = logprobs_json(endpoint, choices[i].logprobs);
     c["finish_reason"] = nullable(choices[i].finish_reason);
     list.push_back(std::move(c));
   }
@@ -378,7 +388,7 @@ json full_response(Endpoint endpoint, const ResponseHeader &header,
 
 json chunk(Endpoint endpoint, const ResponseHeader &header, int32_t index,
            const std::string &text, const std::string &finish_reason, bool first,
-           bool with_usage) {
+           bool with_usage, const std::optional<std::vector<TokenLogprob>> &logprobs) {
   json out = response_head(endpoint, header, true);
   json c = {{"index", index}};
   if (endpoint == Endpoint::kCompletions) {
@@ -391,7 +401,7 @@ json chunk(Endpoint endpoint, const ResponseHeader &header, int32_t index,
       delta["content"] = text;
     c["delta"] = std::move(delta);
   }
-  c["logprobs"] = nullptr;
+  c["logprobs"] = logprobs_json(endpoint, logprobs);
   c["finish_reason"] = nullable(finish_reason);
   out["choices"] = json::array({std::move(c)});
   if (with_usage)

@@ -6,6 +6,7 @@
 
 #include "core/sampling_params.h"
 #include "server/engine_loop.h"
+#include "server/logprobs.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -58,6 +59,9 @@ struct GenerateRequest {
   bool stream = false;
   bool include_usage = false;
   bool echo = false;
+  // vLLM's extension: log-prob tokens spelled "token_id:<id>" rather than
+  // as text, for clients that need the ids.
+  bool tokens_as_ids = false;
 
   // Choices are numbered prompt-major: choice i is prompt i / n. Each
   // prompt's choice j samples with seed + j when a seed is given.
@@ -96,14 +100,17 @@ struct ResponseHeader {
 struct Choice {
   std::string text;
   std::string finish_reason;
+  std::optional<std::vector<TokenLogprob>> logprobs; // absent: not asked for
 };
 nlohmann::json full_response(Endpoint endpoint, const ResponseHeader &header,
                              const std::vector<Choice> &choices, const Usage &usage);
 // One streamed choice update. Chat: `first` adds role "assistant" to the
 // delta. `with_usage`: "usage": null, as OpenAI sends when include_usage.
+// `logprobs`: those of the chunk's tokens when the request asked for them.
 nlohmann::json chunk(Endpoint endpoint, const ResponseHeader &header, int32_t index,
                      const std::string &text, const std::string &finish_reason,
-                     bool first, bool with_usage);
+                     bool first, bool with_usage,
+                     const std::optional<std::vector<TokenLogprob>> &logprobs = {});
 // The last chunk when include_usage: no choices, the usage.
 nlohmann::json usage_chunk(Endpoint endpoint, const ResponseHeader &header,
                            const Usage &usage);

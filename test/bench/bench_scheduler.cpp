@@ -141,6 +141,11 @@ void BM_FillStepContract(benchmark::State &state) {
     b.top_k.resize(S);
     b.min_p.resize(S);
     b.seed.resize(S);
+    b.presence_penalty.resize(S);
+    b.frequency_penalty.resize(S);
+    b.repetition_penalty.resize(S);
+    b.penalty_start.assign(S + 1, 0);
+    b.num_logprobs.resize(S);
     int32_t t = 0;
     for (int32_t i = 0; i < S; ++i) {
       const Seq &q = seqs[i];
@@ -159,6 +164,10 @@ void BM_FillStepContract(benchmark::State &state) {
       b.top_k[i] = 0;
       b.min_p[i] = 0.0f;
       b.seed[i] = i;
+      b.presence_penalty[i] = 0.0f;
+      b.frequency_penalty[i] = 0.0f;
+      b.repetition_penalty[i] = 1.0f;
+      b.num_logprobs[i] = -1;
     }
     benchmark::DoNotOptimize(b.slot_mapping.data());
     benchmark::ClobberMemory();

@@ -33,7 +33,8 @@ HostTensor tensor(DType dtype, std::vector<int64_t> shape,
   t.dtype = dtype;
   t.shape = std::move(shape);
   t.data.resize(values.size() * sizeof(T));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
+  if (!values.empty())
+    std::memcpy(t.data.data(), values.data(), t.data.size());
   return t;
 }
 
@@ -70,6 +71,14 @@ std::vector<HostTensor> contract_inputs(const json &step,
   in.push_back(tensor(DType::I32, {S}, std::vector<int32_t>(S, 0)));
   in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 0.0f)));
   in.push_back(tensor(DType::I64, {S}, std::vector<int64_t>(S, 0)));
+  // No penalties, no log-probs.
+  in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 0.0f)));
+  in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 0.0f)));
+  in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 1.0f)));
+  in.push_back(tensor(DType::I32, {S + 1}, std::vector<int32_t>(S + 1, 0)));
+  in.push_back(tensor(DType::I32, {0}, std::vector<int32_t>()));
+  in.push_back(tensor(DType::I32, {0}, std::vector<int32_t>()));
+  in.push_back(tensor(DType::I32, {S}, std::vector<int32_t>(S, -1)));
   return in;
 }
 
@@ -103,6 +112,11 @@ std::vector<int32_t> greedy(llmserve::CpuExecutor &executor,
     batch.top_k = {0};
     batch.min_p = {0.0f};
     batch.seed = {0};
+    batch.presence_penalty = {0.0f};
+    batch.frequency_penalty = {0.0f};
+    batch.repetition_penalty = {1.0f};
+    batch.penalty_start = {0, 0};
+    batch.num_logprobs = {-1};
     llmserve::StepOutput out;
     executor.execute(batch, out);
     done = context.size();

@@ -18,7 +18,13 @@ import sys
 import time
 import unittest
 
+import torch
+
 from server_process import ServerProcess, stream_events
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "reference"))
+import torch_reference  # noqa: E402
 
 LLMRUN = WORK = None
 MODELS = ("llama", "qwen2", "mistral", "gpt2")
@@ -58,6 +64,80 @@ class GreedyMatchesReference(unittest.TestCase):
                 conn.close()
                 self.assertEqual(text, expected["prompt"], name)
                 self.assertEqual(server.stop(), 0)
+
+
+def penalised_greedy(model, prompt, steps, presence, frequency, repetition):
+    """Greedy decoding under vLLM's penalties, from full-context reference
+    logits: the tokens, the raw log-probs of each step, and each step's
+    margin between the two best penalised logits."""
+    tokens, generated, raw_logprobs, margins = list(prompt), [], [], []
+    for _ in range(steps):
+        raw = torch_reference.logits(model, tokens)[-1]
+        counts = torch.zeros_like(raw)
+        for t in generated:
+            counts[t] += 1
+        seen = torch.zeros_like(raw, dtype=torch.bool)
+        seen[torch.tensor(tokens)] = True
+        x = torch.where(seen, torch.where(raw > 0, raw / repetition, raw * repetition), raw)
+        x = x - frequency * counts - presence * (counts > 0).double()
+        top = torch.topk(x, 2)
+        margins.append(float(top.values[0] - top.values[1]))
+        generated.append(int(top.indices[0]))
+        raw_logprobs.append(torch.log_softmax(raw, 0))
+        tokens.append(generated[-1])
+    return generated, raw_logprobs, margins
+
+
+class PenaltiesAndLogprobs(unittest.TestCase):
+    """Greedy decoding with every penalty against the torch reference, and
+    the log-probs the server reports against the reference's."""
+
+    def test_llama_against_the_reference(self):
+        ref = reference("llama")
+        model = torch_reference.load_model(os.path.join(WORK, "fixtures", "llama"))
+        steps, top = 12, 4
+        penalties = {"presence_penalty": 0.6, "frequency_penalty": 0.4,
+                     "repetition_penalty": 1.3}
+        tokens, logprobs, margins = penalised_greedy(
+            model, ref["prompt"], steps, penalties["presence_penalty"],
+            penalties["frequency_penalty"], penalties["repetition_penalty"])
+        self.assertGreater(min(margins), 1e-3, "the reference continuation is not robust")
+        self.assertNotEqual(tokens, ref["greedy"][:steps], "the penalties change nothing")
+        body = {"prompt": ref["prompt"], "max_tokens": steps, "temperature": 0,
+                "ignore_eos": True, "logprobs": top, "return_tokens_as_token_ids": True,
+                **penalties}
+        with ServerProcess(LLMRUN, bundle("llama")) as server:
+            status, _, response = server.post("/v1/completions", body)
+            self.assertEqual(status, 200, response)
+            got = response["choices"][0]["logprobs"]
+            self.assertEqual(got["tokens"], [f"token_id:{t}" for t in tokens])
+            for step, (token, lp) in enumerate(zip(tokens, logprobs)):
+                self.assertAlmostEqual(got["token_logprobs"][step], float(lp[token]),
+                                       delta=1e-4)
+                # The top tokens (greedy: the sampled one is the first).
+                values, indices = torch.topk(lp, top)
+                want = {f"token_id:{i}": v for i, v in zip(indices.tolist(), values.tolist())}
+                self.assertEqual(sorted(got["top_logprobs"][step]), sorted(want), step)
+                for key, value in want.items():
+                    self.assertAlmostEqual(got["top_logprobs"][step][key], value, delta=1e-4)
+
+            # As text, each token's offset is where its text starts.
+            body["return_tokens_as_token_ids"] = False
+            status, _, response = server.post("/v1/completions", body)
+            choice = response["choices"][0]
+            offsets = [0]
+            for text in choice["logprobs"]["tokens"]:
+                offsets.append(offsets[-1] + len(text))
+            self.assertEqual(choice["logprobs"]["text_offset"], offsets[:-1])
+
+            # The stream carries the same log-probs, chunk by chunk.
+            conn = server.connection()
+            conn.request("POST", "/v1/completions", json.dumps({**body, "stream": True}))
+            streamed = [lp for e in stream_events(conn.getresponse())
+                        for lp in (e["choices"][0]["logprobs"] or {}).get("token_logprobs", [])]
+            conn.close()
+            self.assertEqual(streamed, got["token_logprobs"])
+            self.assertEqual(server.stop(), 0)
 
 
 def invariance_requests():
@@ -226,13 +306,14 @@ class Errors(unittest.TestCase):
         self.check("/v1/completions", {"prompt": [5] * 60, "max_tokens": 5}, 400,
                    param="max_tokens")
 
-    def test_unsupported_parameters_are_named(self):
-        for field, value in [("presence_penalty", 0.5), ("frequency_penalty", -0.5),
-                             ("repetition_penalty", 1.2), ("logprobs", 2)]:
+    def test_penalty_and_logprob_limits(self):
+        for field, value in [("presence_penalty", 2.5), ("frequency_penalty", -3),
+                             ("repetition_penalty", 0), ("logprobs", 21)]:
             self.check("/v1/completions", {"prompt": "hi", field: value}, 400, text=field)
+        self.check("/v1/completions", {"prompt": "hi", "logprobs": 2, "echo": True}, 400,
+                   param="logprobs")
         self.check("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
-                                            "logprobs": True, "top_logprobs": 2}, 400,
-                   text="logprobs")
+                                            "top_logprobs": 2}, 400, param="top_logprobs")
 
     def test_unknown_model_and_route(self):
         self.check("/v1/completions", {"prompt": "hi", "model": "gpt-4"}, 404, param="model",

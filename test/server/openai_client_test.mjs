@@ -80,6 +80,22 @@ async function main(client) {
   assert.equal(assembled.choices[0].message.content, chat.choices[0].message.content);
   assert.equal(assembled.choices[0].message.role, 'assistant');
 
+  // Log-probs in the chat shape, unstreamed and through the stream helper.
+  const withLogprobs = { model: 'llama', messages, ...greedy, logprobs: true, top_logprobs: 2 };
+  const scored = await client.chat.completions.create(withLogprobs);
+  const content = scored.choices[0].logprobs.content;
+  assert.equal(content.length, scored.usage.completion_tokens);
+  for (const entry of content) {
+    assert.ok(entry.logprob <= 0 && Array.isArray(entry.bytes));
+    assert.equal(entry.top_logprobs.length, 2);
+    // Greedy: the sampled token is the most likely one.
+    assert.equal(entry.top_logprobs[0].token, entry.token);
+    assert.ok(entry.top_logprobs[0].logprob >= entry.top_logprobs[1].logprob);
+  }
+  const scoredStream = client.chat.completions.stream(withLogprobs);
+  const scoredAssembled = await scoredStream.finalChatCompletion();
+  assert.deepEqual(scoredAssembled.choices[0].logprobs.content, content);
+
   // Completions, both ways.
   const prompt = 'Once upon a time';
   const completion = await client.completions.create({ model: 'llama', prompt, ...greedy,

@@ -12,7 +12,7 @@ namespace llmserve::abi {
 inline constexpr int kBundleFormatVersion = 1;
 // Bumped on any incompatible change of the kernel calling convention or of the
 // step contract below.
-inline constexpr int kKernelAbiVersion = 1;
+inline constexpr int kKernelAbiVersion = 2;
 
 inline constexpr const char *kManifestFile = "manifest.json";
 inline constexpr const char *kCpuKernelsFile = "kernels.cpu.so";
@@ -39,14 +39,20 @@ using CpuKernelFn = void (*)(void *const *bindings,
                              int64_t workgroup_y, int64_t workgroup_z);
 
 // Symbols that shape and grid expressions may use; the runtime binds them per
-// step (T, S, MB) or when it allocates the KV cache (NB).
+// step (T, S, MB, P) or when it allocates the KV cache (NB).
 inline constexpr const char *kSymNumTokens = "T";      // tokens in the step
 inline constexpr const char *kSymNumSeqs = "S";        // sequences in the step
 inline constexpr const char *kSymMaxBlocks = "MB";     // block_table row width
 inline constexpr const char *kSymNumKvBlocks = "NB";   // KV blocks per pool
+inline constexpr const char *kSymPenaltyEntries = "P"; // penalty_tokens length
 
 // The step contract: names of the `step` entry point's arguments, in order,
 // with their element types and shapes. Sampling parameters are per sequence.
+// Sequence s's history for penalties is entries [penalty_start[s],
+// penalty_start[s+1]) of penalty_tokens / penalty_counts: each a distinct
+// token of its prompt or output and its count in the output (0: prompt only).
+// num_logprobs[s] < 0 asks for no log-probs; k >= 0 for the sampled token's
+// and the top k (at most kMaxTopLogprobs).
 struct ContractArray {
   const char *name;
   const char *dtype;
@@ -59,11 +65,27 @@ inline constexpr ContractArray kStepArguments[] = {
     {"logits_rows", "i32", "S"},        {"temperature", "f32", "S"},
     {"top_p", "f32", "S"},              {"top_k", "i32", "S"},
     {"min_p", "f32", "S"},              {"seed", "i64", "S"},
+    {"presence_penalty", "f32", "S"},   {"frequency_penalty", "f32", "S"},
+    {"repetition_penalty", "f32", "S"}, {"penalty_start", "i32", "S+1"},
+    {"penalty_tokens", "i32", "P"},     {"penalty_counts", "i32", "P"},
+    {"num_logprobs", "i32", "S"},
 };
 inline constexpr int kNumStepArguments =
     sizeof(kStepArguments) / sizeof(kStepArguments[0]);
-// The `step` entry point's single result: the sampled token of each sequence.
-inline constexpr ContractArray kStepResult = {"next_tokens", "i32", "S"};
+
+// The most top log-probs a step returns per sequence (the OpenAI API's limit).
+inline constexpr int kMaxTopLogprobs = 20;
+// The `step` entry point's results: the sampled token of each sequence, its
+// log-probability, and the top tokens with theirs (rows whose num_logprobs is
+// negative are undefined in the last three).
+inline constexpr ContractArray kStepResults[] = {
+    {"next_tokens", "i32", "S"},
+    {"token_logprobs", "f32", "S"},
+    {"top_logprob_tokens", "i32", "S,20"},
+    {"top_logprobs", "f32", "S,20"},
+};
+inline constexpr int kNumStepResults =
+    sizeof(kStepResults) / sizeof(kStepResults[0]);
 
 } // namespace llmserve::abi
 

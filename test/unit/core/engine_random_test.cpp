@@ -139,6 +139,14 @@ TEST_P(EngineRandomTest, OutputsMatchTheModelRunAloneAndNothingLeaks) {
         p.temperature = chance(0.5) ? 0.0f : 0.8f;
         if (chance(0.5))
           p.seed = uniform(0, 1 << 30);
+        // Penalties make the stand-in's token depend on the history the
+        // scheduler hands it, whatever the chunking and preemption.
+        if (chance(0.2))
+          p.repetition_penalty = 1.3f;
+        if (chance(0.2))
+          p.frequency_penalty = 0.5f;
+        if (chance(0.1))
+          p.presence_penalty = -0.5f;
         p.max_tokens = chance(0.9) ? uniform(1, 64) : uniform(65, 200);
         p.min_tokens = chance(0.2) ? uniform(0, p.max_tokens) : 0;
         p.ignore_eos = chance(0.2);

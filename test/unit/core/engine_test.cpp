@@ -115,22 +115,86 @@ TEST(Engine, RejectsBadRequestsWithTheReason) {
   p.top_p = 2.0f;
   EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }), HasSubstr("top_p = 2"));
   p = SamplingParams();
-  p.presence_penalty = 0.5f;
+  p.presence_penalty = 2.5f;
   EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
-              HasSubstr("presence_penalty = 0.5"));
+              HasSubstr("presence_penalty = 2.5"));
   p = SamplingParams();
-  p.frequency_penalty = -1.0f;
+  p.frequency_penalty = -3.0f;
   EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
-              HasSubstr("frequency_penalty = -1"));
+              HasSubstr("frequency_penalty = -3"));
   p = SamplingParams();
-  p.repetition_penalty = 1.2f;
+  p.repetition_penalty = 0.0f;
   EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
-              HasSubstr("repetition_penalty = 1.2"));
+              HasSubstr("repetition_penalty = 0"));
   p = SamplingParams();
-  p.logprobs = 2;
-  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }),
-              HasSubstr("logprobs = 2: not supported by the step contract yet"));
+  p.logprobs = 21;
+  EXPECT_THAT(error_of([&] { engine.add_request({1}, p); }), HasSubstr("logprobs = 21"));
   EXPECT_FALSE(engine.has_work());
+}
+
+TEST(Engine, PenaltiesSeeTheHistoryOfTheRequestAlone) {
+  // The stand-in's token depends on the penalty history it is handed, so any
+  // entry missing, repeated or miscounted (across chunked prefill, or across
+  // requests sharing a step) changes the output.
+  StandInExecutor model(kVocab);
+  EngineConfig config = small_config();
+  config.max_num_batched_tokens = 16; // long prompts come in chunks
+  Engine engine(model, config);
+  std::map<uint64_t, std::pair<std::vector<int32_t>, SamplingParams>> sent;
+  for (int i = 0; i < 12; ++i) {
+    SamplingParams p;
+    p.temperature = i % 2 ? 0.0f : 0.7f;
+    p.max_tokens = 20;
+    p.ignore_eos = true;
+    p.repetition_penalty = i % 3 == 0 ? 1.0f : 1.1f + 0.1f * i;
+    p.frequency_penalty = i % 4 == 1 ? 0.0f : 0.25f * (i % 5);
+    p.presence_penalty = i % 2 ? -1.5f : 0.0f;
+    auto tokens = prompt(5 + i * 7, i);
+    tokens.insert(tokens.end(), tokens.begin(), tokens.begin() + 3); // repeats
+    sent[engine.add_request(tokens, p)] = {tokens, p};
+  }
+  auto got = run(engine);
+  for (auto &[id, req] : sent) {
+    const SamplingParams &p = req.second;
+    Reference ref = run_alone(model, req.first, p, default_seed(id),
+                              config.eos_token_ids, config.max_model_len);
+    EXPECT_EQ(got[id].tokens, ref.tokens) << "request " << id;
+  }
+}
+
+TEST(Engine, ReportsLogprobsOnlyToRequestsThatAsk) {
+  StandInExecutor model(kVocab);
+  Engine engine(model, small_config());
+  SamplingParams none, zero, three;
+  for (SamplingParams *p : {&none, &zero, &three}) {
+    p->max_tokens = 4;
+    p->ignore_eos = true;
+  }
+  zero.logprobs = 0;
+  three.logprobs = 3;
+  const uint64_t a = engine.add_request(prompt(9, 1), none);
+  const uint64_t b = engine.add_request(prompt(30, 2), zero);
+  const uint64_t c = engine.add_request(prompt(4, 3), three);
+  int tokens_seen = 0;
+  while (engine.has_work())
+    for (const RequestOutput &o : engine.step()) {
+      if (o.token < 0)
+        continue;
+      ++tokens_seen;
+      if (o.id == a || o.id == b) {
+        EXPECT_TRUE(o.top_logprobs.empty());
+        EXPECT_EQ(o.logprob, o.id == b ? StandInExecutor::kSampledLogprob : 0.0f);
+        continue;
+      }
+      ASSERT_EQ(o.id, c);
+      EXPECT_EQ(o.logprob, StandInExecutor::kSampledLogprob);
+      ASSERT_EQ(o.top_logprobs.size(), 3u);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(o.top_logprobs[k].first, (o.token + k) % kVocab);
+        EXPECT_EQ(o.top_logprobs[k].second, -1.0f - k);
+      }
+    }
+  EXPECT_EQ(tokens_seen, 12);
 }
 
 TEST(Engine, OutputsEqualTheModelRunAlone) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace llmserve::test {
@@ -30,9 +31,26 @@ inline Reference run_alone(const StandInExecutor &model,
   uint64_t context = StandInExecutor::kEmptyContext;
   for (int32_t token : prompt)
     context = StandInExecutor::extend(context, token);
+  // The penalty history, computed independently of PenaltyHistory: each
+  // distinct token of the prompt (for the repetition penalty) and of the
+  // output, with its output count.
+  const bool penalised = params.presence_penalty != 0.0f ||
+                         params.frequency_penalty != 0.0f ||
+                         params.repetition_penalty != 1.0f;
+  std::map<int32_t, int32_t> output_counts;
   Reference ref;
   while (true) {
-    int32_t token = model.sample(context, params.temperature, seed);
+    uint64_t penalties = 0;
+    if (penalised) {
+      std::map<int32_t, int32_t> history = output_counts;
+      if (params.repetition_penalty != 1.0f)
+        for (int32_t token : prompt)
+          history.try_emplace(token, 0);
+      for (auto [token, count] : history)
+        penalties += StandInExecutor::penalty_entry(token, count);
+    }
+    int32_t token = model.sample(context, params.temperature, seed, penalties);
+    ++output_counts[token];
     ref.tokens.push_back(token);
     int32_t n = static_cast<int32_t>(ref.tokens.size());
     if (n >= params.min_tokens &&

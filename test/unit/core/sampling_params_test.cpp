@@ -31,6 +31,7 @@ TEST(SamplingParams, NamesTheFieldOutOfRange) {
       {"min_tokens", [](SamplingParams &p) { p.min_tokens = 17; }},
       {"stop_token_ids", [](SamplingParams &p) { p.stop_token_ids = {3, -4}; }},
       {"logprobs", [](SamplingParams &p) { p.logprobs = 21; }},
+      {"logprobs", [](SamplingParams &p) { p.logprobs = -2; }},
   };
   for (const Case &c : cases) {
     SamplingParams p;

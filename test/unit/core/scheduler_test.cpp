@@ -120,6 +120,57 @@ TEST_F(SchedulerTest, ChunksPromptsWithinTheTokenBudget) {
   run_to_completion();
 }
 
+TEST_F(SchedulerTest, HandsEachSequenceItsPenaltyHistory) {
+  make(config(4, 8), 64);
+  // a: repetition penalty, so its prompt counts (once per distinct token);
+  // b: frequency only, so only its output does; c: none.
+  SamplingParams pa, pb, pc;
+  pa.repetition_penalty = 1.5f;
+  pb.frequency_penalty = 0.5f;
+  for (SamplingParams *p : {&pa, &pb, &pc}) {
+    p->temperature = 0.0f;
+    p->max_tokens = 8;
+    p->ignore_eos = true;
+    p->logprobs = p == &pb ? 2 : -1;
+  }
+  auto add_with = [&](std::vector<int32_t> tokens, const SamplingParams &p) {
+    requests.push_back(std::make_unique<Request>(requests.size() + 1,
+                                                 std::move(tokens), p, Clock::now()));
+    scheduler->add(requests.back().get());
+    return requests.back().get();
+  };
+  Request *a = add_with({5, 6, 5}, pa);
+  Request *b = add_with({7, 7}, pb);
+  add_with({9}, pc);
+  step();
+  step();
+  const StepBatch &batch = scheduler->schedule(Clock::now());
+  ASSERT_EQ(batch.num_seqs, 3);
+  // Expected histories from the tokens the requests now hold.
+  auto expect_row = [&](int s, const Request &r, bool prompt_counts) {
+    std::map<int32_t, int32_t> want, got;
+    for (int32_t i = 0; i < r.num_tokens(); ++i) {
+      const bool output = i >= r.num_prompt_tokens;
+      if (output || prompt_counts)
+        want[r.tokens[i]] += output;
+    }
+    for (int32_t e = batch.penalty_start[s]; e < batch.penalty_start[s + 1]; ++e)
+      EXPECT_TRUE(got.emplace(batch.penalty_tokens[e], batch.penalty_counts[e]).second);
+    EXPECT_EQ(got, want) << "sequence " << s;
+  };
+  expect_row(0, *a, true);
+  expect_row(1, *b, false);
+  EXPECT_EQ(batch.penalty_start[2], batch.penalty_start[3]) << "c has no penalties";
+  EXPECT_EQ(batch.penalty_start[3], static_cast<int32_t>(batch.penalty_tokens.size()));
+  EXPECT_THAT(batch.repetition_penalty, ElementsAre(1.5f, 1.0f, 1.0f));
+  EXPECT_THAT(batch.frequency_penalty, ElementsAre(0.0f, 0.5f, 0.0f));
+  EXPECT_THAT(batch.num_logprobs, ElementsAre(-1, 2, -1));
+  StepOutput out;
+  model.execute(batch, out);
+  scheduler->postprocess(out, Clock::now(), outputs);
+  run_to_completion();
+}
+
 TEST_F(SchedulerTest, DecodesGoFirstAndPromptsFillTheRest) {
   make(config(4, 8), 64);
   Request *a = add(3, 10);

@@ -12,6 +12,22 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Sampling parameters with everything off for S sequences, greedy.
+void default_sampling(StepBatch &b, int32_t S) {
+  b.temperature.assign(S, 0.0f);
+  b.top_p.assign(S, 1.0f);
+  b.top_k.assign(S, 0);
+  b.min_p.assign(S, 0.0f);
+  b.seed.assign(S, 0);
+  b.presence_penalty.assign(S, 0.0f);
+  b.frequency_penalty.assign(S, 0.0f);
+  b.repetition_penalty.assign(S, 1.0f);
+  b.penalty_start.assign(S + 1, 0);
+  b.penalty_tokens.clear();
+  b.penalty_counts.clear();
+  b.num_logprobs.assign(S, -1);
+}
+
 // Two prompts: sequence 0 has 6 tokens in blocks [2, 5], sequence 1 has 4
 // tokens in block [0]; blocks of 4 slots.
 StepBatch valid_batch() {
@@ -26,10 +42,8 @@ StepBatch valid_batch() {
   b.block_table = {2, 5, 0, -1};
   b.slot_mapping = {8, 9, 10, 11, 20, 21, 0, 1, 2, 3};
   b.logits_rows = {5, 9};
+  default_sampling(b, 2);
   b.temperature = {0.0f, 0.8f};
-  b.top_p = {1.0f, 1.0f};
-  b.top_k = {0, 0};
-  b.min_p = {0.0f, 0.0f};
   b.seed = {11, 12};
   return b;
 }
@@ -75,14 +89,25 @@ TEST_F(StandInExecutorTest, NextTokenIsAFunctionOfTheWholeContext) {
   d.block_table = {2, 5};
   d.slot_mapping = {22};
   d.logits_rows = {0};
-  d.temperature = {0.0f};
-  d.top_p = {1.0f};
-  d.top_k = {0};
-  d.min_p = {0.0f};
-  d.seed = {0};
+  default_sampling(d, 1);
   ASSERT_EQ(error_of(d), "accepted");
   EXPECT_EQ(out.next_tokens[0],
             model.sample(context_of({1, 2, 3, 4, 5, 6, 42}), 0.0f, 0));
+}
+
+TEST_F(StandInExecutorTest, PenaltyEntriesChangeTheTokenInAnyOrder) {
+  StepBatch b = valid_batch();
+  b.penalty_start = {0, 0, 2};
+  b.penalty_tokens = {7, 9};
+  b.penalty_counts = {0, 2};
+  ASSERT_EQ(error_of(b), "accepted");
+  const uint64_t penalties = StandInExecutor::penalty_entry(7, 0) +
+                             StandInExecutor::penalty_entry(9, 2);
+  EXPECT_EQ(out.next_tokens[1],
+            model.sample(context_of({7, 8, 9, 10}), 0.8f, 12, penalties));
+  EXPECT_NE(model.sample(context_of({7, 8, 9, 10}), 0.8f, 12, penalties),
+            model.sample(context_of({7, 8, 9, 10}), 0.8f, 12));
+  EXPECT_TRUE(out.token_logprobs.empty()) << "nobody asked for log-probs";
 }
 
 TEST_F(StandInExecutorTest, ChunkedPrefillGivesTheSameToken) {
@@ -103,11 +128,7 @@ TEST_F(StandInExecutorTest, ChunkedPrefillGivesTheSameToken) {
   c1.block_table = {7};
   c1.slot_mapping = {28, 29, 30, 31};
   c1.logits_rows = {3};
-  c1.temperature = {0.0f};
-  c1.top_p = {1.0f};
-  c1.top_k = {0};
-  c1.min_p = {0.0f};
-  c1.seed = {0};
+  default_sampling(c1, 1);
   chunked.execute(c1, out);
   StepBatch c2 = c1;
   c2.num_tokens = 2;
@@ -145,6 +166,20 @@ TEST_F(StandInExecutorTest, NamesWhatBreaksTheStepContract) {
       {[](StepBatch &b) { b.positions[1] = 7; }, "positions[1] = 7: sequence 0 expects 1"},
       {[](StepBatch &b) { b.token_ids[2] = 100; }, "token_ids[2] = 100: vocabulary has 100"},
       {[](StepBatch &b) { b.slot_mapping[4] = 22; }, "slot_mapping[4] = 22: position 4 of sequence 0 belongs in slot 20"},
+      {[](StepBatch &b) { b.repetition_penalty.pop_back(); }, "repetition_penalty has 1 entries, expected 2"},
+      {[](StepBatch &b) { b.penalty_start = {0, 1, 1}; }, "penalty_start must run from 0 to 0"},
+      {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4, 5}, b.penalty_counts = {0, 1}; },
+       "penalty_start must run from 0 to 2"},
+      {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4}, b.penalty_counts = {0}; },
+       "penalty_start[2] = 1: decreases"},
+      {[](StepBatch &b) { b.penalty_start = {0, 2, 2}, b.penalty_tokens = {4, 4}, b.penalty_counts = {0, 1}; },
+       "sequence 0 lists a penalty token twice"},
+      {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {4}, b.penalty_counts = {-1}; },
+       "penalty_tokens[0] = 4 with count -1: out of range"},
+      {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {100}, b.penalty_counts = {1}; },
+       "penalty_tokens[0] = 100 with count 1: out of range"},
+      {[](StepBatch &b) { b.penalty_counts.push_back(1); }, "penalty_counts has 1 entries, expected 0"},
+      {[](StepBatch &b) { b.num_logprobs[1] = 21; }, "num_logprobs[1] = 21: out of [-1, 20]"},
   };
   for (const Case &c : cases) {
     StandInExecutor fresh(100, 4);
@@ -169,11 +204,7 @@ TEST_F(StandInExecutorTest, CatchesContextReadFromTheWrongBlocks) {
   d.token_ids = {42};
   d.query_start = {0, 1};
   d.logits_rows = {0};
-  d.temperature = {0.0f};
-  d.top_p = {1.0f};
-  d.top_k = {0};
-  d.min_p = {0.0f};
-  d.seed = {0};
+  default_sampling(d, 1);
   // Positions 0-3 from sequence 1's block, 4-5 from sequence 0's.
   d.positions = {6};
   d.context_len = {7};

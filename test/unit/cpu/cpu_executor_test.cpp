@@ -176,6 +176,7 @@ StepBatch make_batch(std::vector<Sequence> &seqs, std::vector<int32_t> &free_blo
   b.num_seqs = static_cast<int32_t>(seqs.size());
   b.max_blocks_per_seq = kMaxBlocks;
   b.query_start.push_back(0);
+  b.penalty_start.push_back(0);
   for (size_t s = 0; s < seqs.size(); ++s) {
     Sequence &seq = seqs[s];
     for (size_t pos = seq.computed; pos < seq.tokens.size(); ++pos) {
@@ -198,6 +199,11 @@ StepBatch make_batch(std::vector<Sequence> &seqs, std::vector<int32_t> &free_blo
     b.top_k.push_back(40 + static_cast<int32_t>(s));
     b.min_p.push_back(0.05f);
     b.seed.push_back(1000 + 3 * static_cast<int64_t>(s));
+    b.presence_penalty.push_back(0.0f);
+    b.frequency_penalty.push_back(0.0f);
+    b.repetition_penalty.push_back(1.0f);
+    b.penalty_start.push_back(0);
+    b.num_logprobs.push_back(-1);
     seq.computed = seq.tokens.size();
   }
   b.num_tokens = static_cast<int32_t>(b.token_ids.size());
@@ -253,6 +259,36 @@ TEST_F(StepExecutor, PassesEverySamplingParameterInItsPlace) {
   // test_sample's stand-in for sampling: (seed + top_k + 10 top_p + 100 min_p) % V
   EXPECT_EQ(out.next_tokens[1], (1003 + 41 + 9 + 5) % test::kVocab);
   EXPECT_NE(out.next_tokens[1], reference_next(seqs[1].tokens));
+  EXPECT_TRUE(out.token_logprobs.empty()) << "no sequence asked for log-probs";
+}
+
+TEST_F(StepExecutor, PassesPenaltiesAndReturnsLogprobs) {
+  CpuExecutor executor(Bundle(bundle().string()), 2);
+  executor.allocate_kv_cache(8);
+  std::vector<int32_t> free_blocks = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<Sequence> seqs = {prompt({1, 2, 3}), prompt({4, 5}, 0.7f)};
+  StepBatch batch = make_batch(seqs, free_blocks);
+  batch.presence_penalty[1] = 0.5f;
+  batch.frequency_penalty[1] = 0.25f;
+  batch.repetition_penalty[1] = 1.5f;
+  batch.penalty_start = {0, 1, 3};
+  batch.penalty_tokens = {6, 4, 5};
+  batch.penalty_counts = {1, 0, 2};
+  batch.num_logprobs = {3, -1};
+  StepOutput out;
+  executor.execute(batch, out);
+  // test_sample: + 1000 presence + 10000 frequency + 100000 repetition
+  // + sum(token * (count + 1)) over the row's entries.
+  EXPECT_EQ(out.next_tokens[1],
+            (1003 + 41 + 9 + 5 + 500 + 2500 + 150000 + 4 * 1 + 5 * 3) % test::kVocab);
+  ASSERT_EQ(out.token_logprobs.size(), 2u);
+  ASSERT_EQ(out.top_logprob_tokens.size(), 2u * abi::kMaxTopLogprobs);
+  ASSERT_EQ(out.top_logprobs.size(), 2u * abi::kMaxTopLogprobs);
+  EXPECT_EQ(out.token_logprobs[0], -1.0f);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(out.top_logprob_tokens[k], (out.next_tokens[0] + k) % test::kVocab);
+    EXPECT_EQ(out.top_logprobs[k], -static_cast<float>(k));
+  }
 }
 
 TEST_F(StepExecutor, RefusesInconsistentBatches) {
@@ -284,6 +320,17 @@ TEST_F(StepExecutor, RefusesInconsistentBatches) {
       {[](StepBatch &b) { b.logits_rows[0] = 4; }, "logits_rows[0] = 4 is outside [0, 4)"},
       {[](StepBatch &b) { b.query_start[2] = 3; }, "query_start runs from 0 to 3, expected 0 to T = 4"},
       {[](StepBatch &b) { b.query_start[1] = 5; }, "query_start decreases at 2"},
+      {[](StepBatch &b) { b.frequency_penalty.pop_back(); },
+       "frequency_penalty has 1 entries, expected S = 2"},
+      {[](StepBatch &b) { b.penalty_tokens = {3}; },
+       "penalty_counts has 0 entries, expected P = 1"},
+      {[](StepBatch &b) { b.penalty_tokens = {3}, b.penalty_counts = {1}; },
+       "penalty_start runs from 0 to 0, expected 0 to P = 1"},
+      {[](StepBatch &b) {
+         b.penalty_start = {0, 2, 1}, b.penalty_tokens = {3}, b.penalty_counts = {1};
+       },
+       "penalty_start decreases at 2"},
+      {[](StepBatch &b) { b.num_logprobs[0] = 21; }, "num_logprobs[0] = 21 is outside [-1, 21)"},
   };
   for (const auto &[breakit, error] : cases) {
     StepBatch bad = good;
@@ -309,7 +356,7 @@ TEST_F(StepExecutor, BundleWithoutStepCannotExecute) {
 
 TEST_F(StepExecutor, RunEntryNeedsTheKvCache) {
   CpuExecutor executor(Bundle(bundle().string()), 1);
-  EXPECT_THAT(error_of([&] { executor.run_entry("step", {}, std::vector<HostTensor>(12)); }),
+  EXPECT_THAT(error_of([&] { executor.run_entry("step", {}, std::vector<HostTensor>(abi::kNumStepArguments)); }),
               HasSubstr("needs the KV cache"));
 }
 

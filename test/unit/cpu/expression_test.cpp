@@ -80,7 +80,9 @@ TEST(Expression, SetsSymbolsByName) {
   s.set("S", 2);
   s.set("MB", 3);
   s.set("NB", 4);
-  EXPECT_EQ(eval("T*1000+S*100+MB*10+NB", s), 1234);
+  s.set("P", 5);
+  EXPECT_EQ(eval("T*10000+S*1000+MB*100+NB*10+P", s), 12345);
+  EXPECT_TRUE(Expression::parse("P+1").uses("P"));
   EXPECT_THROW(s.set("X", 1), std::invalid_argument);
 }
 
@@ -106,7 +108,7 @@ TEST(Expression, ParseErrorsNameTextAndPosition) {
 
 TEST(Expression, EvaluationErrorsNameExpressionAndSymbols) {
   EXPECT_THAT(eval_error("ceildiv(T,S)", {4, 0, 0, 0}),
-              HasSubstr("expression 'ceildiv(T,S)' divides by 0 with T=4 S=0 MB=0 NB=0"));
+              HasSubstr("expression 'ceildiv(T,S)' divides by 0 with T=4 S=0 MB=0 NB=0 P=0"));
   EXPECT_THAT(eval_error("ceildiv(T,S-2)", {4, 1, 0, 0}), HasSubstr("divides by -1"));
   const Symbols big{INT64_MAX / 2 + 1, 0, 0, 0};
   EXPECT_THAT(eval_error("T*2", big), HasSubstr("'T*2' overflows int64"));

@@ -6,6 +6,7 @@ usage: /usr/bin/python3 llmrun_call_test.py <llmrun> <test_kernels.so>
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -16,6 +17,12 @@ import unittest
 import numpy as np
 
 LLMRUN, KERNELS = sys.argv[1], sys.argv[2]
+
+# The versions this build's runtime accepts, from the header it shares with
+# the compiler.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                       "runtime", "include", "llmserve", "abi.h")) as header:
+    ABI = dict(re.findall(r"constexpr int (k\w+Version) = (\d+);", header.read()))
 
 
 def write_safetensors(path, tensors):
@@ -37,7 +44,8 @@ def manifest():
         return {"kernel": kernel, "bindings": bindings,
                 "push_constants": push_constants, "grid": grid}
     return {
-        "format": "llmserve-bundle", "format_version": 1, "kernel_abi_version": 1,
+        "format": "llmserve-bundle", "format_version": int(ABI["kBundleFormatVersion"]),
+        "kernel_abi_version": int(ABI["kKernelAbiVersion"]),
         "target": "cpu",
         "model": {"architecture": "llama", "vocab_size": 8, "hidden_size": 4,
                   "num_layers": 1, "num_heads": 1, "num_kv_heads": 1, "head_dim": 4,

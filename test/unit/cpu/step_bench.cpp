@@ -39,6 +39,7 @@ StepBatch make_batch(int32_t seqs, int32_t first_pos, int32_t count, int32_t max
   b.num_seqs = seqs;
   b.max_blocks_per_seq = max_blocks;
   b.query_start.push_back(0);
+  b.penalty_start.assign(seqs + 1, 0);
   for (int32_t s = 0; s < seqs; ++s) {
     add_tokens(b, s, first_pos, count, block_size, vocab);
     b.query_start.push_back(static_cast<int32_t>(b.token_ids.size()));
@@ -51,6 +52,10 @@ StepBatch make_batch(int32_t seqs, int32_t first_pos, int32_t count, int32_t max
     b.top_k.push_back(0);
     b.min_p.push_back(0);
     b.seed.push_back(s);
+    b.presence_penalty.push_back(0);
+    b.frequency_penalty.push_back(0);
+    b.repetition_penalty.push_back(1);
+    b.num_logprobs.push_back(-1);
   }
   b.num_tokens = static_cast<int32_t>(b.token_ids.size());
   return b;

@@ -188,40 +188,46 @@ inline json step_manifest() {
     buffers.push_back({{"kind", "argument"}, {"name", a.name}, {"dtype", a.dtype},
                        {"shape", shape}});
   }
-  // 12.. after the 12 arguments
+  // 19.. after the 19 arguments
   buffers.push_back({{"kind", "result"}, {"name", "next_tokens"}, {"dtype", "i32"},
-                     {"shape", {"S"}}}); // 12
+                     {"shape", {"S"}}}); // 19
   buffers.push_back({{"kind", "weight"}, {"name", "embed"}, {"dtype", "f32"},
                      {"shape", {kVocab, kHidden}}, {"tensor", "embed"},
-                     {"transform", "none"}}); // 13
+                     {"transform", "none"}}); // 20
   buffers.push_back({{"kind", "weight"}, {"name", "unembed"}, {"dtype", "f32"},
                      {"shape", {kHidden, kVocab}}, {"tensor", "embed"},
-                     {"transform", "transpose"}}); // 14
+                     {"transform", "transpose"}}); // 21
   buffers.push_back({{"kind", "kv_cache"}, {"name", "layers.0.k"}, {"layer", 0},
                      {"role", "k"}, {"dtype", "f32"},
-                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // 15
+                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // 22
   buffers.push_back({{"kind", "kv_cache"}, {"name", "layers.0.v"}, {"layer", 0},
                      {"role", "v"}, {"dtype", "f32"},
-                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // 16
-  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"T", kHidden}}}); // 17
-  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kHidden}}}); // 18
-  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kVocab}}}); // 19
+                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // 23
+  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"T", kHidden}}}); // 24
+  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kHidden}}}); // 25
+  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kVocab}}}); // 26
+  buffers.push_back({{"kind", "result"}, {"name", "token_logprobs"}, {"dtype", "f32"},
+                     {"shape", {"S"}}}); // 27
+  buffers.push_back({{"kind", "result"}, {"name", "top_logprob_tokens"}, {"dtype", "i32"},
+                     {"shape", {"S", abi::kMaxTopLogprobs}}}); // 28
+  buffers.push_back({{"kind", "result"}, {"name", "top_logprobs"}, {"dtype", "f32"},
+                     {"shape", {"S", abi::kMaxTopLogprobs}}}); // 29
   m["buffers"] = buffers;
   m["kernels"] = {{{"name", "embed"}, {"symbol", "test_embed"}},
                   {{"name", "kv_write"}, {"symbol", "test_kv_write"}},
                   {{"name", "attend"}, {"symbol", "test_attend"}},
                   {{"name", "logits"}, {"symbol", "test_logits"}},
                   {{"name", "sample"}, {"symbol", "test_sample"}}};
-  std::vector<int> sample_bindings = {19};
+  std::vector<int> sample_bindings = {26};
   sample_bindings.insert(sample_bindings.end(), arguments.begin(), arguments.end());
-  sample_bindings.push_back(12);
+  sample_bindings.insert(sample_bindings.end(), {19, 27, 28, 29});
   m["entry_points"] = {
-      {{"name", "step"}, {"arguments", arguments}, {"results", {12}},
+      {{"name", "step"}, {"arguments", arguments}, {"results", {19, 27, 28, 29}},
        {"dispatches",
-        {dispatch("embed", {0, 13, 17}, {kHidden}, {"T", 1, 1}),
-         dispatch("kv_write", {17, 5, 15, 16}, {kHidden}, {"T", 1, 1}),
-         dispatch("attend", {3, 4, 15, 18}, {kHidden, "MB", kBlockSize}, {"S", 1, 1}),
-         dispatch("logits", {18, 14, 19}, {kHidden, kVocab}, {"S", kVocab, 1}),
+        {dispatch("embed", {0, 20, 24}, {kHidden}, {"T", 1, 1}),
+         dispatch("kv_write", {24, 5, 22, 23}, {kHidden}, {"T", 1, 1}),
+         dispatch("attend", {3, 4, 22, 25}, {kHidden, "MB", kBlockSize}, {"S", 1, 1}),
+         dispatch("logits", {25, 21, 26}, {kHidden, kVocab}, {"S", kVocab, 1}),
          dispatch("sample", sample_bindings, {kVocab, "MB", kBlockSize}, {"S", 1, 1})}}}};
   return m;
 }

@@ -109,8 +109,10 @@ KERNEL(test_logits) {
 
 // next_tokens[s]: the greedy argmax of logits[s], or with temperature > 0 a
 // token derived from every sampling parameter, so a test sees each one
-// arrive in its place; -1 if the step metadata of s is inconsistent.
-// Bindings: logits, then the step arguments in abi order, then next_tokens.
+// arrive in its place; -1 if the step metadata of s is inconsistent. Rows
+// asking for log-probs get token_logprobs[s] = -(s + 1) and top entries
+// k = 0, 1, ...: token (next + k) % V with log-prob -k.
+// Bindings: logits, then the step arguments in abi order, then the results.
 // push: V, MB, block_size; grid: [S].
 KERNEL(test_sample) {
   UNUSED(wg_y);
@@ -123,7 +125,14 @@ KERNEL(test_sample) {
   const int32_t *top_k = bindings[10];
   const float *min_p = bindings[11];
   const int64_t *seed = bindings[12];
-  int32_t *next_tokens = bindings[13];
+  const float *presence = bindings[13], *frequency = bindings[14],
+              *repetition = bindings[15];
+  const int32_t *penalty_start = bindings[16], *penalty_tokens = bindings[17],
+                *penalty_counts = bindings[18], *num_logprobs = bindings[19];
+  int32_t *next_tokens = bindings[20];
+  float *token_logprobs = bindings[21];
+  int32_t *top_tokens = bindings[22];
+  float *top_logprobs = bindings[23];
   const int64_t vocab = push_constants[0], mb = push_constants[1],
                 block_size = push_constants[2];
   const int64_t s = wg_x;
@@ -137,13 +146,26 @@ KERNEL(test_sample) {
     return;
   }
   if (temperature[s] > 0) {
+    int64_t history = 0;
+    for (int32_t e = penalty_start[s]; e < penalty_start[s + 1]; ++e)
+      history += penalty_tokens[e] * (penalty_counts[e] + 1);
     next_tokens[s] = (int32_t)((seed[s] + top_k[s] + (int64_t)(top_p[s] * 10) +
-                                (int64_t)(min_p[s] * 100)) % vocab);
-    return;
+                                (int64_t)(min_p[s] * 100) + (int64_t)(presence[s] * 1000) +
+                                (int64_t)(frequency[s] * 10000) +
+                                (int64_t)(repetition[s] * 100000) + history) %
+                               vocab);
+  } else {
+    int64_t best = 0;
+    for (int64_t v = 1; v < vocab; ++v)
+      if (logits[s * vocab + v] > logits[s * vocab + best])
+        best = v;
+    next_tokens[s] = (int32_t)best;
   }
-  int64_t best = 0;
-  for (int64_t v = 1; v < vocab; ++v)
-    if (logits[s * vocab + v] > logits[s * vocab + best])
-      best = v;
-  next_tokens[s] = (int32_t)best;
+  if (num_logprobs[s] < 0)
+    return;
+  token_logprobs[s] = -(float)(s + 1);
+  for (int32_t k = 0; k < num_logprobs[s]; ++k) {
+    top_tokens[s * 20 + k] = (int32_t)((next_tokens[s] + k) % vocab);
+    top_logprobs[s * 20 + k] = -(float)k;
+  }
 }

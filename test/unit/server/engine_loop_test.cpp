@@ -94,7 +94,7 @@ TEST_F(EngineLoopTest, InvalidRequestLeavesNothingBehind) {
   EngineLoop loop(engine_, 8);
   auto queue = std::make_shared<OutputQueue>();
   Submission penalized = greedy({5}, 4);
-  penalized.params.presence_penalty = 0.5f;
+  penalized.params.presence_penalty = 2.5f;
   try {
     loop.submit({greedy({5}, 40), penalized}, queue);
     FAIL() << "no error";

@@ -92,6 +92,11 @@ TEST_F(OpenAiProtocol, OutOfRangeValues) {
   EXPECT_EQ(error({{"prompt", {-1}}}).param, "prompt");
   EXPECT_EQ(error({{"prompt", "a"}, {"stop_token_ids", {999}}}).param, "stop_token_ids");
   EXPECT_EQ(error({{"prompt", "a"}, {"logprobs", 21}}).param, "logprobs");
+  EXPECT_EQ(error({{"prompt", "a"}, {"logprobs", -1}}).param, "logprobs");
+  EXPECT_EQ(error({{"prompt", "a"}, {"logprobs", 2}, {"echo", true}}).param, "logprobs");
+  EXPECT_EQ(parse_completion_request({{"prompt", "a"}, {"logprobs", 0}}, model_).params.logprobs,
+            0);
+  EXPECT_EQ(parse_completion_request({{"prompt", "a"}}, model_).params.logprobs, -1);
   e = error({{"prompt", "a"}, {"temperature", -1}});
   EXPECT_EQ(e.status, 400);
   EXPECT_NE(std::string(e.what()).find("temperature"), std::string::npos);
@@ -113,11 +118,19 @@ TEST_F(OpenAiProtocol, ChatRendersTheTemplate) {
        {"logprobs", false}},
       model_);
   EXPECT_EQ(tokenizer_.decode(r.prompts[0], false), "<user>ab<assistant>");
-  EXPECT_EQ(r.params.logprobs, 0);
+  EXPECT_EQ(r.params.logprobs, -1);
   r = parse_chat_request({{"messages", {{{"role", "user"}, {"content", "a"}}}},
                           {"logprobs", true}, {"top_logprobs", 3}},
                          model_);
-  EXPECT_EQ(r.params.logprobs, 3); // mapped; the engine refuses it for now
+  EXPECT_EQ(r.params.logprobs, 3);
+  r = parse_chat_request({{"messages", {{{"role", "user"}, {"content", "a"}}}},
+                          {"logprobs", true}},
+                         model_);
+  EXPECT_EQ(r.params.logprobs, 0) << "the sampled token's log-prob, no top ones";
+  ApiError e = error({{"messages", {{{"role", "user"}, {"content", "a"}}}}, {"top_logprobs", 2}},
+                     Endpoint::kChatCompletions);
+  EXPECT_EQ(e.param, "top_logprobs");
+  EXPECT_NE(std::string(e.what()).find("needs \"logprobs\": true"), std::string::npos);
   EXPECT_EQ(error({{"messages", "hi"}}, Endpoint::kChatCompletions).param, "messages");
   EXPECT_EQ(error({}, Endpoint::kChatCompletions).param, "messages");
   EXPECT_EQ(error({{"messages", {{{"content", "a"}}}}}, Endpoint::kChatCompletions).param,
