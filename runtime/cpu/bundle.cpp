@@ -40,7 +40,9 @@ Bundle::Bundle(const std::string &dir, const std::string &checkpoint_dir)
     throw std::runtime_error(dir + ": not a kernel bundle (no " +
                              abi::kManifestFile + ")");
   manifest_ = Manifest::load(manifest_path.string());
-  load_kernels();
+  // CUDA kernels are loaded by the CUDA executor, on the device.
+  if (manifest_.target == "cpu")
+    load_kernels();
   bind_weights(checkpoint_dir);
 }
 

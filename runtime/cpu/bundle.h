@@ -1,6 +1,6 @@
-// A kernel bundle loaded for the CPU: its manifest, the kernels of
-// kernels.cpu.so, and every weight buffer bound to memory in the dtype and
-// layout the kernels read.
+// A kernel bundle loaded on the host: its manifest, the kernels of
+// kernels.cpu.so (target "cpu"), and every weight buffer bound to memory in
+// the dtype and layout the kernels read (the CUDA executor uploads those).
 #ifndef LLMSERVE_CPU_BUNDLE_H
 #define LLMSERVE_CPU_BUNDLE_H
 
@@ -28,7 +28,7 @@ public:
 
   const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
-  // The function of manifest().kernels[index].
+  // The function of manifest().kernels[index]; target "cpu" only.
   abi::CpuKernelFn kernel(int index) const { return kernels_[index]; }
   // Base address of weight buffer `buffer_id`, read-only; nullptr for a
   // buffer that is not a weight.
