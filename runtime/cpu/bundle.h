@@ -25,6 +25,9 @@ public:
   // `dir`). Throws std::runtime_error naming the file, and the buffer or
   // tensor at fault.
   explicit Bundle(const std::string &dir, const std::string &checkpoint_dir = {});
+  // The manifest of the bundle directory `dir` alone, with the errors the
+  // constructor gives for it.
+  static Manifest load_manifest(const std::string &dir);
 
   const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
