@@ -31,16 +31,21 @@ std::string resolve(const std::string &dir, const std::string &path) {
 
 void Bundle::CloseLibrary::operator()(void *handle) const { dlclose(handle); }
 
-Bundle::Bundle(const std::string &dir, const std::string &checkpoint_dir)
-    : dir_(dir) {
+Manifest Bundle::load_manifest(const std::string &dir) {
   const fs::path manifest_path = fs::path(dir) / abi::kManifestFile;
   if (!fs::is_directory(dir))
     throw std::runtime_error(dir + ": not a directory");
   if (!fs::exists(manifest_path))
     throw std::runtime_error(dir + ": not a kernel bundle (no " +
                              abi::kManifestFile + ")");
-  manifest_ = Manifest::load(manifest_path.string());
-  load_kernels();
+  return Manifest::load(manifest_path.string());
+}
+
+Bundle::Bundle(const std::string &dir, const std::string &checkpoint_dir)
+    : dir_(dir), manifest_(load_manifest(dir)) {
+  // CUDA kernels are loaded by the CUDA executor, on the device.
+  if (manifest_.target == "cpu")
+    load_kernels();
   bind_weights(checkpoint_dir);
 }
 

@@ -1,6 +1,6 @@
-// A kernel bundle loaded for the CPU: its manifest, the kernels of
-// kernels.cpu.so, and every weight buffer bound to memory in the dtype and
-// layout the kernels read.
+// A kernel bundle loaded on the host: its manifest, the kernels of
+// kernels.cpu.so (target "cpu"), and every weight buffer bound to memory in
+// the dtype and layout the kernels read (the CUDA executor uploads those).
 #ifndef LLMSERVE_CPU_BUNDLE_H
 #define LLMSERVE_CPU_BUNDLE_H
 
@@ -25,10 +25,13 @@ public:
   // `dir`). Throws std::runtime_error naming the file, and the buffer or
   // tensor at fault.
   explicit Bundle(const std::string &dir, const std::string &checkpoint_dir = {});
+  // The manifest of the bundle directory `dir` alone, with the errors the
+  // constructor gives for it.
+  static Manifest load_manifest(const std::string &dir);
 
   const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
-  // The function of manifest().kernels[index].
+  // The function of manifest().kernels[index]; target "cpu" only.
   abi::CpuKernelFn kernel(int index) const { return kernels_[index]; }
   // Base address of weight buffer `buffer_id`, read-only; nullptr for a
   // buffer that is not a weight.

@@ -60,9 +60,15 @@ bool parse_engine_option(ServeOptions &o, int &i, int argc, char **argv) {
   else if (flag == "--kv-cache-memory") {
     o.kv_cache_memory = value_of(i, argc, argv);
     parse_memory_size(o.kv_cache_memory, physical_memory_bytes()); // checks it
-  } else if (flag == "--no-prefix-caching")
+  } else if (flag == "--no-prefix-caching") {
     o.enable_prefix_caching = false;
-  else
+  } else if (flag == "--device") {
+    o.device = value_of(i, argc, argv);
+    if (o.device != "cpu" && o.device != "cuda")
+      bad_value(flag, o.device, "expected cpu or cuda");
+  } else if (flag == "--no-cuda-graphs") {
+    o.cuda_graphs = false;
+  } else
     return false;
   return true;
 }
@@ -127,8 +133,13 @@ int64_t physical_memory_bytes() {
   return int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
 }
 
+KvMemory host_kv_memory() {
+  const int64_t physical = physical_memory_bytes();
+  return {physical, physical / 10};
+}
+
 EngineConfig make_engine_config(const ServeOptions &o, const ModelConfig &model,
-                                int64_t kv_bytes_per_token) {
+                                int64_t kv_bytes_per_token, const KvMemory &memory) {
   EngineConfig c;
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
@@ -139,10 +150,10 @@ EngineConfig make_engine_config(const ServeOptions &o, const ModelConfig &model,
         " exceeds the model's max_position_embeddings = " + std::to_string(model_len));
   c.max_model_len = static_cast<int32_t>(o.max_model_len > 0 ? o.max_model_len : model_len);
   if (!o.kv_cache_memory.empty()) {
-    c.kv_cache_bytes = parse_memory_size(o.kv_cache_memory, physical_memory_bytes());
+    c.kv_cache_bytes = parse_memory_size(o.kv_cache_memory, memory.total);
   } else {
     int64_t full = int64_t(c.max_num_seqs) * c.max_model_len * kv_bytes_per_token;
-    c.kv_cache_bytes = std::min(full, physical_memory_bytes() / 10);
+    c.kv_cache_bytes = std::min(full, memory.default_limit);
   }
   c.enable_prefix_caching = o.enable_prefix_caching;
   for (int64_t id : model.eos_token_ids)

@@ -28,12 +28,14 @@ struct ServeOptions {
   std::string kv_cache_memory;
   int32_t max_queued_requests = 256; // beyond the running ones
   bool enable_prefix_caching = true;
+  std::string device;      // --device: "cpu", "cuda", or empty: the bundle's target
+  bool cuda_graphs = true; // --no-cuda-graphs: run decode steps uncaptured
 };
 
 // Consumes the option at argv[i] (and its value, advancing i) if it is one
 // of the model and engine options both commands share: --weights,
 // --threads, --max-num-seqs, --max-num-batched-tokens, --max-model-len,
-// --kv-cache-memory, --no-prefix-caching. Throws std::invalid_argument
+// --kv-cache-memory, --no-prefix-caching, --device, --no-cuda-graphs. Throws std::invalid_argument
 // naming the option for a missing or malformed value.
 bool parse_engine_option(ServeOptions &options, int &i, int argc, char **argv);
 // All of `llmrun serve`'s arguments (argv[0] is the command name): the
@@ -51,12 +53,24 @@ int64_t parse_integer(const std::string &option, const std::string &text,
 int64_t parse_memory_size(const std::string &text, int64_t physical_memory);
 int64_t physical_memory_bytes();
 
+// The memory the KV cache comes out of: physical memory for the CPU, device
+// memory left free by the weights and activations for a GPU. A fraction in
+// --kv-cache-memory is of `total`; without the option the cache takes what
+// max_num_seqs full-length sequences need, at most `default_limit`.
+struct KvMemory {
+  int64_t total = 0;
+  int64_t default_limit = 0;
+};
+// Physical memory, a tenth of it by default.
+KvMemory host_kv_memory();
+
 // The engine configuration for a model: max_model_len defaults to (and may
 // not exceed) the model's max_position_embeddings; the KV budget as
-// ServeOptions::kv_cache_memory says.
+// ServeOptions::kv_cache_memory says, out of `memory`.
 EngineConfig make_engine_config(const ServeOptions &options,
                                 const ModelConfig &model,
-                                int64_t kv_bytes_per_token);
+                                int64_t kv_bytes_per_token,
+                                const KvMemory &memory = host_kv_memory());
 
 } // namespace llmserve
 

@@ -1,5 +1,7 @@
 #include "server/served_model.h"
 
+#include "cpu/bundle.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -9,13 +11,17 @@
 namespace llmserve {
 namespace {
 
-Bundle load_bundle(const ServeOptions &options) {
-  Bundle bundle(options.bundle_dir, options.weights_dir);
-  if (!bundle.manifest().model || !bundle.manifest().kv_cache)
+// The CUDA executor sizes its step memory from the engine's limits, which
+// the model config bounds.
+ModelExecutor load(const ServeOptions &options) {
+  const Manifest manifest = Bundle::load_manifest(options.bundle_dir);
+  if (!manifest.model || !manifest.kv_cache)
     throw std::runtime_error(options.bundle_dir +
                              ": manifest.json has no model or kv_cache section; "
                              "it is not a model bundle");
-  return bundle;
+  return load_model_executor(
+      options, manifest,
+      make_engine_config(options, *manifest.model, manifest.kv_cache->bytes_per_token));
 }
 
 std::string model_name(const ServeOptions &options) {
@@ -52,14 +58,15 @@ std::optional<ChatTemplate> load_chat_template(const Tokenizer &tokenizer) {
 
 ServedModel::ServedModel(const ServeOptions &options)
     : name(model_name(options)),
-      executor(load_bundle(options), options.num_threads),
-      config(*executor.bundle().manifest().model),
-      num_parameters(count_parameters(executor.bundle().manifest())),
+      loaded(load(options)), executor(*loaded.executor),
+      config(*loaded.manifest.model),
+      num_parameters(count_parameters(loaded.manifest)),
       tokenizer(Tokenizer::from_file(options.bundle_dir)),
       chat_template(load_chat_template(tokenizer)) {}
 
 EngineConfig ServedModel::engine_config(const ServeOptions &options) const {
-  EngineConfig c = make_engine_config(options, config, executor.kv_cache_spec().bytes_per_token);
+  EngineConfig c = make_engine_config(options, config, executor.kv_cache_spec().bytes_per_token,
+                                      loaded.kv_memory);
   for (int32_t id : tokenizer.eos_token_ids())
     if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
       c.eos_token_ids.push_back(id);

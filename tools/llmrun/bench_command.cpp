@@ -12,10 +12,12 @@
 #include "bench/svg_plot.h"
 #include "bench/workload.h"
 #include "cpu/cpu_executor.h"
+#include "server/model_executor.h"
 #include "tokenizer/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -56,7 +58,7 @@ const char kUsage[] =
     "  --ignore-eos --timeout S     (longest silence from the server, 600)\n"
     "  --baseline-url URL           server for the baseline (default --url)\n"
     "offline:\n"
-    "  --weights DIR --threads N\n"
+    "  --weights DIR --threads N --device cpu|cuda --no-cuda-graphs\n"
     "  --max-num-seqs N --max-num-batched-tokens N --max-model-len N\n"
     "  --kv-cache-gb G (default 2) | --num-kv-blocks N  --no-prefix-cache\n"
     "  (always ignore_eos: output lengths are the workload's)\n"
@@ -87,6 +89,8 @@ struct Options {
   // Offline.
   std::string bundle, weights;
   int32_t threads = 0;
+  std::string device; // empty: the bundle's target
+  bool cuda_graphs = true;
   llmserve::EngineConfig engine;
   int32_t max_model_len = 0; // 0: the model's max_position_embeddings
   double kv_cache_gb = 2.0;
@@ -189,6 +193,8 @@ Options parse_options(int argc, char **argv) {
     else if (serve && flag == "--max-concurrency") o.arrivals.max_concurrency = int32(flag, 0);
     else if (!serve && flag == "--weights") o.weights = value(flag);
     else if (!serve && flag == "--threads") o.threads = int32(flag, 0);
+    else if (!serve && flag == "--device") o.device = value(flag);
+    else if (!serve && flag == "--no-cuda-graphs") o.cuda_graphs = false;
     else if (!serve && flag == "--max-num-seqs") o.engine.max_num_seqs = int32(flag, 1);
     else if (!serve && flag == "--max-num-batched-tokens") o.engine.max_num_batched_tokens = int32(flag, 1);
     else if (!serve && flag == "--max-model-len") o.max_model_len = int32(flag, 2);
@@ -422,8 +428,11 @@ int serve(const Options &o, int argc, char **argv) {
 }
 
 int offline(Options o, int argc, char **argv) {
-  llmserve::CpuExecutor executor(llmserve::Bundle(o.bundle, o.weights), o.threads);
-  const llmserve::ModelConfig &model = *executor.bundle().manifest().model;
+  const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(o.bundle);
+  if (!manifest.model || !manifest.kv_cache)
+    throw std::invalid_argument(o.bundle + ": manifest.json has no model or kv_cache section; "
+                                "it is not a model bundle");
+  const llmserve::ModelConfig &model = *manifest.model;
   // Random prompts are token ids in-process; only a prompt file needs text
   // made into tokens, with the bundle's tokenizer unless told otherwise.
   std::optional<llmserve::Tokenizer> tokenizer;
@@ -444,9 +453,26 @@ int offline(Options o, int argc, char **argv) {
                              ? o.max_model_len
                              : static_cast<int32_t>(model.max_position_embeddings);
   config.kv_cache_bytes = static_cast<int64_t>(o.kv_cache_gb * (1 << 30));
+
+  llmserve::ServeOptions load;
+  load.bundle_dir = o.bundle;
+  load.weights_dir = o.weights;
+  load.num_threads = o.threads;
+  load.device = o.device;
+  load.cuda_graphs = o.cuda_graphs;
+  // The CUDA executor's step memory must hold the sweep's largest batch.
+  llmserve::EngineConfig largest = config;
+  for (int32_t c : o.concurrencies)
+    largest.max_num_seqs = std::max(largest.max_num_seqs, c);
+  largest.max_num_batched_tokens = std::max(largest.max_num_batched_tokens, largest.max_num_seqs);
+  llmserve::ModelExecutor loaded = llmserve::load_model_executor(load, manifest, largest);
+  llmserve::Executor &executor = *loaded.executor;
+  std::fprintf(stderr, "device: %s\n", loaded.description.c_str());
   nlohmann::json workload = workload_json(o, requests);
   workload["bundle"] = o.bundle;
-  workload["threads"] = executor.num_threads();
+  workload["device"] = loaded.description;
+  if (const auto *cpu = dynamic_cast<const llmserve::CpuExecutor *>(&executor))
+    workload["threads"] = cpu->num_threads();
 
   auto measured = [&](std::string name, int32_t concurrency, const bench::OfflineRun &r) {
     Measured m{std::move(name), concurrency, r.run, {}, {}};

@@ -5,6 +5,8 @@
 
 #include "cpu/cpu_executor.h"
 #include "cpu/npy.h"
+#include "cuda/cuda_executor.h"
+#include "server/model_executor.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -20,13 +22,14 @@ namespace {
 const char kUsage[] =
     "usage: llmrun call <bundle> --entry NAME --input a.npy [b.npy ...]\n"
     "                   --output-dir DIR [--weights DIR] [--sym T=7 ...]\n"
-    "                   [--threads N]\n"
+    "                   [--threads N] [--device cpu|cuda]\n"
     "  Runs entry point NAME on the inputs (one per argument, in order) and\n"
     "  writes result_0.npy, result_1.npy, ... to DIR.\n"
     "  --weights DIR  checkpoint directory to read the weights from\n"
     "  --sym S=N      value of a shape symbol (T, S, MB); NB=N allocates a KV\n"
     "                 cache of N blocks\n"
-    "  --threads N    worker threads including the caller (default: all)\n";
+    "  --threads N    worker threads including the caller (default: all)\n"
+    "  --device D     cpu or cuda (default: the bundle's target)\n";
 
 int64_t parse_int(const std::string &text, const char *what) {
   size_t end = 0;
@@ -44,7 +47,7 @@ int64_t parse_int(const std::string &text, const char *what) {
 } // namespace
 
 int call_command(int argc, char **argv) {
-  std::string bundle_dir, entry, output_dir, weights;
+  std::string bundle_dir, entry, output_dir, weights, device;
   std::vector<std::string> inputs;
   llmserve::Symbols symbols;
   int64_t kv_blocks = 0, threads = 0;
@@ -71,6 +74,8 @@ int call_command(int argc, char **argv) {
         kv_blocks = value;
       else
         symbols.set(name, value);
+    } else if (!std::strcmp(argv[i], "--device") && has_value) {
+      device = argv[++i];
     } else if (!std::strcmp(argv[i], "--threads") && has_value) {
       threads = parse_int(argv[++i], "--threads");
     } else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
@@ -93,15 +98,28 @@ int call_command(int argc, char **argv) {
   if (kv_blocks < 0 || kv_blocks > INT32_MAX)
     throw std::invalid_argument("--sym NB=" + std::to_string(kv_blocks) + " is out of range");
 
-  llmserve::CpuExecutor executor(llmserve::Bundle(bundle_dir, weights),
-                                 static_cast<int>(threads));
-  if (kv_blocks > 0)
-    executor.allocate_kv_cache(static_cast<int32_t>(kv_blocks));
   std::vector<llmserve::HostTensor> tensors;
   for (const std::string &path : inputs)
     tensors.push_back(llmserve::read_npy(path));
-  const std::vector<llmserve::HostTensor> results =
-      executor.run_entry(entry, symbols, tensors);
+  const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(bundle_dir);
+  std::vector<llmserve::HostTensor> results;
+  if (llmserve::select_device(bundle_dir, manifest.target, device) == llmserve::Device::Cpu) {
+    llmserve::CpuExecutor executor(llmserve::Bundle(bundle_dir, weights),
+                                   static_cast<int>(threads));
+    if (kv_blocks > 0)
+      executor.allocate_kv_cache(static_cast<int32_t>(kv_blocks));
+    results = executor.run_entry(entry, symbols, tensors);
+  } else {
+    // The step's limits size memory for `execute`, which call never runs;
+    // without graphs the KV pools hold NB blocks, as on the CPU.
+    llmserve::cuda::CudaExecutorOptions options;
+    options.limits = {1, 1, 1};
+    options.cuda_graphs = false;
+    llmserve::cuda::CudaExecutor executor(llmserve::Bundle(bundle_dir, weights), options);
+    if (kv_blocks > 0)
+      executor.allocate_kv_cache(static_cast<int32_t>(kv_blocks));
+    results = executor.run_entry(entry, symbols, tensors);
+  }
 
   std::filesystem::create_directories(output_dir);
   for (size_t i = 0; i < results.size(); ++i)

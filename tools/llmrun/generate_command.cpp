@@ -28,7 +28,8 @@ const char kUsage[] =
     "  --stop TEXT          stop before this text (repeatable)\n"
     "  --ignore-eos         keep generating past end-of-sequence tokens\n"
     "  --weights DIR, --threads N, --max-model-len N, --kv-cache-memory SIZE,\n"
-    "  --max-num-seqs N, --max-num-batched-tokens N, --no-prefix-caching\n"
+    "  --max-num-seqs N, --max-num-batched-tokens N, --no-prefix-caching,\n"
+    "  --device cpu|cuda, --no-cuda-graphs\n"
     "                       as for llmrun serve\n";
 
 double parse_number(const char *option, const std::string &text) {
@@ -102,6 +103,9 @@ int generate_command(int argc, char **argv) {
   }
   llmserve::EngineConfig config = model.engine_config(options);
   llmserve::Engine engine(model.executor, config);
+  const llmserve::EngineStats stats = engine.stats();
+  std::fprintf(stderr, "[%s; %d KV blocks of %d tokens]\n", model.loaded.description.c_str(),
+               stats.num_kv_blocks, model.executor.kv_cache_spec().block_size);
   const uint64_t id = engine.add_request(tokens, params);
   llmserve::ChoiceText text(model.tokenizer, tokens, stops);
   auto print = [](const std::string &piece) {

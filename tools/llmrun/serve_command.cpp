@@ -30,8 +30,12 @@ const char kUsage[] =
     "  --max-num-batched-tokens N    tokens per step (default 2048)\n"
     "  --max-model-len N             prompt + output tokens (default: the model's)\n"
     "  --kv-cache-memory SIZE        KV cache bytes (512MiB, 2G) or fraction of\n"
-    "                                physical memory (0.2)\n"
-    "  --no-prefix-caching           turn the prefix cache off\n";
+    "                                physical memory, or with --device cuda of the\n"
+    "                                GPU memory left free by the model (0.2)\n"
+    "  --no-prefix-caching           turn the prefix cache off\n"
+    "  --device cpu|cuda             where to run (default: the bundle's target;\n"
+    "                                cuda needs a bundle compiled for sm_90)\n"
+    "  --no-cuda-graphs              run decode steps without CUDA graphs\n";
 
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -74,13 +78,14 @@ int serve_command(int argc, char **argv) {
   llmserve::Engine engine(model.executor, config);
   llmserve::EngineStats stats = engine.stats();
   const int64_t kv_tokens = int64_t(stats.num_kv_blocks) * model.executor.kv_cache_spec().block_size;
+  std::fprintf(stderr, "INFO device: %s\n", model.loaded.description.c_str());
   std::fprintf(stderr,
                "INFO model %s: %s, %s parameters, vocabulary %lld, weights from %s\n"
                "INFO KV cache: %d blocks of %d tokens (%s tokens, %s bytes); max_model_len %d, "
                "so at most %.1f full-length requests at once; max_num_seqs %d\n",
                model.name.c_str(), model.config.architecture.c_str(),
                with_commas(model.num_parameters).c_str(), (long long)model.config.vocab_size,
-               model.executor.bundle().weights_source().c_str(), stats.num_kv_blocks,
+               model.loaded.weights_source.c_str(), stats.num_kv_blocks,
                model.executor.kv_cache_spec().block_size, with_commas(kv_tokens).c_str(),
                with_commas(kv_tokens * model.executor.kv_cache_spec().bytes_per_token).c_str(),
                config.max_model_len, double(kv_tokens) / config.max_model_len,

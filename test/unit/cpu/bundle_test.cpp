@@ -181,6 +181,15 @@ TEST(Bundle, RefusesMissingPieces) {
   EXPECT_THAT(load_error(dir), HasSubstr("manifest.json: not valid JSON"));
 }
 
+TEST(Bundle, LoadsTheWeightsOfAnNvidiaBundleWithoutCpuKernels) {
+  const path dir = test::fresh_dir();
+  test::write_bundle(dir, test::for_sm90(test::ops_manifest()), /*with_kernels=*/false);
+  test::write_weights(dir / "weights.safetensors", test::ops_weights());
+  const Bundle bundle(dir.string());
+  EXPECT_EQ(bundle.manifest().target, "sm_90");
+  EXPECT_EQ(floats(bundle.weight(5), 4), test::kGain);
+}
+
 TEST(Bundle, RefusesMissingKernelSymbol) {
   const path dir = test::fresh_dir();
   json m = test::ops_manifest();

@@ -42,6 +42,14 @@ protected:
   CpuExecutor executor_;
 };
 
+TEST(CpuExecutor, RefusesAnNvidiaBundle) {
+  const path dir = test::fresh_dir();
+  test::write_bundle(dir, test::for_sm90(test::ops_manifest()));
+  test::write_weights(dir / "weights.safetensors", test::ops_weights());
+  EXPECT_THAT(error_of([&] { CpuExecutor executor(Bundle(dir.string()), 1); }),
+              HasSubstr("the bundle targets sm_90, not the CPU"));
+}
+
 TEST_F(OpsExecutor, RunsDynamicEntryThroughAnActivation) {
   // Sizes that cross tile boundaries and make the arena grow and shrink.
   for (int64_t n : {5, 1, 1000, 4, 0, 37}) {

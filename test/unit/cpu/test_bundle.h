@@ -101,6 +101,17 @@ inline json manifest_skeleton() {
   };
 }
 
+// `m` as the manifest of an NVIDIA bundle: target sm_90, and every kernel
+// launched with one thread per block and no dynamic shared memory.
+inline json for_sm90(json m) {
+  m["target"] = abi::kCudaTarget;
+  for (json &k : m["kernels"]) {
+    k["block"] = {1, 1, 1};
+    k["shared_bytes"] = 0;
+  }
+  return m;
+}
+
 inline json dispatch(const char *kernel, std::vector<int> bindings, json push_constants,
                      json grid) {
   return {{"kernel", kernel}, {"bindings", bindings},

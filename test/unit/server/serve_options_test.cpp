@@ -30,7 +30,8 @@ TEST(ServeOptions, ParsesEveryOption) {
                           "--served-model-name", "tiny", "--max-queued-requests", "3",
                           "--weights", "ckpt", "--threads", "2", "--max-num-seqs", "4",
                           "--max-num-batched-tokens", "64", "--max-model-len", "128",
-                          "--kv-cache-memory", "1MiB", "--no-prefix-caching"});
+                          "--kv-cache-memory", "1MiB", "--no-prefix-caching",
+                          "--device", "cuda", "--no-cuda-graphs"});
   EXPECT_EQ(o.bundle_dir, "m.llmb");
   EXPECT_EQ(o.host, "0.0.0.0");
   EXPECT_EQ(o.port, 9000);
@@ -44,6 +45,9 @@ TEST(ServeOptions, ParsesEveryOption) {
   EXPECT_EQ(o.max_model_len, 128);
   EXPECT_EQ(o.kv_cache_memory, "1MiB");
   EXPECT_FALSE(o.enable_prefix_caching);
+  EXPECT_EQ(o.device, "cuda");
+  EXPECT_FALSE(o.cuda_graphs);
+  EXPECT_EQ(parse({"m.llmb"}).device, ""); // the bundle's target
 }
 
 TEST(ServeOptions, ErrorsNameTheOption) {
@@ -55,6 +59,7 @@ TEST(ServeOptions, ErrorsNameTheOption) {
   EXPECT_EQ(error_of({"m", "--host"}), "--host: missing value");
   EXPECT_EQ(error_of({"m", "--bogus"}), "unknown argument '--bogus'");
   EXPECT_EQ(error_of({"m", "other"}), "unknown argument 'other'");
+  EXPECT_EQ(error_of({"m", "--device", "tpu"}), "--device 'tpu': expected cpu or cuda");
   EXPECT_EQ(error_of({"m", "--kv-cache-memory", "2XB"}),
             "--kv-cache-memory '2XB': unknown unit 'XB' (use B, K, KiB, M, MiB, G, GiB)");
 }
@@ -98,6 +103,20 @@ TEST(ServeOptions, EngineConfigFollowsTheModel) {
         throw;
       },
       std::invalid_argument);
+}
+
+// On a GPU the KV cache comes out of the device memory left free.
+TEST(ServeOptions, KvMemoryOfTheDevice) {
+  ModelConfig model;
+  model.max_position_embeddings = 256;
+  ServeOptions o;
+  o.max_num_seqs = 8;
+  const KvMemory gpu = {10000000, 9000000};
+  EXPECT_EQ(make_engine_config(o, model, 512, gpu).kv_cache_bytes, 8 * 256 * 512);
+  o.max_num_seqs = 100;
+  EXPECT_EQ(make_engine_config(o, model, 512, gpu).kv_cache_bytes, 9000000); // the cap
+  o.kv_cache_memory = "0.5";
+  EXPECT_EQ(make_engine_config(o, model, 512, gpu).kv_cache_bytes, 5000000);
 }
 
 } // namespace

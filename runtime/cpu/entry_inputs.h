@@ -1,0 +1,26 @@
+// Checks of an entry point's inputs that both executors' run_entry share.
+#ifndef LLMSERVE_CPU_ENTRY_INPUTS_H
+#define LLMSERVE_CPU_ENTRY_INPUTS_H
+
+#include "cpu/host_tensor.h"
+#include "cpu/manifest.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace llmserve {
+
+// The shape of buffer `id` for `symbols`.
+std::vector<int64_t> buffer_shape(const Manifest &m, int id, const Symbols &symbols);
+
+// Throws std::invalid_argument unless `inputs` are one per argument of `e`,
+// each of the dtype and shape the manifest gives for `symbols` and with as
+// many bytes: "entry point 'add' argument 0 'a': got f32 [3], expected f32
+// [4] for [T]". Throws std::logic_error if `e` binds a KV cache buffer and
+// `kv_cache_allocated` is false.
+void check_entry_inputs(const Manifest &m, const EntryPoint &e, const Symbols &symbols,
+                        const std::vector<HostTensor> &inputs, bool kv_cache_allocated);
+
+} // namespace llmserve
+
+#endif // LLMSERVE_CPU_ENTRY_INPUTS_H

@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""The CUDA executor against the CPU executor, on bundles `llmc compile
+--target sm_90` writes. Two halves, because the GPU machine has no MLIR:
+
+    gpu_checks.py prepare <build-dir> <out-dir> [--tinyllama]
+        (where llmc is) compiles every op case of test/e2e/op_numerics_test.py
+        and the tiny `llama` fixture, each for cpu and for sm_90, with their
+        inputs; --tinyllama also compiles a TinyLlama-1.1B-shaped model for
+        sm_90 (config only: write its weights on the GPU machine with
+        test/fixtures/make_fixtures.py --tinyllama).
+    gpu_checks.py check <build-dir> <out-dir>
+        (where the GPU is; needs llmrun and numpy only) runs each op on both
+        bundles through `llmrun call` and compares (max |gpu - cpu| / max |cpu|
+        at most 1e-4 for f32 results, 1e-2 for f16 and bf16, integers equal);
+        serves the llama fixture on both devices and sends 64 concurrent
+        greedy requests, whose continuations must be the CPU's, and on the GPU
+        the same at concurrency 1 as at 64; runs
+        compute-sanitizer (memcheck) over a generation and the GPU unit tests.
+    gpu_checks.py all <build-dir> <out-dir>     both, on one machine
+
+Exit status: 0 when every check passed, 1 when one failed, 77 (ctest's skip)
+with the reason on stdout when there is no GPU or no sm_90 compiler output.
+"""
+
+import concurrent.futures
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SKIP = 77
+TOLERANCE = {np.float32: 1e-4, np.float16: 1e-2}  # bf16 results are written as f16
+CONCURRENCY = 64
+MAX_TOKENS = 8
+
+
+def run(*args, env=None):
+    result = subprocess.run(args, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}\n{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(SKIP)
+
+
+# ----------------------------------------------------------------- prepare --
+
+def compile_both(llmc, source, out, name, *flags):
+    """<out>/<name>.cpu.llmb and <out>/<name>.sm90.llmb from `source`."""
+    run(llmc, "compile", source, "-o", os.path.join(out, name + ".cpu.llmb"), *flags)
+    run(llmc, "compile", source, "-o", os.path.join(out, name + ".sm90.llmb"),
+        "--target", "sm_90", *flags)
+
+
+def prepare(build, out, tinyllama):
+    llmc = os.path.join(build, "bin", "llmc")
+    if not os.path.exists(llmc):
+        skip(f"no {llmc}: prepare runs where the compiler is built")
+    sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+    import op_numerics_test  # noqa: E402  (the op cases, with random inputs)
+
+    os.makedirs(out, exist_ok=True)
+    ops = os.path.join(out, "ops")
+    failures = []
+    for name, make_case in op_numerics_test.CASES.items():
+        inputs, text, _ = make_case()
+        directory = os.path.join(ops, name)
+        os.makedirs(directory, exist_ok=True)
+        source = os.path.join(directory, "op.mlir")
+        with open(source, "w") as f:
+            f.write(text)
+        for i, a in enumerate(inputs):
+            np.save(os.path.join(directory, f"input_{i}.npy"), a)
+        try:
+            compile_both(llmc, source, directory, "op")
+        except RuntimeError as e:
+            first = str(e).strip().splitlines()[-1]
+            if not failures and "sm_90" in str(e):
+                # The first op already fails for sm_90: no GPU compiler here.
+                with open(os.path.join(out, "SKIP"), "w") as f:
+                    f.write(f"no sm_90 compiler output: {first}\n")
+                skip(f"no sm_90 compiler output: {first}")
+            failures.append(f"{name}: {first}")
+            shutil.rmtree(directory)
+
+    fixtures = os.path.join(out, "fixtures")
+    run(sys.executable, os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"), fixtures,
+        "--only", "llama")
+    mlir = os.path.join(out, "llama.mlir")
+    run(llmc, "import", os.path.join(fixtures, "llama"), "-o", mlir)
+    compile_both(llmc, mlir, out, "llama", "--embed-weights")
+    shutil.copy(os.path.join(fixtures, "llama", "reference.json"),
+                os.path.join(out, "llama.reference.json"))
+
+    if tinyllama:
+        sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))
+        import make_fixtures  # noqa: E402
+        checkpoint = os.path.join(out, "tinyllama_config")
+        os.makedirs(checkpoint, exist_ok=True)
+        config = make_fixtures.llama_config(
+            hidden_size=2048, intermediate_size=5632, num_attention_heads=32,
+            num_key_value_heads=4, num_hidden_layers=22, vocab_size=32000,
+            max_position_embeddings=2048, torch_dtype="bfloat16")
+        tokenizer, tokenizer_config = make_fixtures.sentencepiece_tokenizer(
+            make_fixtures.TINYLLAMA_CHAT_TEMPLATE)
+        for file, value in (("config.json", config), ("tokenizer.json", tokenizer),
+                            ("tokenizer_config.json", tokenizer_config)):
+            make_fixtures.write_json(os.path.join(checkpoint, file), value)
+        mlir = os.path.join(out, "tinyllama.mlir")
+        run(llmc, "import", checkpoint, "-o", mlir)
+        run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama.sm90.llmb"),
+            "--target", "sm_90")
+
+    for f in failures:
+        print(f"FAIL compile {f}")
+    print(f"prepared {out}: {len(op_numerics_test.CASES) - len(failures)} ops, llama"
+          + (", tinyllama" if tinyllama else ""))
+    return not failures
+
+
+# ------------------------------------------------------------------- check --
+
+def no_gpu_reason():
+    try:
+        cuda = ctypes.CDLL(os.environ.get("LLMSERVE_CUDA_DRIVER") or "libcuda.so.1")
+    except OSError as e:
+        return f"cannot load libcuda.so.1 ({e})"
+    if cuda.cuInit(0) != 0:
+        return "cuInit failed"
+    count = ctypes.c_int(0)
+    if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return "no CUDA device"
+    return None
+
+
+def check_ops(llmrun, out):
+    ops = os.path.join(out, "ops")
+    ok = True
+    for name in sorted(os.listdir(ops)):
+        directory = os.path.join(ops, name)
+        inputs = sorted((f for f in os.listdir(directory) if f.startswith("input_")),
+                        key=lambda f: int(f[6:-4]))
+        results = {}
+        try:
+            for device in ("cpu", "sm90"):
+                target = os.path.join(directory, device)
+                run(llmrun, "call", os.path.join(directory, f"op.{device}.llmb"), "--entry", "op",
+                    "--input", *(os.path.join(directory, f) for f in inputs),
+                    "--output-dir", target)
+                results[device] = [np.load(os.path.join(target, f))
+                                   for f in sorted(os.listdir(target))]
+        except RuntimeError as e:
+            print(f"FAIL {name}: {e}")
+            ok = False
+            continue
+        worst, passed = 0.0, len(results["cpu"]) == len(results["sm90"])
+        for want, got in zip(results["cpu"], results["sm90"]):
+            if want.dtype != got.dtype or want.shape != got.shape:
+                passed = False
+            elif want.dtype.kind in "iu":
+                passed &= bool(np.array_equal(want, got))
+            else:
+                error = float(np.abs(got.astype(np.float64) - want).max() /
+                              max(float(np.abs(want).max()), 1e-30))
+                worst = max(worst, error)
+                passed &= error <= TOLERANCE[want.dtype.type]
+        print(f"{'ok' if passed else 'FAIL'} op {name}: max relative error {worst:.2e}")
+        ok &= passed
+    return ok
+
+
+def completions(server, prompts, concurrency):
+    def one(prompt):
+        status, _, body = server.post("/v1/completions", {
+            "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "ignore_eos": True},
+            timeout=300)
+        if status != 200:
+            raise RuntimeError(f"status {status}: {body}")
+        return body["choices"][0]["text"]
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        return list(pool.map(one, prompts))
+
+
+def check_llama(llmrun, out):
+    sys.path.insert(0, os.path.join(ROOT, "test", "server"))
+    from server_process import ServerProcess  # noqa: E402
+    with open(os.path.join(out, "llama.reference.json")) as f:
+        prompt = json.load(f)["prompt"]
+    # The fixture's reference prompt, whose greedy continuation has wide
+    # margins (test/fixtures/make_fixtures.py), and its prefixes, which give
+    # steps of many shapes.
+    prompts = [prompt] * 8 + [prompt[:4 + i % (len(prompt) - 3)] for i in range(CONCURRENCY - 8)]
+    texts = {}
+    for device in ("cpu", "sm90"):
+        with ServerProcess(llmrun, os.path.join(out, f"llama.{device}.llmb"),
+                           "--max-num-seqs", str(CONCURRENCY)) as server:
+            texts[device] = completions(server, prompts, CONCURRENCY)
+            if device == "sm90":
+                texts["sm90 alone"] = completions(server, prompts[:8], 1)
+                print(server.output().splitlines()[0])  # the device line
+            server.stop()
+    mismatches = [i for i in range(CONCURRENCY) if texts["sm90"][i] != texts["cpu"][i]]
+    for i in mismatches[:5]:
+        print(f"  prompt {i} ({len(prompts[i])} tokens): cpu {texts['cpu'][i]!r}, "
+              f"gpu {texts['sm90'][i]!r}")
+    alone = texts["sm90 alone"] == texts["sm90"][:8]
+    print(f"{'ok' if not mismatches else 'FAIL'} llama: {CONCURRENCY - len(mismatches)} of "
+          f"{CONCURRENCY} concurrent greedy continuations equal the CPU's")
+    print(f"{'ok' if alone else 'FAIL'} llama: the GPU's continuations at concurrency 1 equal "
+          f"those at {CONCURRENCY}")
+    return not mismatches and alone
+
+
+def check_sanitizer(build, llmrun, out):
+    sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if not os.path.exists(sanitizer):
+        print("SKIP compute-sanitizer: not installed")
+        return True
+    ok = True
+    for what, command in (
+            ("llmrun generate", [llmrun, "generate", os.path.join(out, "llama.sm90.llmb"),
+                                 "--prompt", "And it came to pass", "--max-tokens", "16",
+                                 "--ignore-eos"]),
+            ("cuda_gpu_tests", [os.path.join(build, "bin", "cuda_gpu_tests")])):
+        result = subprocess.run([sanitizer, "--tool", "memcheck", "--error-exitcode", "3",
+                                 *command], capture_output=True, text=True)
+        passed = result.returncode == 0
+        tail = (result.stdout + result.stderr).strip().splitlines()[-1:]
+        print(f"{'ok' if passed else 'FAIL'} compute-sanitizer memcheck {what}: "
+              f"{tail[0] if tail else ''}")
+        ok &= passed
+    return ok
+
+
+def check(build, out):
+    reason = no_gpu_reason()
+    if reason:
+        skip(f"needs an NVIDIA GPU: {reason}")
+    if os.path.exists(os.path.join(out, "SKIP")):
+        with open(os.path.join(out, "SKIP")) as f:
+            skip(f.read().strip())
+    if not os.path.isdir(os.path.join(out, "ops")):
+        skip(f"nothing prepared in {out}: run gpu_checks.py prepare where llmc is")
+    llmrun = os.path.join(build, "bin", "llmrun")
+    results = [check_ops(llmrun, out), check_llama(llmrun, out),
+               check_sanitizer(build, llmrun, out)]
+    return all(results)
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[1] not in ("prepare", "check", "all"):
+        sys.exit(__doc__)
+    command, build, out = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+    if command == "all" and no_gpu_reason(): # before the compiling
+        skip(f"needs an NVIDIA GPU: {no_gpu_reason()}")
+    ok = True
+    if command in ("prepare", "all"):
+        ok &= prepare(build, out, "--tinyllama" in sys.argv[4:])
+    if command in ("check", "all"):
+        ok &= check(build, out)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+#include "cuda/decode_padding.h"
+
+#include "cpu/manifest.h"
+#include "cpu/step_batch.h"
+#include "test_bundle.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace llmserve::cuda {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(DecodeBucket, IsTheSmallestBucketThatHoldsTheBatch) {
+  EXPECT_EQ(decode_bucket(1), 1);
+  EXPECT_EQ(decode_bucket(2), 2);
+  EXPECT_EQ(decode_bucket(3), 4);
+  EXPECT_EQ(decode_bucket(17), 24);
+  EXPECT_EQ(decode_bucket(24), 24);
+  EXPECT_EQ(decode_bucket(25), 32);
+  EXPECT_EQ(decode_bucket(97), 128);
+  EXPECT_EQ(decode_bucket(193), 256);
+  EXPECT_EQ(decode_bucket(256), 256);
+  EXPECT_EQ(decode_bucket(257), 0); // runs uncaptured
+  EXPECT_EQ(decode_bucket(0), 0);
+  EXPECT_EQ(decode_bucket(-1), 0);
+  for (int32_t s = 1; s <= 256; ++s) {
+    const int32_t b = decode_bucket(s);
+    ASSERT_GE(b, s);
+    ASSERT_TRUE(std::find(kDecodeBuckets.begin(), kDecodeBuckets.end(), b) !=
+                kDecodeBuckets.end());
+  }
+}
+
+// Three sequences decoding one token each, blocks of 2 slots, rows of 3.
+StepBatch decode_batch() {
+  StepBatch b;
+  b.num_tokens = b.num_seqs = 3;
+  b.max_blocks_per_seq = 3;
+  b.token_ids = {5, 6, 7};
+  b.positions = {4, 0, 2};
+  b.query_start = {0, 1, 2, 3};
+  b.context_len = {5, 1, 3};
+  b.block_table = {4, 0, 2, /**/ 1, -1, -1, /**/ 3, 5, -1};
+  b.slot_mapping = {2 * 2 + 0, 1 * 2 + 0, 5 * 2 + 0};
+  b.logits_rows = {0, 1, 2};
+  b.temperature = {0.0f, 0.7f, 1.0f};
+  b.top_p = {1.0f, 0.9f, 0.5f};
+  b.top_k = {0, 40, 3};
+  b.min_p = {0.0f, 0.05f, 0.1f};
+  b.seed = {11, 12, 13};
+  b.presence_penalty = {0.0f, 0.5f, 0.0f};
+  b.frequency_penalty = {0.0f, 0.0f, 0.25f};
+  b.repetition_penalty = {1.0f, 1.2f, 1.0f};
+  b.penalty_start = {0, 0, 2, 3};
+  b.penalty_tokens = {6, 1, 7};
+  b.penalty_counts = {1, 0, 2};
+  b.num_logprobs = {-1, 3, 0};
+  return b;
+}
+
+TEST(DecodeOnly, NeedsExactlyOneTokenPerSequence) {
+  EXPECT_TRUE(is_decode_only(decode_batch()));
+  StepBatch prefill = decode_batch();
+  prefill.num_tokens = 4;
+  prefill.query_start = {0, 2, 3, 4};
+  EXPECT_FALSE(is_decode_only(prefill));
+  StepBatch empty;
+  EXPECT_FALSE(is_decode_only(empty));
+}
+
+TEST(PadDecodeBatch, AppendsSinkSequencesAndWidensTheBlockTable) {
+  const StepBatch p = pad_decode_batch(decode_batch(), 4, 5, {/*sink_block=*/6, /*block_size=*/2});
+  EXPECT_EQ(p.num_tokens, 4);
+  EXPECT_EQ(p.num_seqs, 4);
+  EXPECT_EQ(p.max_blocks_per_seq, 5);
+  EXPECT_THAT(p.token_ids, ElementsAre(5, 6, 7, 0));
+  EXPECT_THAT(p.positions, ElementsAre(4, 0, 2, 0));
+  EXPECT_THAT(p.query_start, ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_THAT(p.context_len, ElementsAre(5, 1, 3, 1));
+  EXPECT_THAT(p.block_table, ElementsAre(4, 0, 2, -1, -1, /**/ 1, -1, -1, -1, -1,
+                                         /**/ 3, 5, -1, -1, -1, /**/ 6, -1, -1, -1, -1));
+  EXPECT_THAT(p.slot_mapping, ElementsAre(4, 2, 10, 12));
+  EXPECT_THAT(p.logits_rows, ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(p.temperature, ElementsAre(0.0f, 0.7f, 1.0f, 0.0f));
+  EXPECT_THAT(p.top_p, ElementsAre(1.0f, 0.9f, 0.5f, 1.0f));
+  EXPECT_THAT(p.top_k, ElementsAre(0, 40, 3, 0));
+  EXPECT_THAT(p.min_p, ElementsAre(0.0f, 0.05f, 0.1f, 0.0f));
+  EXPECT_THAT(p.seed, ElementsAre(11, 12, 13, 0));
+  EXPECT_THAT(p.presence_penalty, ElementsAre(0.0f, 0.5f, 0.0f, 0.0f));
+  EXPECT_THAT(p.frequency_penalty, ElementsAre(0.0f, 0.0f, 0.25f, 0.0f));
+  EXPECT_THAT(p.repetition_penalty, ElementsAre(1.0f, 1.2f, 1.0f, 1.0f));
+  EXPECT_THAT(p.penalty_start, ElementsAre(0, 0, 2, 3, 3)) << "an empty history";
+  EXPECT_THAT(p.penalty_tokens, ElementsAre(6, 1, 7));
+  EXPECT_THAT(p.penalty_counts, ElementsAre(1, 0, 2));
+  EXPECT_THAT(p.num_logprobs, ElementsAre(-1, 3, 0, -1));
+}
+
+TEST(PadDecodeBatch, AFullBucketOnlyWidensTheRows) {
+  const StepBatch b = decode_batch();
+  const StepBatch p = pad_decode_batch(b, 3, 3, {6, 2});
+  EXPECT_EQ(p.token_ids, b.token_ids);
+  EXPECT_EQ(p.block_table, b.block_table);
+  EXPECT_EQ(p.slot_mapping, b.slot_mapping);
+}
+
+// The padded batch is a valid step for a pool that has the sink block: the
+// checks the executors run on every batch pass, so the kernels stay in
+// bounds.
+TEST(PadDecodeBatch, GivesAValidStepOverThePoolWithTheSink) {
+  test::json m = test::step_manifest();
+  const Manifest manifest = Manifest::parse(m.dump(), "manifest.json");
+  StepBatch b = decode_batch();
+  b.block_table = {4, 0, 2, /**/ 1, -1, -1, /**/ 3, 5, -1};
+  check_step_batch(b, manifest, 6); // the engine's 6 blocks
+  const StepBatch p = pad_decode_batch(b, 8, 4, {6, test::kBlockSize});
+  EXPECT_NO_THROW(check_step_batch(p, manifest, 7));
+  EXPECT_THROW(check_step_batch(p, manifest, 6), std::invalid_argument); // the sink is block 6
+}
+
+TEST(PadDecodeBatch, RefusesBatchesThatDoNotFit) {
+  const StepBatch b = decode_batch();
+  try {
+    pad_decode_batch(b, 2, 3, {6, 2});
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_THAT(e.what(), HasSubstr("3 sequences with rows of 3 blocks do not fit 2 sequences"));
+  }
+  EXPECT_THROW(pad_decode_batch(b, 4, 2, {6, 2}), std::invalid_argument);
+  StepBatch prefill = b;
+  prefill.num_tokens = 4;
+  prefill.query_start = {0, 2, 3, 4};
+  EXPECT_THROW(pad_decode_batch(prefill, 4, 3, {6, 2}), std::invalid_argument);
+}
+
+} // namespace
+} // namespace llmserve::cuda
