@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -38,6 +39,8 @@ void mlir::llmserve::buildGpuKernelsToNvvmPipeline(OpPassManager &pm) {
   // needs no libdevice. Kernel parameters are bare pointers (the bundle's
   // CUDA calling convention).
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
   ApproximateMathOptions approximate;
   approximate.trigonometry = true;
   kernels.addPass(createApproximateMath(approximate));

@@ -91,6 +91,8 @@ Value GpuKernelEmitter::binding(int i, ArrayRef<Value> shape) {
   OpFoldResult stride = b.getIndexAttr(1);
   for (int64_t d = shape.size() - 1; d >= 0; --d) {
     strides[d] = stride;
+    if (d == 0)
+      break;
     std::optional<int64_t> s = getConstantIntValue(stride),
                            n = getConstantIntValue(shape[d]);
     if (s && n)
