@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::llmserve;
@@ -28,6 +29,8 @@ namespace {
 constexpr int64_t kTileM = 64, kTileN = 64, kTileK = 32;
 constexpr int64_t kWarpTileM = 32, kWarpTileN = 32;
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+// Elements per 128-bit load.
+constexpr int64_t kChunk = 8;
 // 32-bit words per staged row: kTileK / 2, plus 4 of padding.
 constexpr int64_t kWordsPerRow = kTileK / 2 + 4;
 
@@ -121,6 +124,8 @@ private:
   /// ([rows, K]) into `tile` as words of two consecutive k; outside the
   /// matrix, zeros.
   void stage(Value source, Value tile, Value r0, Value rows, Value k0) {
+    if (depth % kChunk == 0)
+      return stageChunks(source, tile, r0, rows, k0);
     constexpr int64_t words = kTileM * kTileK / 2;
     auto i16 = b.getI16Type(), i32 = b.getI32Type();
     for (int64_t i = 0; i < words / e.blockSize(); ++i) {
@@ -152,6 +157,40 @@ private:
           arith::ShLIOp::create(b, high,
                                 arith::ConstantIntOp::create(b, i32, 16)));
       a.store(word, tile, {r, wcol});
+    }
+  }
+
+  /// `stage` when K is a multiple of 8: 128-bit loads of 8 consecutive k
+  /// (device buffers start on 256 bytes, so every row's chunks are 16-byte
+  /// aligned) and 128-bit shared stores; a chunk is wholly inside or outside.
+  void stageChunks(Value source, Value tile, Value r0, Value rows, Value k0) {
+    constexpr int64_t chunksPerRow = kTileK / kChunk;
+    auto chunkType = VectorType::get({kChunk}, element);
+    auto wordsType = VectorType::get({kChunk / 2}, b.getI32Type());
+    Value zeros = arith::ConstantOp::create(
+        b, wordsType, DenseElementsAttr::get(wordsType, int32_t(0)));
+    for (int64_t i = 0; i < kTileM * chunksPerRow / e.blockSize(); ++i) {
+      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      Value r = a.divui(flat, e.index(chunksPerRow));
+      Value chunk = a.remui(flat, e.index(chunksPerRow));
+      Value row = a.addi(r0, r);
+      Value k = a.addi(k0, a.muli(chunk, e.index(kChunk)));
+      Value inside =
+          a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
+                 a.cmpi(arith::CmpIPredicate::ult, k, e.index(depth)));
+      Value words = e.ifElse(
+          inside, wordsType,
+          [&] {
+            Value v = vector::LoadOp::create(b, chunkType, source,
+                                             ValueRange{row, k},
+                                             /*nontemporal=*/false,
+                                             llvm::MaybeAlign(16));
+            return vector::BitCastOp::create(b, wordsType, v).getResult();
+          },
+          [&] { return zeros; });
+      vector::StoreOp::create(
+          b, words, tile, ValueRange{r, a.muli(chunk, e.index(kChunk / 2))},
+          /*nontemporal=*/false, llvm::MaybeAlign(16));
     }
   }
 

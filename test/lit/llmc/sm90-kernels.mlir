@@ -36,7 +36,8 @@ func.func @embedding(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> t
 // CHECK-LABEL: .visible .entry llmserve_d1_linear(
 // CHECK:      .shared .align 4 .b8
 // CHECK-DAG:  bar.sync 0;
-// CHECK-DAG:  st.shared.b32
+// CHECK-DAG:  ld.global.v4.b32
+// CHECK-DAG:  st.shared.v4.b32
 // CHECK-DAG:  ld.shared.b32
 // CHECK-DAG:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK:      cvt.rn.bf16.f32

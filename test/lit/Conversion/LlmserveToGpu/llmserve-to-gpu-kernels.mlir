@@ -2,7 +2,8 @@
 
 // A bf16 linear runs on tensor cores: blocks of 4 warps compute 64x64 tiles
 // (grid: row tiles x column tiles), staging x and W in shared memory as
-// 32-bit words of two k, then mma.sync m16n8k16 with f32 accumulators.
+// 32-bit words of two k (K % 8 == 0: 128-bit loads and stores of 8 k), then
+// mma.sync m16n8k16 with f32 accumulators.
 // Parameters: one bare pointer (memref<1xT>) per binding, then one i64 per
 // push constant (x's rows, y's rows).
 // CHECK-LABEL: func.func @linear
@@ -15,7 +16,9 @@
 //       CHECK:     memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<1xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 //       CHECK:     scf.for {{.*}} -> (f32, f32
 //       CHECK:       gpu.barrier
-//       CHECK:       arith.bitcast %{{.*}} : bf16 to i16
+//       CHECK:       vector.load %{{.*}} {alignment = 16 : i64} : memref<?x32xbf16, strided<[32, 1]>>, vector<8xbf16>
+//       CHECK:       vector.bitcast %{{.*}} : vector<8xbf16> to vector<4xi32>
+//       CHECK:       vector.store %{{.*}} {alignment = 16 : i64} : memref<64x20xi32, #gpu.address_space<workgroup>>, vector<4xi32>
 //       CHECK:       gpu.barrier
 //       CHECK:       nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 //       CHECK:     arith.truncf %{{.*}} : f32 to bf16
@@ -28,16 +31,19 @@ func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
 // -----
 
 // f16 operands are passed to mma.sync as vector<2xf16>; the logits of a
-// narrow model come out in f32 (no truncation).
+// narrow model come out in f32 (no truncation). K % 8 != 0: x and W are
+// staged one element at a time, zero past K.
 // CHECK-LABEL: func.func @linear_f16_logits
 //       CHECK: gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf32>, %{{.*}}: i64, %{{.*}}: i64)
+//   CHECK-NOT:   vector.load
+//       CHECK:   arith.bitcast %{{.*}} : f16 to i16
 //       CHECK:   llvm.bitcast %{{.*}} : i32 to vector<2xf16>
 //       CHECK:   nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 //   CHECK-NOT:   arith.truncf
 //       CHECK:   gpu.return
-func.func @linear_f16_logits(%x: tensor<?x32xf16>, %b: tensor<100xf16>) -> tensor<?x100xf32> {
-  %w = llmserve.weight "w" : tensor<100x32xf16>
-  %y = llmserve.linear %x, %w bias %b : tensor<?x32xf16>, tensor<100x32xf16>, tensor<100xf16> -> tensor<?x100xf32>
+func.func @linear_f16_logits(%x: tensor<?x36xf16>, %b: tensor<100xf16>) -> tensor<?x100xf32> {
+  %w = llmserve.weight "w" : tensor<100x36xf16>
+  %y = llmserve.linear %x, %w bias %b : tensor<?x36xf16>, tensor<100x36xf16>, tensor<100xf16> -> tensor<?x100xf32>
   return %y : tensor<?x100xf32>
 }
 
