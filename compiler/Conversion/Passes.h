@@ -27,9 +27,10 @@ inline constexpr llvm::StringLiteral kPanelLayout = "panels16";
 /// The nested module holding the kernels (a builtin.module on CPU, a
 /// gpu.module on NVIDIA).
 inline constexpr llvm::StringLiteral kKernelModuleName = "kernels";
-/// The NVVM target of the GPU kernels: sm_90a (tensor-core and TMA
-/// instructions need the `a` variant), PTX ISA 8.0.
-inline constexpr llvm::StringLiteral kNvvmChip = "sm_90a";
+/// The NVVM target of the GPU kernels: PTX ISA 8.0 for sm_90, which the
+/// driver can JIT-compile for any later GPU; ptxas assembles the same PTX
+/// into the sm_90a cubin. (wgmma and TMA would need sm_90a PTX.)
+inline constexpr llvm::StringLiteral kNvvmChip = "sm_90";
 inline constexpr llvm::StringLiteral kNvvmFeatures = "+ptx80";
 
 #define GEN_PASS_DECL

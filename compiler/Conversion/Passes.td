@@ -32,7 +32,7 @@ def LlmserveToGpuKernels : Pass<"llmserve-to-gpu-kernels", "ModuleOp"> {
   let description = [{
     Each compute op of the module's functions becomes one dispatch: a kernel
     `gpu.func @llmserve_dN_<op>` in `gpu.module @kernels` (NVVM target
-    sm_90a), whose parameters are one pointer per bound buffer (a static
+    sm_90), whose parameters are one pointer per bound buffer (a static
     `memref<1xT>`, a bare device pointer once lowered) then one i64 per push
     constant, and an `llmserve.dispatch` attribute on the op naming the
     kernel, its grid, its block size (`block`) and its dynamic shared memory

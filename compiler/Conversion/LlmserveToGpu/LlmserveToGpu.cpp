@@ -2,7 +2,7 @@
 //
 // The GPU counterpart of llmserve-to-cpu-kernels, with the same dispatch
 // semantics: every compute op of an entry function becomes one kernel, here a
-// `gpu.func` in the module's `gpu.module @kernels` (NVVM target sm_90a), and
+// `gpu.func` in the module's `gpu.module @kernels` (NVVM target sm_90), and
 // an `llmserve.dispatch` attribute {kernel, symbol, grid, block,
 // shared_bytes} on the op. Bindings are the op's operands then its results
 // (kv_write updates its cache in place and binds it once); push constants

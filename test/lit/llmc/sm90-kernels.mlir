@@ -5,7 +5,7 @@
 // RUN: FileCheck %s --input-file %t.llmb/kernels.ptx --implicit-check-not=__nv_
 // RUN: FileCheck %s --input-file %t.llmb/manifest.json --check-prefix=MANIFEST
 
-// CHECK: .target sm_90a
+// CHECK: .target sm_90{{$}}
 
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 256,

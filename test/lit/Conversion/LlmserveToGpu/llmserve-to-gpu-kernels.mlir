@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @linear
 //       CHECK:   llmserve.linear
 //  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)", "2", "1"], kernel = "d0_linear", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"}
-//       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
+//       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>)
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>}
