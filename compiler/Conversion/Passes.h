@@ -5,7 +5,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -22,8 +24,14 @@ inline constexpr llvm::StringLiteral kDispatchAttrName = "llmserve.dispatch";
 /// the one layout there is: [N/16][K][16] panels (docs/bundle.md).
 inline constexpr llvm::StringLiteral kLayoutAttrName = "llmserve.layout";
 inline constexpr llvm::StringLiteral kPanelLayout = "panels16";
-/// The nested module holding the kernels.
+/// The nested module holding the kernels (a builtin.module on CPU, a
+/// gpu.module on NVIDIA).
 inline constexpr llvm::StringLiteral kKernelModuleName = "kernels";
+/// The NVVM target of the GPU kernels: PTX ISA 8.0 for sm_90, which the
+/// driver can JIT-compile for any later GPU; ptxas assembles the same PTX
+/// into the sm_90a cubin. (wgmma and TMA would need sm_90a PTX.)
+inline constexpr llvm::StringLiteral kNvvmChip = "sm_90";
+inline constexpr llvm::StringLiteral kNvvmFeatures = "+ptx80";
 
 #define GEN_PASS_DECL
 #include "compiler/Conversion/Passes.h.inc"
@@ -33,6 +41,11 @@ inline constexpr llvm::StringLiteral kKernelModuleName = "kernels";
 
 /// The upstream lowering of the kernels module to the LLVM dialect.
 void buildCpuKernelsToLLVMPipeline(OpPassManager &pm);
+
+/// Lowers the gpu.module built by llmserve-to-gpu-kernels to the LLVM and
+/// NVVM dialects, with bare-pointer kernel parameters and no libdevice calls;
+/// run it on the enclosing module.
+void buildGpuKernelsToNvvmPipeline(OpPassManager &pm);
 
 /// Registers our passes and pipelines with the global registry.
 void registerLlmservePasses();

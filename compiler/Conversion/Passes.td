@@ -27,4 +27,26 @@ def LlmserveToCpuKernels : Pass<"llmserve-to-cpu-kernels", "ModuleOp"> {
   ];
 }
 
+def LlmserveToGpuKernels : Pass<"llmserve-to-gpu-kernels", "ModuleOp"> {
+  let summary = "Outline every llmserve op into a CUDA kernel of the bundle ABI";
+  let description = [{
+    Each compute op of the module's functions becomes one dispatch: a kernel
+    `gpu.func @llmserve_dN_<op>` in `gpu.module @kernels` (NVVM target
+    sm_90), whose parameters are one pointer per bound buffer (a static
+    `memref<1xT>`, a bare device pointer once lowered) then one i64 per push
+    constant, and an `llmserve.dispatch` attribute on the op naming the
+    kernel, its grid, its block size (`block`) and its dynamic shared memory
+    (`shared_bytes`). Bindings and push constants follow
+    llmserve-to-cpu-kernels. Storage may be f32, f16 or bf16; kernels
+    accumulate in f32, and linear runs on tensor cores (mma.sync) for f16
+    and bf16.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif

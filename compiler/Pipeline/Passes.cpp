@@ -3,10 +3,13 @@
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -30,6 +33,30 @@ void mlir::llmserve::buildCpuKernelsToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mlir::llmserve::buildGpuKernelsToNvvmPipeline(OpPassManager &pm) {
+  // exp, log, tanh, erf, sin and cos become inline polynomials and the
+  // remaining f32 math LLVM intrinsics (single PTX instructions), so the PTX
+  // needs no libdevice. Kernel parameters are bare pointers (the bundle's
+  // CUDA calling convention).
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  ApproximateMathOptions approximate;
+  approximate.trigonometry = true;
+  kernels.addPass(createApproximateMath(approximate));
+  kernels.addPass(createMathToLlvmIntrinsics());
+  kernels.addPass(createSCFToControlFlowPass());
+  // Index and arith go to LLVM first (as in upstream's gpu-lower-to-nvvm
+  // pipeline), so that the loops' block arguments are converted with them.
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createArithToLLVMConversionPass());
+  kernels.addPass(createConvertIndexToLLVMPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void mlir::llmserve::registerLlmservePasses() {
   registerLlmserveConversionPasses();
   registerLlmserveTransformsPasses();
@@ -38,4 +65,9 @@ void mlir::llmserve::registerLlmservePasses() {
       "Lower the kernels module built by llmserve-to-cpu-kernels to the LLVM "
       "dialect",
       buildCpuKernelsToLLVMPipeline);
+  PassPipelineRegistration<>(
+      "llmserve-gpu-kernels-to-nvvm",
+      "Lower the gpu.module built by llmserve-to-gpu-kernels to the NVVM and "
+      "LLVM dialects (bare-pointer parameters, no libdevice)",
+      buildGpuKernelsToNvvmPipeline);
 }

@@ -16,12 +16,17 @@ namespace {
 
 struct ApproximateMathPass
     : public mlir::llmserve::impl::ApproximateMathBase<ApproximateMathPass> {
+  using ApproximateMathBase::ApproximateMathBase;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) {
+        patterns, [&](StringRef name) {
           return llvm::is_contained(
-              {"math.exp", "math.log", "math.tanh", "math.erf"}, name);
+                     {"math.exp", "math.log", "math.tanh", "math.erf"},
+                     name) ||
+                 (trigonometry &&
+                  llvm::is_contained({"math.sin", "math.cos"}, name));
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

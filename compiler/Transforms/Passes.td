@@ -13,9 +13,51 @@ def ApproximateMath : Pass<"llmserve-approximate-math"> {
     polynomial approximations are a few ulp from libm, inline, and
     vectorizable by LLVM.
   }];
+  let options = [
+    Option<"trigonometry", "trigonometry", "bool", /*default=*/"false",
+           "Also replace math.sin and math.cos (accurate on [-pi/4, pi/4]: "
+           "the caller reduces the argument)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def MathToLlvmIntrinsics : Pass<"llmserve-math-to-llvm-intrinsics"> {
+  let summary = "Call LLVM intrinsics for math.floor, fma, absf, sqrt and rsqrt";
+  let description = [{
+    convert-gpu-to-nvvm turns the math ops left after
+    llmserve-approximate-math into calls to CUDA's libdevice (`__nv_floorf`,
+    `__nv_fmaf`, ...), which the bundle would then have to link. On f32 each
+    of them is one PTX instruction; this pass calls the generic LLVM
+    intrinsics instead (`llvm.call_intrinsic`, which the conversion leaves
+    alone), and rsqrt becomes 1 / sqrt (IEEE sqrt and division, as on the
+    CPU). Other element types are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
+def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {
+  let summary = "Store weights, KV caches and activations as f16 or bf16";
+  let description = [{
+    `llmc import` writes an all-f32 graph. On the GPU, weights, KV caches
+    and activations are stored as f16 or bf16 (kernels accumulate in f32).
+    This pass narrows the element type of every weight, every KV-cache
+    argument (`llmserve.kv_cache`) and every float activation of the
+    module's functions, and keeps what the step contract fixes: contract
+    arrays, `paged_attention`'s `lse` (f32), and the results of the
+    functions, so the `linear` producing the logits that `sample` reads or
+    that a function returns stays f32 (a narrow linear may have an f32
+    result). A float argument that is neither a contract array nor a KV
+    cache, or a returned float produced by an op other than `linear`, is
+    an error: such a function is compiled with the types it is written with.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
+           "Storage type: bf16 or f16">
   ];
 }
 

@@ -31,3 +31,12 @@ for tool in ["llmserve-opt", "llmc"]:
     config.substitutions.append(
         ("%" + tool, "{} {}".format(LIMITS, os.path.join(config.llmserve_tools_dir, tool)))
     )
+
+# ptxas (CUDA toolkit) assembles and checks the NVIDIA kernels where it is
+# installed; tests that need it say `REQUIRES: ptxas`.
+import shutil
+
+ptxas = shutil.which("ptxas") or shutil.which("ptxas", path="/usr/local/cuda/bin")
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -1,7 +1,8 @@
 //===- llmc.cpp - The llmserve compiler driver ----------------------------===//
 //
 //   llmc import <hf-checkpoint-dir> -o model.mlir
-//   llmc compile model.mlir -o model.llmb [--target cpu] [--embed-weights]
+//   llmc compile model.mlir -o model.llmb [--target cpu|sm_90] [--embed-weights]
+//                [--dtype bf16|f16|f32] [--ptxas <path>]
 //
 // Exit status: 0 on success, 1 on any error (reported with its location).
 //
@@ -11,6 +12,8 @@
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Import/HfImporter.h"
 #include "compiler/Target/Cpu/CpuTarget.h"
+#include "compiler/Target/Nvptx/NvptxTarget.h"
+#include "compiler/Transforms/Passes.h"
 #include "llmserve/IR/LlmserveDialect.h"
 #include "llmserve/abi.h"
 
@@ -61,8 +64,19 @@ static cl::opt<std::string> compileOutput("o", cl::Required,
                                           cl::value_desc("model.llmb"),
                                           cl::sub(compileCommand));
 static cl::opt<std::string> compileTarget("target", cl::init("cpu"),
-                                          cl::desc("Target: cpu"),
+                                          cl::desc("Target: cpu or sm_90"),
                                           cl::sub(compileCommand));
+static cl::opt<std::string> compileDtype(
+    "dtype", cl::init("bf16"),
+    cl::desc("sm_90: storage type of weights, KV cache and activations: "
+             "bf16, f16 or f32 (f32 keeps the types as written)"),
+    cl::sub(compileCommand));
+static cl::opt<std::string> compilePtxas(
+    "ptxas",
+    cl::desc("sm_90: the ptxas that assembles the cubin (default: ptxas on "
+             "PATH, else /usr/local/cuda/bin/ptxas; without one the bundle "
+             "has PTX only)"),
+    cl::sub(compileCommand));
 static cl::opt<std::string>
     compileCpu("cpu", cl::init("native"),
                cl::desc("LLVM CPU name for the CPU kernels (native = host)"),
@@ -128,6 +142,15 @@ LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundle) {
   return copyFile(from, to);
 }
 
+LogicalResult createOutputDirectory() {
+  if (std::error_code ec = llvm::sys::fs::create_directories(compileOutput)) {
+    llvm::errs() << "llmc: error: cannot create " << compileOutput << ": "
+                 << ec.message() << "\n";
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult import(MLIRContext &context) {
   if (importBlockSize <= 0) {
     llvm::errs() << "llmc: error: --block-size must be positive\n";
@@ -150,10 +173,88 @@ LogicalResult import(MLIRContext &context) {
   return writeFile(importOutput, text);
 }
 
+/// The CPU bundle: kernels.cpu.so.
+LogicalResult compileForCpu(ModuleOp module, MLIRContext &context,
+                         std::string &manifest) {
+  PassManager outline(&context);
+  outline.addPass(mlir::llmserve::createLlmserveToCpuKernels());
+  if (failed(outline.run(module)))
+    return failure();
+  FailureOr<std::string> written =
+      mlir::llmserve::writeManifest(module, "cpu");
+  if (failed(written))
+    return failure();
+  manifest = std::move(*written);
+
+  ModuleOp kernels;
+  for (auto nested : module.getOps<ModuleOp>())
+    if (nested.getSymName() == mlir::llmserve::kKernelModuleName)
+      kernels = nested;
+  PassManager lower(&context);
+  mlir::llmserve::buildCpuKernelsToLLVMPipeline(lower);
+  if (failed(lower.run(kernels)) || failed(createOutputDirectory()))
+    return failure();
+  llvm::SmallString<256> kernelsPath(compileOutput);
+  llvm::sys::path::append(kernelsPath, abi::kCpuKernelsFile);
+  mlir::llmserve::CpuTargetOptions options;
+  options.cpu = compileCpu;
+  return mlir::llmserve::emitCpuSharedObject(kernels, kernelsPath, options);
+}
+
+/// The NVIDIA bundle: kernels.ptx, and kernels.sm_90a.cubin when there is
+/// a ptxas.
+LogicalResult compileForNvptx(ModuleOp module, MLIRContext &context,
+                           std::string &manifest) {
+  PassManager outline(&context);
+  if (compileDtype != "f32") {
+    mlir::llmserve::NarrowStorageOptions narrow;
+    narrow.dtype = compileDtype;
+    outline.addPass(mlir::llmserve::createNarrowStorage(narrow));
+  }
+  outline.addPass(mlir::llmserve::createLlmserveToGpuKernels());
+  if (failed(outline.run(module)))
+    return failure();
+  FailureOr<std::string> written =
+      mlir::llmserve::writeManifest(module, abi::kCudaTarget);
+  if (failed(written))
+    return failure();
+  manifest = std::move(*written);
+
+  PassManager lower(&context);
+  mlir::llmserve::buildGpuKernelsToNvvmPipeline(lower);
+  if (failed(lower.run(module)))
+    return failure();
+  FailureOr<std::string> ptx = mlir::llmserve::emitPtx(module);
+  if (failed(ptx) || failed(createOutputDirectory()))
+    return failure();
+  llvm::SmallString<256> ptxPath(compileOutput), cubinPath(compileOutput);
+  llvm::sys::path::append(ptxPath, abi::kCudaPtxFile);
+  llvm::sys::path::append(cubinPath, abi::kCudaCubinFile);
+  if (failed(writeFile(ptxPath, *ptx)))
+    return failure();
+  std::optional<std::string> ptxas =
+      compilePtxas.empty() ? mlir::llmserve::findPtxas()
+                           : std::optional<std::string>(compilePtxas);
+  if (!ptxas)
+    return success();
+  return mlir::llmserve::assembleCubin(*ptxas, ptxPath, cubinPath);
+}
+
 LogicalResult compile(MLIRContext &context) {
-  if (compileTarget != "cpu") {
+  bool cpu = compileTarget == "cpu", nvptx = compileTarget == abi::kCudaTarget;
+  if (!cpu && !nvptx) {
     llvm::errs() << "llmc: error: unknown target '" << compileTarget
-                 << "' (supported: cpu)\n";
+                 << "' (supported: cpu, " << abi::kCudaTarget << ")\n";
+    return failure();
+  }
+  if (nvptx && !llvm::is_contained({"bf16", "f16", "f32"}, compileDtype)) {
+    llvm::errs() << "llmc: error: unknown --dtype '" << compileDtype
+                 << "' (supported: bf16, f16, f32)\n";
+    return failure();
+  }
+  if (cpu && compileDtype.getNumOccurrences()) {
+    llvm::errs() << "llmc: error: --dtype applies to target "
+                 << abi::kCudaTarget << " (CPU kernels compute in f32)\n";
     return failure();
   }
   llvm::SourceMgr sourceMgr;
@@ -163,38 +264,15 @@ LogicalResult compile(MLIRContext &context) {
   if (!module)
     return failure();
 
-  PassManager outline(&context);
-  outline.addPass(mlir::llmserve::createLlmserveToCpuKernels());
-  if (failed(outline.run(*module)))
-    return failure();
-  FailureOr<std::string> manifest = mlir::llmserve::writeManifest(*module, "cpu");
-  if (failed(manifest))
-    return failure();
-
-  ModuleOp kernels;
-  for (auto nested : module->getOps<ModuleOp>())
-    if (nested.getSymName() == mlir::llmserve::kKernelModuleName)
-      kernels = nested;
-  PassManager lower(&context);
-  mlir::llmserve::buildCpuKernelsToLLVMPipeline(lower);
-  if (failed(lower.run(kernels)))
-    return failure();
-
-  if (std::error_code ec = llvm::sys::fs::create_directories(compileOutput)) {
-    llvm::errs() << "llmc: error: cannot create " << compileOutput << ": "
-                 << ec.message() << "\n";
-    return failure();
-  }
-  llvm::SmallString<256> manifestPath(compileOutput), kernelsPath(compileOutput);
-  llvm::sys::path::append(manifestPath, abi::kManifestFile);
-  llvm::sys::path::append(kernelsPath, abi::kCpuKernelsFile);
-  mlir::llmserve::CpuTargetOptions options;
-  options.cpu = compileCpu;
-  if (failed(mlir::llmserve::emitCpuSharedObject(kernels, kernelsPath, options)) ||
+  std::string manifest;
+  if (failed(cpu ? compileForCpu(*module, context, manifest)
+                 : compileForNvptx(*module, context, manifest)) ||
       failed(copyCheckpointFiles(*module, compileOutput)))
     return failure();
   // The manifest goes last: a bundle with a manifest is complete.
-  return writeFile(manifestPath, *manifest);
+  llvm::SmallString<256> manifestPath(compileOutput);
+  llvm::sys::path::append(manifestPath, abi::kManifestFile);
+  return writeFile(manifestPath, manifest);
 }
 
 } // namespace
@@ -206,6 +284,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<mlir::llmserve::LlmserveDialect, arith::ArithDialect,
                   func::FuncDialect>();
+  mlir::llmserve::registerNvptxTarget(registry);
   MLIRContext context(registry);
 
   if (importCommand)

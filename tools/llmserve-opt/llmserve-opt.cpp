@@ -2,6 +2,7 @@
 // driver of the compiler's lit tests.
 
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Target/Nvptx/NvptxTarget.h"
 #include "llmserve/IR/LlmserveDialect.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   registry.insert<mlir::llmserve::LlmserveDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  mlir::llmserve::registerNvptxTarget(registry);
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "llmserve optimizer driver\n", registry));

@@ -2,6 +2,7 @@
 
 #include "compiler/Conversion/LlmserveToCpu/KernelEmitter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -11,7 +12,7 @@ using namespace mlir::llmserve;
 
 KernelEmitter::KernelEmitter(ModuleOp kernels, StringRef symbol, Location loc,
                              ArrayRef<RankedTensorType> types)
-    : b(loc, kernels.getContext()), bindingTypes(types) {
+    : LoopEmitter(loc, kernels.getContext()), bindingTypes(types) {
   MLIRContext *ctx = kernels.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto i64 = b.getI64Type();
@@ -109,64 +110,6 @@ Value KernelEmitter::binding(int i, ArrayRef<Value> shape) {
   return UnrealizedConversionCastOp::create(b, TypeRange{memrefType},
                                             ValueRange{desc})
       .getResult(0);
-}
-
-Value KernelEmitter::index(int64_t v) {
-  return arith::ConstantIndexOp::create(b, v);
-}
-
-Value KernelEmitter::f32(double v) {
-  return arith::ConstantFloatOp::create(b, b.getF32Type(),
-                                        APFloat(static_cast<float>(v)));
-}
-
-Value KernelEmitter::i32(int32_t v) {
-  return arith::ConstantIntOp::create(b, b.getI32Type(), v);
-}
-
-void KernelEmitter::forLoop(Value lb, Value ub, int64_t step,
-                            const std::function<void(Value)> &body) {
-  auto loop = scf::ForOp::create(b, lb, ub, index(step));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  body(loop.getInductionVar());
-}
-
-SmallVector<Value> KernelEmitter::forLoop(
-    Value lb, Value ub, int64_t step, ValueRange init,
-    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
-  auto loop = scf::ForOp::create(b, lb, ub, index(step), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Block *block = loop.getBody();
-    if (!block->empty())
-      block->getTerminator()->erase();
-    b.setInsertionPointToEnd(block);
-    SmallVector<Value> next =
-        body(loop.getInductionVar(), loop.getRegionIterArgs());
-    scf::YieldOp::create(b, next);
-  }
-  return SmallVector<Value>(loop.getResults());
-}
-
-void KernelEmitter::ifThen(Value cond, const std::function<void()> &body) {
-  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  body();
-}
-
-Value KernelEmitter::ifElse(Value cond, Type type,
-                            const std::function<Value()> &thenValue,
-                            const std::function<Value()> &elseValue) {
-  auto ifOp = scf::IfOp::create(b, TypeRange{type}, cond,
-                                /*addThenBlock=*/true, /*addElseBlock=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  scf::YieldOp::create(b, thenValue());
-  b.setInsertionPointToStart(ifOp.elseBlock());
-  scf::YieldOp::create(b, elseValue());
-  return ifOp.getResult(0);
 }
 
 std::pair<Value, Value> KernelEmitter::rowRange(Value rows,

@@ -10,16 +10,14 @@
 #ifndef LLMSERVE_CONVERSION_LLMSERVETOCPU_KERNELEMITTER_H
 #define LLMSERVE_CONVERSION_LLMSERVETOCPU_KERNELEMITTER_H
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "compiler/Conversion/Common/LoopEmitter.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/ImplicitLocOpBuilder.h"
-
-#include <functional>
 
 namespace mlir::llmserve {
 
-class KernelEmitter {
+class KernelEmitter : public LoopEmitter {
 public:
   /// Creates `func.func @<symbol>` at the end of `kernels`. `bindingTypes`
   /// are the shapes of the bound buffers; each dynamic dimension is passed in
@@ -27,7 +25,6 @@ public:
   KernelEmitter(ModuleOp kernels, StringRef symbol, Location loc,
                 ArrayRef<RankedTensorType> bindingTypes);
 
-  ImplicitLocOpBuilder &builder() { return b; }
   func::FuncOp function() { return func; }
 
   /// The workgroup id along `dim` (0 = x), as an index.
@@ -44,23 +41,6 @@ public:
   Value binding(int binding);
   Value binding(int binding, ArrayRef<Value> shape);
 
-  Value index(int64_t v);
-  Value f32(double v);
-  Value i32(int32_t v);
-
-  /// `for (iv = lb; iv < ub; iv += step) body(iv)`.
-  void forLoop(Value lb, Value ub, int64_t step,
-               const std::function<void(Value)> &body);
-  /// The same loop carrying values; returns their final values.
-  SmallVector<Value> forLoop(
-      Value lb, Value ub, int64_t step, ValueRange init,
-      const std::function<SmallVector<Value>(Value, ValueRange)> &body);
-  /// `if (cond) body()`.
-  void ifThen(Value cond, const std::function<void()> &body);
-  /// `cond ? thenValue() : elseValue()`, evaluating only the chosen side.
-  Value ifElse(Value cond, Type type, const std::function<Value()> &thenValue,
-               const std::function<Value()> &elseValue);
-
   /// Rows [begin, end) of `rows` handled by this workgroup when each
   /// workgroup along x takes `rowsPerGroup` rows.
   std::pair<Value, Value> rowRange(Value rows, int64_t rowsPerGroup);
@@ -69,7 +49,6 @@ public:
   void finish();
 
 private:
-  ImplicitLocOpBuilder b;
   func::FuncOp func;
   SmallVector<RankedTensorType> bindingTypes;
   SmallVector<Value> pushConstants; // one per dynamic dim, binding order

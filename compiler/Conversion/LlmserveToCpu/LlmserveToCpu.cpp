@@ -19,6 +19,7 @@
 
 #include "compiler/Conversion/Passes.h"
 
+#include "compiler/Conversion/Common/KernelMath.h"
 #include "compiler/Conversion/LlmserveToCpu/KernelEmitter.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -63,56 +64,6 @@ constexpr int64_t kBisectionSteps = 32;
 std::string ceilDiv(const std::string &n, int64_t d) {
   return "ceildiv(" + n + "," + std::to_string(d) + ")";
 }
-
-/// Arithmetic shorthands over an emitter's builder.
-struct Arith {
-  ImplicitLocOpBuilder &b;
-  arith::FastMathFlagsAttr reassoc;
-
-  explicit Arith(ImplicitLocOpBuilder &b)
-      : b(b), reassoc(arith::FastMathFlagsAttr::get(
-                  b.getContext(), arith::FastMathFlags::reassoc |
-                                      arith::FastMathFlags::contract)) {}
-  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-  Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
-  Value max(Value x, Value y) { return arith::MaximumFOp::create(b, x, y); }
-  Value exp(Value x) { return math::ExpOp::create(b, x); }
-  /// A sum term whose order the backend may vectorize (used for dot
-  /// products: the order is still fixed by the compiled code, never by the
-  /// batch).
-  Value addReassoc(Value x, Value y) {
-    return arith::AddFOp::create(b, x, y, reassoc);
-  }
-  Value mulReassoc(Value x, Value y) {
-    return arith::MulFOp::create(b, x, y, reassoc);
-  }
-  Value addi(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value subi(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
-  Value muli(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
-  Value divui(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
-  Value remui(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
-  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, p, x, y);
-  }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, c, x, y);
-  }
-  Value toIndex(Value i32) {
-    return arith::IndexCastOp::create(b, b.getIndexType(), i32);
-  }
-  Value toF32(Value index) {
-    Value i64 = arith::IndexCastOp::create(b, b.getI64Type(), index);
-    return arith::SIToFPOp::create(b, b.getF32Type(), i64);
-  }
-  Value load(Value memref, ValueRange indices) {
-    return memref::LoadOp::create(b, memref, indices);
-  }
-  void store(Value v, Value memref, ValueRange indices) {
-    memref::StoreOp::create(b, v, memref, indices);
-  }
-};
 
 /// Result of emitting one kernel: the grid, as expressions.
 using Grid = SmallVector<std::string, 3>;
@@ -462,51 +413,6 @@ private:
     return grid;
   }
 
-  /// The rotary inverse frequencies, computed the way Hugging Face computes
-  /// them (in float32), with the op's scaling applied.
-  SmallVector<float> ropeInverseFrequencies(RopeOp o) {
-    int64_t rotary = o.getRotaryDim();
-    SmallVector<float> inv;
-    for (int64_t i = 0; i < rotary; i += 2) {
-      float exponent = static_cast<float>(i) / static_cast<float>(rotary);
-      inv.push_back(1.0f / std::pow(static_cast<float>(o.getTheta()
-                                                           .convertToDouble()),
-                                    exponent));
-    }
-    switch (o.getScaling()) {
-    case RopeScaling::none:
-      break;
-    case RopeScaling::linear: {
-      float factor =
-          static_cast<float>(o.getScalingFactor()->convertToDouble());
-      for (float &f : inv)
-        f /= factor;
-      break;
-    }
-    case RopeScaling::llama3: {
-      // transformers' _compute_llama3_parameters, in its float32 arithmetic.
-      float factor = o.getScalingFactor()->convertToDouble();
-      double low = o.getLowFreqFactor()->convertToDouble();
-      double high = o.getHighFreqFactor()->convertToDouble();
-      double oldContext = static_cast<double>(*o.getOriginalMaxPosition());
-      float lowWavelen = oldContext / low, highWavelen = oldContext / high;
-      for (float &f : inv) {
-        float wavelen = static_cast<float>(2 * M_PI) / f;
-        float scaled = wavelen > lowWavelen ? f / factor : f;
-        if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
-          float smooth = (static_cast<float>(oldContext) / wavelen -
-                          static_cast<float>(low)) /
-                         static_cast<float>(high - low);
-          scaled = (1 - smooth) * scaled / factor + smooth * scaled;
-        }
-        f = scaled;
-      }
-      break;
-    }
-    }
-    return inv;
-  }
-
   FailureOr<Grid> rope(RopeOp o) {
     SmallVector<float> inv = ropeInverseFrequencies(o);
     int64_t half = inv.size();
@@ -824,35 +730,6 @@ private:
     return rowGrid(0, kRowsPerGroup);
   }
 
-  /// A uniform float in (0, 1) from (seed, offset, token): splitmix64, so a
-  /// sequence's random stream depends only on its own seed and position.
-  Value uniform(Value seed, Value offset, Value token) {
-    auto i64 = b().getI64Type();
-    auto c = [&](uint64_t v) {
-      return arith::ConstantIntOp::create(b(), i64, static_cast<int64_t>(v));
-    };
-    auto mix = [&](Value z, int shift, uint64_t mult) {
-      z = arith::XOrIOp::create(b(), z,
-                                arith::ShRUIOp::create(b(), z, c(shift)));
-      return arith::MulIOp::create(b(), z, c(mult));
-    };
-    Value z = arith::AddIOp::create(
-        b(), arith::MulIOp::create(b(), seed, c(0x9E3779B97F4A7C15ull)),
-        arith::AddIOp::create(
-            b(),
-            arith::MulIOp::create(
-                b(), arith::ExtSIOp::create(b(), i64, offset),
-                c(0xD1B54A32D192ED03ull)),
-            arith::IndexCastOp::create(b(), i64, token)));
-    z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
-    z = mix(z, 27, 0x94D049BB133111EBull);
-    z = arith::XOrIOp::create(b(), z, arith::ShRUIOp::create(b(), z, c(31)));
-    // The top 24 bits, centred in their interval.
-    Value bits = arith::ShRUIOp::create(b(), z, c(40));
-    Value f = arith::UIToFPOp::create(b(), b().getF32Type(), bits);
-    return a.mul(a.add(f, emitter.f32(0.5)), emitter.f32(1.0 / (1 << 24)));
-  }
-
   /// The largest t in [lo, hi] with `holds(t)`, for a `holds` that is true
   /// at lo and monotonically false above some point: bisection, then snapped
   /// up to the smallest logit >= t so that ties are kept whole.
@@ -984,13 +861,10 @@ private:
           [&] { return argmax([](Value, Value logit) { return logit; }); },
           [&] {
             return argmax([&](Value v, Value logit) {
-              Value u = uniform(seedValue, offset, v);
-              Value gumbel = arith::NegFOp::create(
-                  b(), math::LogOp::create(
-                           b(), arith::NegFOp::create(
-                                    b(), math::LogOp::create(b(), u))));
+              Value noise =
+                  gumbel(b(), counterUniform(b(), seedValue, offset, v));
               Value kept = cmpf(arith::CmpFPredicate::OGE, logit, threshold);
-              return a.select(kept, a.add(a.div(logit, temp), gumbel), negInf);
+              return a.select(kept, a.add(a.div(logit, temp), noise), negInf);
             });
           });
       a.store(arith::IndexCastOp::create(b(), b().getI32Type(), token), out, s);

@@ -205,8 +205,11 @@ LogicalResult LinearOp::verify() {
   Operation *op = getOperation();
   Value input = getInput(), weight = getWeight(), bias = getBias();
   Value result = getResult();
+  // A narrow (f16/bf16) linear may produce f32: the logits that sample reads.
+  Type resultElement = cast<ShapedType>(result.getType()).getElementType();
   if (failed(verifySameElementType(op, "weight", weight, "input", input)) ||
-      failed(verifySameElementType(op, "result", result, "input", input)) ||
+      (!resultElement.isF32() &&
+       failed(verifySameElementType(op, "result", result, "input", input))) ||
       failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 1)) ||
       failed(verifyDimsMatch(op, "result", result, 0, "input", input, 0)) ||
       failed(verifyDimsMatch(op, "result", result, 1, "weight", weight, 0)))

@@ -162,7 +162,9 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure]> {
   let description = [{
     `result[m, n] = sum_k input[m, k] * weight[n, k] + bias[n]`, with `input`
     [M, K], `weight` [N, K] (the PyTorch `nn.Linear` layout), the optional
-    `bias` [N] and the result [M, N]. Products are accumulated in f32.
+    `bias` [N] and the result [M, N]. Products are accumulated in f32. The
+    result has the input's element type, or f32 when the input is f16 or
+    bf16 (the logits of a model stored narrow).
 
     Example:
 

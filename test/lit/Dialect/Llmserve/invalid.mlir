@@ -235,9 +235,9 @@ func.func @linear_weight_type(%x: tensor<?x8xf32>, %w: tensor<4x8xf16>) {
 
 // -----
 
-func.func @linear_result_type(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>) {
-  // expected-error @+1 {{'llmserve.linear' op result element type 'bf16' must equal input element type 'f32'}}
-  %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xbf16>
+func.func @linear_result_type(%x: tensor<?x8xf16>, %w: tensor<4x8xf16>) {
+  // expected-error @+1 {{'llmserve.linear' op result element type 'bf16' must equal input element type 'f16'}}
+  %y = llmserve.linear %x, %w : tensor<?x8xf16>, tensor<4x8xf16> -> tensor<?x4xbf16>
   return
 }
 

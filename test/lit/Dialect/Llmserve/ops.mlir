@@ -72,6 +72,16 @@ func.func @linear(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf
 
 // -----
 
+// A narrow linear may compute f32 (the logits of a bf16 model).
+// CHECK-LABEL: func @linear_f32_result
+func.func @linear_f32_result(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>) -> tensor<?x128xf32> {
+  // CHECK: llmserve.linear %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xf32>
+  %y = llmserve.linear %x, %w : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @rope
 // CHECK-SAME: (%[[X:.*]]: tensor<?x256xf16>, %[[P:.*]]: tensor<?xi32>)
 func.func @rope(%x: tensor<?x256xf16>, %pos: tensor<?xi32>)

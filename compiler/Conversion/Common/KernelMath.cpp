@@ -1,0 +1,91 @@
+//===- KernelMath.cpp -----------------------------------------------------===//
+
+#include "compiler/Conversion/Common/KernelMath.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+Value Arith::exp(Value x) { return math::ExpOp::create(b, x); }
+Value Arith::log(Value x) { return math::LogOp::create(b, x); }
+
+SmallVector<float> mlir::llmserve::ropeInverseFrequencies(RopeOp o) {
+  int64_t rotary = o.getRotaryDim();
+  SmallVector<float> inv;
+  for (int64_t i = 0; i < rotary; i += 2) {
+    float exponent = static_cast<float>(i) / static_cast<float>(rotary);
+    inv.push_back(
+        1.0f / std::pow(static_cast<float>(o.getTheta().convertToDouble()),
+                        exponent));
+  }
+  switch (o.getScaling()) {
+  case RopeScaling::none:
+    break;
+  case RopeScaling::linear: {
+    float factor = static_cast<float>(o.getScalingFactor()->convertToDouble());
+    for (float &f : inv)
+      f /= factor;
+    break;
+  }
+  case RopeScaling::llama3: {
+    // transformers' _compute_llama3_parameters, in its float32 arithmetic.
+    float factor = o.getScalingFactor()->convertToDouble();
+    double low = o.getLowFreqFactor()->convertToDouble();
+    double high = o.getHighFreqFactor()->convertToDouble();
+    double oldContext = static_cast<double>(*o.getOriginalMaxPosition());
+    float lowWavelen = oldContext / low, highWavelen = oldContext / high;
+    for (float &f : inv) {
+      float wavelen = static_cast<float>(2 * M_PI) / f;
+      float scaled = wavelen > lowWavelen ? f / factor : f;
+      if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+        float smooth = (static_cast<float>(oldContext) / wavelen -
+                        static_cast<float>(low)) /
+                       static_cast<float>(high - low);
+        scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+      }
+      f = scaled;
+    }
+    break;
+  }
+  }
+  return inv;
+}
+
+Value mlir::llmserve::counterUniform(ImplicitLocOpBuilder &b, Value seed,
+                                     Value offset, Value token) {
+  auto i64 = b.getI64Type();
+  auto c = [&](uint64_t v) {
+    return arith::ConstantIntOp::create(b, i64, static_cast<int64_t>(v));
+  };
+  auto mix = [&](Value z, int shift, uint64_t mult) {
+    z = arith::XOrIOp::create(b, z, arith::ShRUIOp::create(b, z, c(shift)));
+    return arith::MulIOp::create(b, z, c(mult));
+  };
+  Value z = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, seed, c(0x9E3779B97F4A7C15ull)),
+      arith::AddIOp::create(
+          b,
+          arith::MulIOp::create(b, arith::ExtSIOp::create(b, i64, offset),
+                                c(0xD1B54A32D192ED03ull)),
+          arith::IndexCastOp::create(b, i64, token)));
+  z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
+  z = mix(z, 27, 0x94D049BB133111EBull);
+  z = arith::XOrIOp::create(b, z, arith::ShRUIOp::create(b, z, c(31)));
+  // The top 24 bits, centred in their interval.
+  Value bits = arith::ShRUIOp::create(b, z, c(40));
+  Value f = arith::UIToFPOp::create(b, b.getF32Type(), bits);
+  auto f32 = [&](float v) {
+    return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(v));
+  };
+  return arith::MulFOp::create(b, arith::AddFOp::create(b, f, f32(0.5f)),
+                               f32(1.0f / (1 << 24)));
+}
+
+Value mlir::llmserve::gumbel(ImplicitLocOpBuilder &b, Value u) {
+  return arith::NegFOp::create(
+      b, math::LogOp::create(
+             b, arith::NegFOp::create(b, math::LogOp::create(b, u))));
+}

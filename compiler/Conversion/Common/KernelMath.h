@@ -1,0 +1,93 @@
+//===- KernelMath.h - Arithmetic shared by the CPU and GPU kernels --------===//
+//
+// What both targets must compute the same way: scalar arithmetic shorthands,
+// the rotary inverse frequencies, and the sampler's counter-based noise (so
+// that a seed samples the same tokens on either target).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMSERVE_CONVERSION_COMMON_KERNELMATH_H
+#define LLMSERVE_CONVERSION_COMMON_KERNELMATH_H
+
+#include "llmserve/IR/LlmserveOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::llmserve {
+
+/// Arithmetic shorthands over a builder.
+struct Arith {
+  ImplicitLocOpBuilder &b;
+  arith::FastMathFlagsAttr reassoc;
+
+  explicit Arith(ImplicitLocOpBuilder &b)
+      : b(b), reassoc(arith::FastMathFlagsAttr::get(
+                  b.getContext(), arith::FastMathFlags::reassoc |
+                                      arith::FastMathFlags::contract)) {}
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  Value max(Value x, Value y) { return arith::MaximumFOp::create(b, x, y); }
+  Value min(Value x, Value y) { return arith::MinimumFOp::create(b, x, y); }
+  Value exp(Value x);
+  Value log(Value x);
+  /// A sum term whose order the backend may vectorize (used for dot
+  /// products: the order is still fixed by the compiled code, never by the
+  /// batch).
+  Value addReassoc(Value x, Value y) {
+    return arith::AddFOp::create(b, x, y, reassoc);
+  }
+  Value mulReassoc(Value x, Value y) {
+    return arith::MulFOp::create(b, x, y, reassoc);
+  }
+  Value addi(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value subi(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value muli(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value divui(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+  Value remui(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
+  Value mini(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+  Value maxi(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
+  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value cmpf(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value toIndex(Value i32) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), i32);
+  }
+  Value toF32(Value index) {
+    Value i64 = arith::IndexCastOp::create(b, b.getI64Type(), index);
+    return arith::SIToFPOp::create(b, b.getF32Type(), i64);
+  }
+  Value load(Value memref, ValueRange indices) {
+    return memref::LoadOp::create(b, memref, indices);
+  }
+  void store(Value v, Value memref, ValueRange indices) {
+    memref::StoreOp::create(b, v, memref, indices);
+  }
+};
+
+/// The rotary inverse frequencies of `op`, computed the way Hugging Face
+/// computes them (in float32), with the op's scaling applied.
+SmallVector<float> ropeInverseFrequencies(RopeOp op);
+
+/// A uniform f32 in (0, 1) from (seed i64, offset i32, token index):
+/// splitmix64, so a sequence's random stream depends only on its own seed
+/// and position.
+Value counterUniform(ImplicitLocOpBuilder &b, Value seed, Value offset,
+                     Value token);
+
+/// The Gumbel noise -log(-log(u)) of a uniform u.
+Value gumbel(ImplicitLocOpBuilder &b, Value u);
+
+} // namespace mlir::llmserve
+
+#endif

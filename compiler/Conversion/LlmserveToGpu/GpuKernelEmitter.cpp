@@ -1,0 +1,200 @@
+//===- GpuKernelEmitter.cpp -----------------------------------------------===//
+
+#include "compiler/Conversion/LlmserveToGpu/GpuKernelEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+GpuKernelEmitter::GpuKernelEmitter(gpu::GPUModuleOp module, StringRef symbol,
+                                   Location loc,
+                                   ArrayRef<RankedTensorType> types,
+                                   int64_t blockSize)
+    : LoopEmitter(loc, module.getContext()), a(b), threads(blockSize),
+      bindingTypes(types) {
+  SmallVector<Type> params;
+  for (RankedTensorType type : bindingTypes)
+    params.push_back(MemRefType::get({1}, type.getElementType()));
+  int count = 0;
+  for (RankedTensorType type : bindingTypes) {
+    firstConstant.push_back(count);
+    count += type.getNumDynamicDims();
+  }
+  params.append(count, b.getI64Type());
+  b.setInsertionPointToEnd(module.getBody());
+  func = gpu::GPUFuncOp::create(b, symbol, b.getFunctionType(params, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(blockSize), 1, 1}));
+  b.setInsertionPointToStart(&func.getBody().front());
+}
+
+Value GpuKernelEmitter::threadId() {
+  return gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+}
+
+Value GpuKernelEmitter::laneId() {
+  return a.remui(threadId(), index(kWarpSize));
+}
+
+Value GpuKernelEmitter::warpId() {
+  return a.divui(threadId(), index(kWarpSize));
+}
+
+Value GpuKernelEmitter::blockId(int dim) {
+  static constexpr gpu::Dimension dims[] = {
+      gpu::Dimension::x, gpu::Dimension::y, gpu::Dimension::z};
+  return gpu::BlockIdOp::create(b, dims[dim]);
+}
+
+Value GpuKernelEmitter::dimSize(int binding, int dim) {
+  RankedTensorType type = bindingTypes[binding];
+  if (!type.isDynamicDim(dim))
+    return index(type.getDimSize(dim));
+  Value constant = func.getArgument(bindingTypes.size() +
+                                    firstConstant[binding] +
+                                    type.getDynamicDimIndex(dim));
+  return a.toIndex(constant);
+}
+
+std::string GpuKernelEmitter::dimExpr(int binding, int dim) const {
+  RankedTensorType type = bindingTypes[binding];
+  if (!type.isDynamicDim(dim))
+    return std::to_string(type.getDimSize(dim));
+  return "$" +
+         std::to_string(firstConstant[binding] + type.getDynamicDimIndex(dim));
+}
+
+Value GpuKernelEmitter::numElements(int binding) {
+  Value n = index(1);
+  for (int d = 0, e = bindingTypes[binding].getRank(); d < e; ++d)
+    n = a.muli(n, dimSize(binding, d));
+  return n;
+}
+
+Value GpuKernelEmitter::binding(int i) {
+  SmallVector<Value> shape;
+  for (int d = 0, e = bindingTypes[i].getRank(); d < e; ++d)
+    shape.push_back(dimSize(i, d));
+  return binding(i, shape);
+}
+
+Value GpuKernelEmitter::binding(int i, ArrayRef<Value> shape) {
+  // The parameter is a bare pointer typed memref<1xT>; reinterpret it with
+  // the buffer's shape and row-major strides.
+  SmallVector<OpFoldResult> sizes, strides(shape.size());
+  for (Value size : shape)
+    sizes.push_back(getAsOpFoldResult(size));
+  OpFoldResult stride = b.getIndexAttr(1);
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    strides[d] = stride;
+    if (d == 0)
+      break;
+    std::optional<int64_t> s = getConstantIntValue(stride),
+                           n = getConstantIntValue(shape[d]);
+    if (s && n)
+      stride = b.getIndexAttr(*s * *n);
+    else
+      stride = a.muli(getValueOrCreateConstantIndexOp(b, b.getLoc(), stride),
+                      shape[d]);
+  }
+  auto cast = memref::ReinterpretCastOp::create(
+      b, func.getArgument(i), b.getIndexAttr(0), sizes, strides);
+  return cast.getResult();
+}
+
+Value GpuKernelEmitter::sharedBuffer(ArrayRef<int64_t> shape,
+                                     Type elementType) {
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get(shape, elementType, MemRefLayoutAttrInterface(),
+                              space);
+  shared += type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+  return func.addWorkgroupAttribution(type, b.getLoc());
+}
+
+Value GpuKernelEmitter::loadF32(Value memref, ValueRange indices) {
+  Value v = memref::LoadOp::create(b, memref, indices);
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, b.getF32Type(), v);
+}
+
+void GpuKernelEmitter::storeF32(Value value, Value memref, ValueRange indices) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  if (element != value.getType())
+    value = arith::TruncFOp::create(b, element, value);
+  memref::StoreOp::create(b, value, memref, indices);
+}
+
+void GpuKernelEmitter::barrier() { gpu::BarrierOp::create(b); }
+
+Value GpuKernelEmitter::warpReduce(
+    Value value, const std::function<Value(Value, Value)> &combine) {
+  return warpReduce(ValueRange{value},
+                    [&](ValueRange x, ValueRange y) -> SmallVector<Value> {
+                      return {combine(x[0], y[0])};
+                    })[0];
+}
+
+Value GpuKernelEmitter::blockReduce(
+    Value value, Value scratch,
+    const std::function<Value(Value, Value)> &combine) {
+  return blockReduce(ValueRange{value}, {scratch},
+                     [&](ValueRange x, ValueRange y) -> SmallVector<Value> {
+                       return {combine(x[0], y[0])};
+                     })[0];
+}
+
+SmallVector<Value> GpuKernelEmitter::warpReduce(ValueRange values,
+                                                const TupleCombine &combine) {
+  SmallVector<Value> current(values);
+  for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    SmallVector<Value> other;
+    for (Value v : current)
+      other.push_back(gpu::ShuffleOp::create(b, v, offset, kWarpSize,
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+    current = combine(current, other);
+  }
+  return current;
+}
+
+SmallVector<Value> GpuKernelEmitter::blockReduce(ValueRange values,
+                                                 ArrayRef<Value> scratch,
+                                                 const TupleCombine &combine) {
+  SmallVector<Value> warp = warpReduce(values, combine);
+  ifThen(a.cmpi(arith::CmpIPredicate::eq, laneId(), index(0)), [&] {
+    for (auto [v, buffer] : llvm::zip(warp, scratch))
+      memref::StoreOp::create(b, v, buffer, warpId());
+  });
+  barrier();
+  auto read = [&](int64_t w) {
+    SmallVector<Value> tuple;
+    for (Value buffer : scratch)
+      tuple.push_back(memref::LoadOp::create(b, buffer, index(w)));
+    return tuple;
+  };
+  SmallVector<Value> result = read(0);
+  for (int64_t w = 1; w < numWarps(); ++w)
+    result = combine(result, read(w));
+  // The scratch buffers may be written again only once every thread has read.
+  barrier();
+  return result;
+}
+
+void GpuKernelEmitter::threadLoop(Value end,
+                                  const std::function<void(Value)> &body) {
+  forLoop(threadId(), end, threads, body);
+}
+
+SmallVector<Value> GpuKernelEmitter::threadLoop(
+    Value end, ValueRange init,
+    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
+  return forLoop(threadId(), end, threads, init, body);
+}
+
+void GpuKernelEmitter::finish() { gpu::ReturnOp::create(b); }

@@ -1,0 +1,46 @@
+//===- GpuKernels.h - The GPU kernel of each llmserve op ------------------===//
+//
+// Each function builds the body of one op's kernel with a GpuKernelEmitter
+// (whose block size `gpuBlockSize` chose) and returns the launch grid, as
+// expressions where push constant k is `$k`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMSERVE_CONVERSION_LLMSERVETOGPU_GPUKERNELS_H
+#define LLMSERVE_CONVERSION_LLMSERVETOGPU_GPUKERNELS_H
+
+#include "compiler/Conversion/LlmserveToGpu/GpuKernelEmitter.h"
+#include "llmserve/IR/LlmserveOps.h"
+
+#include <string>
+
+namespace mlir::llmserve {
+
+using GpuGrid = SmallVector<std::string, 3>;
+
+/// Threads per block of the kernel of `op`.
+int64_t gpuBlockSize(Operation *op);
+
+inline std::string ceilDivExpr(const std::string &n, int64_t d) {
+  return "ceildiv(" + n + "," + std::to_string(d) + ")";
+}
+
+GpuGrid buildGatherKernel(GpuKernelEmitter &e);
+GpuGrid buildNormKernel(GpuKernelEmitter &e, bool hasResidual, bool hasBias,
+                        bool centered, double epsilon);
+GpuGrid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
+GpuGrid buildKvWriteKernel(GpuKernelEmitter &e);
+GpuGrid buildSiluMulKernel(GpuKernelEmitter &e);
+GpuGrid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
+GpuGrid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
+GpuGrid buildPagedAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
+GpuGrid buildApplyPenaltiesKernel(GpuKernelEmitter &e);
+GpuGrid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
+GpuGrid buildSampleKernel(GpuKernelEmitter &e);
+
+/// The KV-cache binding viewed as [NB * BS, Hkv * D] rows of slots.
+Value cacheSlots(GpuKernelEmitter &e, int binding);
+
+} // namespace mlir::llmserve
+
+#endif

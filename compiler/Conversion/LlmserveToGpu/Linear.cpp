@@ -1,0 +1,269 @@
+//===- Linear.cpp - x·Wᵀ (+ b) on the GPU ----------------------------------===//
+//
+// f16/bf16: tensor cores. A block of 4 warps computes a 64x64 tile of the
+// output; per 32-wide step along K it stages the x and W tiles in shared
+// memory as 32-bit words (pairs of consecutive k), and each warp issues
+// mma.sync m16n8k16 (row.col, f32 accumulate) over its 32x32 quarter. W is
+// [N, K] row-major, which is exactly the column-major B operand `row.col`
+// wants, so both operands' fragments are single 32-bit shared loads. The
+// padded row stride (20 words) makes the fragment loads of a warp hit 32
+// distinct banks. Every output accumulates over K in the same sequence of
+// mma steps whatever M is, so a row's result does not depend on the batch.
+//
+// f32: one warp per output; the lanes stride over K (coalesced rows of x and
+// W) and a butterfly sums them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+namespace {
+
+constexpr int64_t kTileM = 64, kTileN = 64, kTileK = 32;
+constexpr int64_t kWarpTileM = 32, kWarpTileN = 32;
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+// Elements per 128-bit load.
+constexpr int64_t kChunk = 8;
+// 32-bit words per staged row: kTileK / 2, plus 4 of padding.
+constexpr int64_t kWordsPerRow = kTileK / 2 + 4;
+
+class MmaLinear {
+public:
+  MmaLinear(GpuKernelEmitter &e, LinearOp op)
+      : e(e), a(e.arith()), b(e.builder()), hasBias(bool(op.getBias())),
+        element(e.elementType(0)) {
+    auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+    n = weightType.getDimSize(0);
+    depth = weightType.getDimSize(1);
+  }
+
+  GpuGrid build() {
+    Value x = e.binding(0), w = e.binding(1);
+    Value bias = hasBias ? e.binding(2) : Value();
+    Value y = e.binding(hasBias ? 3 : 2);
+    Value m = e.dimSize(0, 0);
+    auto i32 = b.getI32Type();
+    Value xs = e.sharedBuffer({kTileM, kWordsPerRow}, i32);
+    Value ws = e.sharedBuffer({kTileN, kWordsPerRow}, i32);
+    Value m0 = a.muli(e.blockId(0), e.index(kTileM));
+    Value n0 = a.muli(e.blockId(1), e.index(kTileN));
+    Value lane = e.laneId(), warp = e.warpId();
+    Value group = a.divui(lane, e.index(4)), pairInGroup = a.remui(lane, e.index(4));
+    Value warpRow = a.muli(a.divui(warp, e.index(2)), e.index(kWarpTileM));
+    Value warpCol = a.muli(a.remui(warp, e.index(2)), e.index(kWarpTileN));
+
+    constexpr int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
+    SmallVector<Value> init(tilesM * tilesN * 4, e.f32(0));
+    SmallVector<Value> acc = e.forLoop(
+        e.index(0), e.index(depth), kTileK, init,
+        [&](Value k0, ValueRange acc) -> SmallVector<Value> {
+          e.barrier();
+          stage(x, xs, m0, m, k0);
+          stage(w, ws, n0, e.index(n), k0);
+          e.barrier();
+          SmallVector<Value> next(acc);
+          for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
+            Value word = a.addi(pairInGroup, e.index(kw));
+            Value wordHigh = a.addi(word, e.index(4));
+            SmallVector<SmallVector<Value>> fa, fb;
+            for (int64_t i = 0; i < tilesM; ++i) {
+              Value r = a.addi(a.addi(warpRow, e.index(i * kMmaM)), group);
+              Value r8 = a.addi(r, e.index(8));
+              fa.push_back({a.load(xs, {r, word}), a.load(xs, {r8, word}),
+                            a.load(xs, {r, wordHigh}),
+                            a.load(xs, {r8, wordHigh})});
+            }
+            for (int64_t j = 0; j < tilesN; ++j) {
+              Value c = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
+              fb.push_back({a.load(ws, {c, word}), a.load(ws, {c, wordHigh})});
+            }
+            for (int64_t i = 0; i < tilesM; ++i)
+              for (int64_t j = 0; j < tilesN; ++j) {
+                int64_t at = (i * tilesN + j) * 4;
+                SmallVector<Value> d =
+                    mma(fa[i], fb[j], ArrayRef(next).slice(at, 4));
+                std::copy(d.begin(), d.end(), next.begin() + at);
+              }
+          }
+          return next;
+        });
+
+    // c0, c1 are (row g, cols 2t, 2t+1) of the 16x8 tile; c2, c3 row g + 8.
+    for (int64_t i = 0; i < tilesM; ++i)
+      for (int64_t j = 0; j < tilesN; ++j) {
+        Value r = a.addi(a.addi(a.addi(m0, warpRow), e.index(i * kMmaM)), group);
+        Value c = a.addi(a.addi(a.addi(n0, warpCol), e.index(j * kMmaN)),
+                         a.muli(pairInGroup, e.index(2)));
+        for (int64_t q = 0; q < 4; ++q) {
+          Value row = a.addi(r, e.index(q < 2 ? 0 : 8));
+          Value col = a.addi(c, e.index(q % 2));
+          Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
+                                a.cmpi(arith::CmpIPredicate::ult, col,
+                                       e.index(n)));
+          e.ifThen(inside, [&] {
+            Value v = acc[(i * tilesN + j) * 4 + q];
+            if (hasBias)
+              v = a.add(v, e.loadF32(bias, col));
+            e.storeF32(v, y, {row, col});
+          });
+        }
+      }
+    return {ceilDivExpr(e.dimExpr(0, 0), kTileM),
+            std::to_string((n + kTileN - 1) / kTileN), "1"};
+  }
+
+private:
+  /// Copies rows [r0, r0 + 64) and columns [k0, k0 + 32) of `source`
+  /// ([rows, K]) into `tile` as words of two consecutive k; outside the
+  /// matrix, zeros.
+  void stage(Value source, Value tile, Value r0, Value rows, Value k0) {
+    if (depth % kChunk == 0)
+      return stageChunks(source, tile, r0, rows, k0);
+    constexpr int64_t words = kTileM * kTileK / 2;
+    auto i16 = b.getI16Type(), i32 = b.getI32Type();
+    for (int64_t i = 0; i < words / e.blockSize(); ++i) {
+      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      Value r = a.divui(flat, e.index(kTileK / 2));
+      Value wcol = a.remui(flat, e.index(kTileK / 2));
+      Value row = a.addi(r0, r);
+      Value k = a.addi(k0, a.muli(wcol, e.index(2)));
+      Value rowInside = a.cmpi(arith::CmpIPredicate::ult, row, rows);
+      auto half = [&](Value kk) {
+        Value inside = a.andi(
+            rowInside, a.cmpi(arith::CmpIPredicate::ult, kk, e.index(depth)));
+        Value bits = e.ifElse(
+            inside, i16,
+            [&] {
+              return arith::BitcastOp::create(b, i16,
+                                              a.load(source, {row, kk}))
+                  .getResult();
+            },
+            [&] {
+              return arith::ConstantIntOp::create(b, i16, 0).getResult();
+            });
+        return arith::ExtUIOp::create(b, i32, bits).getResult();
+      };
+      Value low = half(k);
+      Value high = half(a.addi(k, e.index(1)));
+      Value word = arith::OrIOp::create(
+          b, low,
+          arith::ShLIOp::create(b, high,
+                                arith::ConstantIntOp::create(b, i32, 16)));
+      a.store(word, tile, {r, wcol});
+    }
+  }
+
+  /// `stage` when K is a multiple of 8: 128-bit loads of 8 consecutive k
+  /// (device buffers start on 256 bytes, so every row's chunks are 16-byte
+  /// aligned) and 128-bit shared stores; a chunk is wholly inside or outside.
+  void stageChunks(Value source, Value tile, Value r0, Value rows, Value k0) {
+    constexpr int64_t chunksPerRow = kTileK / kChunk;
+    auto chunkType = VectorType::get({kChunk}, element);
+    auto wordsType = VectorType::get({kChunk / 2}, b.getI32Type());
+    Value zeros = arith::ConstantOp::create(
+        b, wordsType, DenseElementsAttr::get(wordsType, int32_t(0)));
+    for (int64_t i = 0; i < kTileM * chunksPerRow / e.blockSize(); ++i) {
+      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      Value r = a.divui(flat, e.index(chunksPerRow));
+      Value chunk = a.remui(flat, e.index(chunksPerRow));
+      Value row = a.addi(r0, r);
+      Value k = a.addi(k0, a.muli(chunk, e.index(kChunk)));
+      Value inside =
+          a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
+                 a.cmpi(arith::CmpIPredicate::ult, k, e.index(depth)));
+      Value words = e.ifElse(
+          inside, wordsType,
+          [&] {
+            Value v = vector::LoadOp::create(b, chunkType, source,
+                                             ValueRange{row, k},
+                                             /*nontemporal=*/false,
+                                             llvm::MaybeAlign(16));
+            return vector::BitCastOp::create(b, wordsType, v).getResult();
+          },
+          [&] { return zeros; });
+      vector::StoreOp::create(
+          b, words, tile, ValueRange{r, a.muli(chunk, e.index(kChunk / 2))},
+          /*nontemporal=*/false, llvm::MaybeAlign(16));
+    }
+  }
+
+  /// One m16n8k16 mma: A = 4 words, B = 2 words, C = 4 f32.
+  SmallVector<Value> mma(ArrayRef<Value> fa, ArrayRef<Value> fb,
+                         ArrayRef<Value> c) {
+    bool bf16 = element.isBF16();
+    auto operand = [&](Value word) -> Value {
+      if (bf16)
+        return word;
+      return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
+                                     word);
+    };
+    SmallVector<Value> opA, opB;
+    for (Value v : fa)
+      opA.push_back(operand(v));
+    for (Value v : fb)
+      opB.push_back(operand(v));
+    auto f32 = b.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    Value d = NVVM::MmaOp::create(
+        b, resultType, opA, opB, c, ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK},
+        std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t q = 0; q < 4; ++q)
+      out.push_back(LLVM::ExtractValueOp::create(b, d, q));
+    return out;
+  }
+
+  GpuKernelEmitter &e;
+  Arith &a;
+  ImplicitLocOpBuilder &b;
+  bool hasBias;
+  Type element;
+  int64_t n, depth;
+};
+
+/// One warp per output (f32 storage).
+GpuGrid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
+  Arith &a = e.arith();
+  bool hasBias = bool(op.getBias());
+  Value x = e.binding(0), w = e.binding(1);
+  Value bias = hasBias ? e.binding(2) : Value();
+  Value y = e.binding(hasBias ? 3 : 2);
+  auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+  int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
+  Value row = e.blockId(0);
+  Value col = a.addi(a.muli(e.blockId(1), e.index(e.numWarps())), e.warpId());
+  e.ifThen(a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)), [&] {
+    Value partial =
+        e.forLoop(e.laneId(), e.index(depth), kWarpSize, {e.f32(0)},
+                  [&](Value k, ValueRange acc) -> SmallVector<Value> {
+                    return {a.add(acc[0], a.mul(e.loadF32(x, {row, k}),
+                                                e.loadF32(w, {col, k})))};
+                  })[0];
+    Value sum = e.warpReduce(partial, [&](Value p, Value q) { return a.add(p, q); });
+    if (hasBias)
+      sum = a.add(sum, e.loadF32(bias, col));
+    e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.laneId(), e.index(0)),
+             [&] { e.storeF32(sum, y, {row, col}); });
+  });
+  return {e.dimExpr(0, 0),
+          std::to_string((n + e.numWarps() - 1) / e.numWarps()), "1"};
+}
+
+} // namespace
+
+GpuGrid mlir::llmserve::buildLinearKernel(GpuKernelEmitter &e, LinearOp op) {
+  if (e.elementType(0).isF32())
+    return warpDotLinear(e, op);
+  return MmaLinear(e, op).build();
+}

@@ -1,0 +1,140 @@
+//===- LlmserveToGpu.cpp - Outline llmserve ops into CUDA kernels ---------===//
+//
+// The GPU counterpart of llmserve-to-cpu-kernels, with the same dispatch
+// semantics: every compute op of an entry function becomes one kernel, here a
+// `gpu.func` in the module's `gpu.module @kernels` (NVVM target sm_90), and
+// an `llmserve.dispatch` attribute {kernel, symbol, grid, block,
+// shared_bytes} on the op. Bindings are the op's operands then its results
+// (kv_write updates its cache in place and binds it once); push constants
+// are the bindings' dynamic sizes in binding order; grid expressions refer to
+// push constant k as `$k`. Kernels use static shared memory only, so
+// `shared_bytes` (the dynamic shared memory of a launch) is 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Passes.h"
+
+#include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
+#include "llmserve/IR/LlmserveOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::llmserve {
+#define GEN_PASS_DEF_LLMSERVETOGPUKERNELS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace mlir::llmserve
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+int64_t mlir::llmserve::gpuBlockSize(Operation *op) {
+  // linear and paged_attention: 4 warps (tensor-core tiles, attention tiles);
+  // row kernels: 8 warps striding over the row.
+  if (isa<LinearOp, PagedAttentionOp>(op))
+    return 128;
+  return 256;
+}
+
+namespace {
+
+SmallVector<RankedTensorType> bindingTypes(Operation *op) {
+  SmallVector<RankedTensorType> types;
+  for (Value v : op->getOperands())
+    types.push_back(cast<RankedTensorType>(v.getType()));
+  if (!isa<KvWriteOp>(op))
+    for (Value v : op->getResults())
+      types.push_back(cast<RankedTensorType>(v.getType()));
+  return types;
+}
+
+FailureOr<GpuGrid> buildKernel(GpuKernelEmitter &e, Operation *op) {
+  return llvm::TypeSwitch<Operation *, FailureOr<GpuGrid>>(op)
+      .Case<EmbeddingOp, GatherRowsOp>([&](auto) { return buildGatherKernel(e); })
+      .Case([&](RmsNormOp o) {
+        return buildNormKernel(e, bool(o.getResidual()), /*hasBias=*/false,
+                               /*centered=*/false,
+                               o.getEpsilon().convertToDouble());
+      })
+      .Case([&](LayerNormOp o) {
+        return buildNormKernel(e, bool(o.getResidual()), /*hasBias=*/true,
+                               /*centered=*/true,
+                               o.getEpsilon().convertToDouble());
+      })
+      .Case([&](LinearOp o) { return buildLinearKernel(e, o); })
+      .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
+      .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
+      .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
+      .Case([&](SiluMulOp) { return buildSiluMulKernel(e); })
+      .Case([&](GeluOp o) { return buildGeluKernel(e, o); })
+      .Case([&](ApplyPenaltiesOp) { return buildApplyPenaltiesKernel(e); })
+      .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })
+      .Case([&](SampleOp) { return buildSampleKernel(e); })
+      .Default([&](Operation *) -> FailureOr<GpuGrid> {
+        return op->emitOpError("has no GPU kernel"), failure();
+      });
+}
+
+struct LlmserveToGpuKernelsPass
+    : public mlir::llmserve::impl::LlmserveToGpuKernelsBase<
+          LlmserveToGpuKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OpBuilder b(module.getContext());
+    gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+
+    SmallVector<Operation *> ops;
+    for (auto func : module.getOps<func::FuncOp>())
+      func.walk([&](Operation *op) {
+        if (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op) &&
+            !op->hasAttr(kDispatchAttrName))
+          ops.push_back(op);
+      });
+
+    int64_t counter = std::distance(kernels.getOps<gpu::GPUFuncOp>().begin(),
+                                    kernels.getOps<gpu::GPUFuncOp>().end());
+    for (Operation *op : ops) {
+      std::string name = "d" + std::to_string(counter++) + "_" +
+                         op->getName().stripDialect().str();
+      std::string symbol = "llmserve_" + name;
+      int64_t blockSize = gpuBlockSize(op);
+      GpuKernelEmitter emitter(kernels, symbol, op->getLoc(), bindingTypes(op),
+                               blockSize);
+      FailureOr<GpuGrid> grid = buildKernel(emitter, op);
+      if (failed(grid)) {
+        emitter.function().erase();
+        return signalPassFailure();
+      }
+      emitter.finish();
+      SmallVector<Attribute> gridAttrs;
+      for (const std::string &g : *grid)
+        gridAttrs.push_back(b.getStringAttr(g));
+      op->setAttr(kDispatchAttrName,
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("kernel", b.getStringAttr(name)),
+                      b.getNamedAttr("symbol", b.getStringAttr(symbol)),
+                      b.getNamedAttr("grid", b.getArrayAttr(gridAttrs)),
+                      b.getNamedAttr("block", b.getDenseI64ArrayAttr(
+                                                  {blockSize, 1, 1})),
+                      b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)),
+                  }));
+    }
+  }
+
+  static gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
+    for (auto nested : module.getOps<gpu::GPUModuleOp>())
+      if (nested.getName() == kKernelModuleName)
+        return nested;
+    MLIRContext *ctx = module.getContext();
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3,
+                                            /*triple=*/"nvptx64-nvidia-cuda",
+                                            /*chip=*/kNvvmChip,
+                                            /*features=*/kNvvmFeatures);
+    return gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName,
+                                    b.getArrayAttr({target}));
+  }
+};
+
+} // namespace

@@ -1,0 +1,263 @@
+//===- RowKernels.cpp - GPU kernels that process rows independently -------===//
+//
+// embedding, gather_rows, rms_norm, layer_norm, rope and kv_write take one
+// block per row; its threads stride over the row, so consecutive threads
+// touch consecutive elements (coalesced). Norm sums go through a warp
+// butterfly and then the warps in order: a fixed reduction order that depends
+// only on the row's width, never on the other rows (batch invariance).
+// silu_mul and gelu are flat elementwise kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+namespace {
+constexpr int64_t kElementsPerThread = 4;
+} // namespace
+
+Value mlir::llmserve::cacheSlots(GpuKernelEmitter &e, int binding) {
+  Arith &a = e.arith();
+  Value slots = a.muli(e.dimSize(binding, 0), e.dimSize(binding, 1));
+  Value width = a.muli(e.dimSize(binding, 2), e.dimSize(binding, 3));
+  return e.binding(binding, {slots, width});
+}
+
+GpuGrid mlir::llmserve::buildGatherKernel(GpuKernelEmitter &e) {
+  // out[i] = source[indices[i]]; an index outside the source gives zeros
+  // rather than an out-of-bounds read.
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  Value source = e.binding(0), indices = e.binding(1), out = e.binding(2);
+  Value i = e.blockId(0);
+  Value index = a.toIndex(a.load(indices, i));
+  Value valid = a.cmpi(arith::CmpIPredicate::ult, index, e.dimSize(0, 0));
+  Value row = a.select(valid, index, e.index(0));
+  Type element = e.elementType(0);
+  Value zero = arith::ConstantOp::create(b, b.getZeroAttr(element));
+  e.threadLoop(e.dimSize(0, 1), [&](Value d) {
+    a.store(a.select(valid, a.load(source, {row, d}), zero), out, {i, d});
+  });
+  return {e.dimExpr(1, 0), "1", "1"};
+}
+
+GpuGrid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, bool hasResidual,
+                                        bool hasBias, bool centered,
+                                        double epsilon) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  int next = 0;
+  Value input = e.binding(next++), weight = e.binding(next++);
+  Value bias = hasBias ? e.binding(next++) : Value();
+  Value residual = hasResidual ? e.binding(next++) : Value();
+  Value result = e.binding(next++);
+  Value residualOut = hasResidual ? e.binding(next++) : Value();
+  Value scratch = e.sharedBuffer({e.numWarps()}, b.getF32Type());
+  Value width = e.dimSize(0, 1);
+  Value widthF = a.toF32(width);
+  Value t = e.blockId(0);
+  Value source = hasResidual ? residualOut : input;
+  auto add = [&](Value x, Value y) { return a.add(x, y); };
+
+  // Pass 1: the (residual-added) row, as stored, and its sum. A thread reads
+  // back only what it wrote itself, so no barrier is needed.
+  Value partial = e.threadLoop(
+      width, {e.f32(0)}, [&](Value d, ValueRange acc) -> SmallVector<Value> {
+        Value s = e.loadF32(input, {t, d});
+        if (hasResidual) {
+          s = a.add(s, e.loadF32(residual, {t, d}));
+          e.storeF32(s, residualOut, {t, d});
+          s = e.loadF32(residualOut, {t, d});
+        }
+        return {a.add(acc[0], centered ? s : a.mul(s, s))};
+      })[0];
+  Value sum = e.blockReduce(partial, scratch, add);
+  Value mean = centered ? a.div(sum, widthF) : e.f32(0);
+  Value meanSquare = sum;
+  if (centered) {
+    Value squares = e.threadLoop(
+        width, {e.f32(0)}, [&](Value d, ValueRange acc) -> SmallVector<Value> {
+          Value c = a.sub(e.loadF32(source, {t, d}), mean);
+          return {a.add(acc[0], a.mul(c, c))};
+        })[0];
+    meanSquare = e.blockReduce(squares, scratch, add);
+  }
+  Value variance = a.div(meanSquare, widthF);
+  Value inv = math::RsqrtOp::create(b, a.add(variance, e.f32(epsilon)));
+  e.threadLoop(width, [&](Value d) {
+    Value s = e.loadF32(source, {t, d});
+    if (centered)
+      s = a.sub(s, mean);
+    Value y = a.mul(a.mul(s, inv), e.loadF32(weight, d));
+    if (hasBias)
+      y = a.add(y, e.loadF32(bias, d));
+    e.storeF32(y, result, {t, d});
+  });
+  return {e.dimExpr(0, 0), "1", "1"};
+}
+
+namespace {
+
+/// sin and cos of an f32 angle: Cody-Waite reduction by pi/2 (three-part
+/// constant, exact products), polynomials on [-pi/4, pi/4], and the quadrant.
+/// Rotary angles reach thousands of radians; the reduction keeps them
+/// accurate to a few ulp of the reduced argument.
+std::pair<Value, Value> sinCos(GpuKernelEmitter &e, Value angle) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  Value k = math::FloorOp::create(
+      b, a.add(a.mul(angle, e.f32(2.0 / M_PI)), e.f32(0.5)));
+  Value y = angle;
+  for (double part : {1.5703125, 4.837512969970703125e-4,
+                      7.549789954891882e-8})
+    y = math::FmaOp::create(b, arith::NegFOp::create(b, k), e.f32(part), y);
+  Value sinY = math::SinOp::create(b, y), cosY = math::CosOp::create(b, y);
+  Value quadrant = arith::AndIOp::create(
+      b, arith::FPToSIOp::create(b, b.getI32Type(), k), e.i32(3));
+  auto is = [&](int q) {
+    return a.cmpi(arith::CmpIPredicate::eq, quadrant, e.i32(q));
+  };
+  Value negSin = arith::NegFOp::create(b, sinY);
+  Value negCos = arith::NegFOp::create(b, cosY);
+  // Quadrants 0..3: sin = sin y, cos y, -sin y, -cos y;
+  //                 cos = cos y, -sin y, -cos y, sin y.
+  Value s = a.select(is(0), sinY,
+                     a.select(is(1), cosY, a.select(is(2), negSin, negCos)));
+  Value c = a.select(is(0), cosY,
+                     a.select(is(1), negSin, a.select(is(2), negCos, sinY)));
+  return {s, c};
+}
+
+} // namespace
+
+GpuGrid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  SmallVector<float> inv = ropeInverseFrequencies(o);
+  int64_t half = inv.size();
+  int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
+  auto inputType = cast<RankedTensorType>(o.getInput().getType());
+  int64_t heads = inputType.getDimSize(1) / headDim;
+  bool neox = o.getStyle() == RopeStyle::neox;
+
+  // The frequency table is a constant global of the GPU module.
+  auto tableType = MemRefType::get({half}, b.getF32Type());
+  std::string tableName = (e.function().getName() + "_inv_freq").str();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(e.function());
+    auto values = DenseElementsAttr::get(
+        RankedTensorType::get({half}, b.getF32Type()), ArrayRef(inv));
+    memref::GlobalOp::create(b, b.getStringAttr(tableName),
+                             b.getStringAttr("private"),
+                             TypeAttr::get(tableType), values, b.getUnitAttr(),
+                             IntegerAttr());
+  }
+  Value table = memref::GetGlobalOp::create(b, tableType, tableName);
+  Value x = e.binding(0), positions = e.binding(1), y = e.binding(2);
+  Value t = e.blockId(0);
+  Value pos = a.toF32(a.toIndex(a.load(positions, t)));
+  // One thread per rotated pair of a head.
+  e.threadLoop(e.index(heads * half), [&](Value p) {
+    Value h = a.divui(p, e.index(half)), i = a.remui(p, e.index(half));
+    Value base = a.muli(h, e.index(headDim));
+    auto [s, c] = sinCos(e, a.mul(pos, a.load(table, i)));
+    // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
+    Value first =
+        neox ? a.addi(base, i) : a.addi(base, a.muli(i, e.index(2)));
+    Value second = a.addi(first, e.index(neox ? half : 1));
+    Value x1 = e.loadF32(x, {t, first}), x2 = e.loadF32(x, {t, second});
+    e.storeF32(a.sub(a.mul(x1, c), a.mul(x2, s)), y, {t, first});
+    e.storeF32(a.add(a.mul(x2, c), a.mul(x1, s)), y, {t, second});
+  });
+  if (rotary < headDim) {
+    int64_t rest = headDim - rotary;
+    e.threadLoop(e.index(heads * rest), [&](Value p) {
+      Value col = a.addi(a.muli(a.divui(p, e.index(rest)), e.index(headDim)),
+                         a.addi(a.remui(p, e.index(rest)), e.index(rotary)));
+      a.store(a.load(x, {t, col}), y, {t, col});
+    });
+  }
+  return {e.dimExpr(0, 0), "1", "1"};
+}
+
+GpuGrid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e) {
+  Arith &a = e.arith();
+  Value input = e.binding(0), cache = cacheSlots(e, 1), slots = e.binding(2);
+  Value numSlots = a.muli(e.dimSize(1, 0), e.dimSize(1, 1));
+  Value t = e.blockId(0);
+  Value slot = a.toIndex(a.load(slots, t));
+  // Negative (padding) or out-of-pool slots write nothing.
+  e.ifThen(a.cmpi(arith::CmpIPredicate::ult, slot, numSlots), [&] {
+    e.threadLoop(e.dimSize(0, 1), [&](Value d) {
+      a.store(a.load(input, {t, d}), cache, {slot, d});
+    });
+  });
+  return {e.dimExpr(0, 0), "1", "1"};
+}
+
+namespace {
+
+/// Elementwise kernels see every binding as a flat vector; a block takes
+/// kElementsPerThread * blockSize consecutive elements, a thread every
+/// blockSize-th of them.
+GpuGrid elementwise(GpuKernelEmitter &e, int numBindings,
+                    const std::function<Value(ArrayRef<Value>)> &fn) {
+  Arith &a = e.arith();
+  Value n = e.numElements(0);
+  SmallVector<Value> flat;
+  for (int i = 0; i < numBindings; ++i)
+    flat.push_back(e.binding(i, {e.numElements(i)}));
+  int64_t perBlock = kElementsPerThread * e.blockSize();
+  Value base = a.addi(a.muli(e.blockId(0), e.index(perBlock)), e.threadId());
+  for (int64_t j = 0; j < kElementsPerThread; ++j) {
+    Value i = a.addi(base, e.index(j * e.blockSize()));
+    e.ifThen(a.cmpi(arith::CmpIPredicate::ult, i, n), [&] {
+      SmallVector<Value> inputs;
+      for (int k = 0; k + 1 < numBindings; ++k)
+        inputs.push_back(e.loadF32(flat[k], i));
+      e.storeF32(fn(inputs), flat.back(), i);
+    });
+  }
+  std::string size = e.dimExpr(0, 0);
+  for (int64_t d = 1; d < e.bindingType(0).getRank(); ++d)
+    size += "*" + e.dimExpr(0, d);
+  return {ceilDivExpr(size, perBlock), "1", "1"};
+}
+
+} // namespace
+
+GpuGrid mlir::llmserve::buildSiluMulKernel(GpuKernelEmitter &e) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  return elementwise(e, 3, [&](ArrayRef<Value> in) {
+    Value denominator = a.add(e.f32(1), a.exp(arith::NegFOp::create(b, in[0])));
+    return a.mul(a.div(in[0], denominator), in[1]);
+  });
+}
+
+GpuGrid mlir::llmserve::buildGeluKernel(GpuKernelEmitter &e, GeluOp o) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  bool tanhApprox = o.getApproximation() == GeluApproximation::tanh;
+  return elementwise(e, 2, [&](ArrayRef<Value> in) {
+    Value x = in[0];
+    Value inner;
+    if (tanhApprox) {
+      Value cube = a.mul(a.mul(x, x), x);
+      Value arg = a.mul(e.f32(std::sqrt(2.0 / M_PI)),
+                        a.add(x, a.mul(e.f32(0.044715), cube)));
+      inner = math::TanhOp::create(b, arg);
+    } else {
+      inner = math::ErfOp::create(b, a.mul(x, e.f32(M_SQRT1_2)));
+    }
+    return a.mul(a.mul(e.f32(0.5), x), a.add(e.f32(1), inner));
+  });
+}

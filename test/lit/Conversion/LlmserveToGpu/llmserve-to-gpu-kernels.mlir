@@ -1,0 +1,217 @@
+// RUN: %llmserve-opt %s -llmserve-to-gpu-kernels -split-input-file | FileCheck %s
+
+// A bf16 linear runs on tensor cores: blocks of 4 warps compute 64x64 tiles
+// (grid: row tiles x column tiles), staging x and W in shared memory as
+// 32-bit words of two k (K % 8 == 0: 128-bit loads and stores of 8 k), then
+// mma.sync m16n8k16 with f32 accumulators.
+// Parameters: one bare pointer (memref<1xT>) per binding, then one i64 per
+// push constant (x's rows, y's rows).
+// CHECK-LABEL: func.func @linear
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)", "2", "1"], kernel = "d0_linear", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"}
+//       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
+//       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>)
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+//       CHECK:     memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<1xbf16> to memref<?x32xbf16, strided<[32, 1]>>
+//       CHECK:     scf.for {{.*}} -> (f32, f32
+//       CHECK:       gpu.barrier
+//       CHECK:       vector.load %{{.*}} {alignment = 16 : i64} : memref<?x32xbf16, strided<[32, 1]>>, vector<8xbf16>
+//       CHECK:       vector.bitcast %{{.*}} : vector<8xbf16> to vector<4xi32>
+//       CHECK:       vector.store %{{.*}} {alignment = 16 : i64} : memref<64x20xi32, #gpu.address_space<workgroup>>, vector<4xi32>
+//       CHECK:       gpu.barrier
+//       CHECK:       nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+//       CHECK:     arith.truncf %{{.*}} : f32 to bf16
+func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
+  %w = llmserve.weight "w" : tensor<128x32xbf16>
+  %y = llmserve.linear %x, %w : tensor<?x32xbf16>, tensor<128x32xbf16> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// f16 operands are passed to mma.sync as vector<2xf16>; the logits of a
+// narrow model come out in f32 (no truncation). K % 8 != 0: x and W are
+// staged one element at a time, zero past K.
+// CHECK-LABEL: func.func @linear_f16_logits
+//       CHECK: gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf32>, %{{.*}}: i64, %{{.*}}: i64)
+//   CHECK-NOT:   vector.load
+//       CHECK:   arith.bitcast %{{.*}} : f16 to i16
+//       CHECK:   llvm.bitcast %{{.*}} : i32 to vector<2xf16>
+//       CHECK:   nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+//   CHECK-NOT:   arith.truncf
+//       CHECK:   gpu.return
+func.func @linear_f16_logits(%x: tensor<?x36xf16>, %b: tensor<100xf16>) -> tensor<?x100xf32> {
+  %w = llmserve.weight "w" : tensor<100x36xf16>
+  %y = llmserve.linear %x, %w bias %b : tensor<?x36xf16>, tensor<100x36xf16>, tensor<100xf16> -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
+// f32 storage: one warp per output, lanes striding over K, a butterfly sum.
+// CHECK-LABEL: func.func @linear_f32
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     grid = ["$0", "32", "1"]
+//       CHECK: gpu.func @llmserve_d0_linear
+//       CHECK:   scf.for
+//       CHECK:   gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
+//   CHECK-NOT:   nvvm.mma.sync
+func.func @linear_f32(%x: tensor<?x32xf32>, %w: tensor<128x32xf32>) -> tensor<?x128xf32> {
+  %y = llmserve.linear %x, %w : tensor<?x32xf32>, tensor<128x32xf32> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
+// A norm takes one block of 256 threads per row: the residual is added and
+// stored, the sum of squares goes through warp butterflies and a shared
+// buffer of one partial sum per warp, in warp order.
+// CHECK-LABEL: func.func @rms_norm
+//       CHECK:   llmserve.rms_norm
+//  CHECK-SAME:     block = array<i64: 256, 1, 1>, grid = ["$0", "1", "1"]
+//       CHECK: gpu.func @llmserve_d0_rms_norm
+//  CHECK-SAME:     workgroup(%[[SCRATCH:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+//       CHECK:   scf.for
+//       CHECK:     arith.extf %{{.*}} : bf16 to f32
+//       CHECK:     arith.truncf %{{.*}} : f32 to bf16
+//   CHECK-COUNT-5:   gpu.shuffle  xor
+//       CHECK:   memref.store %{{.*}}, %[[SCRATCH]]
+//       CHECK:   gpu.barrier
+//   CHECK-COUNT-8:   memref.load %[[SCRATCH]]
+//       CHECK:   gpu.barrier
+//       CHECK:   math.rsqrt
+func.func @rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %y, %s = llmserve.rms_norm %x, %w residual %r epsilon 1.0e-05 : tensor<?x64xbf16>, tensor<64xbf16>, tensor<?x64xbf16>
+  return %y, %s : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
+// -----
+
+// Attention: tiles of rows of one sequence and one KV head; with 4 query
+// heads per KV head (GQA) a tile holds 4 rows, so the grid is
+// ceil(T/4) + S tiles by 2 KV heads. K and V tiles of 32 keys are gathered
+// through the block table into shared memory between barriers.
+// CHECK-LABEL: func.func @attention
+//       CHECK:   llmserve.paged_attention
+//  CHECK-SAME:     block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,4)+$5", "2", "1"]
+//       CHECK: gpu.func @llmserve_d0_paged_attention
+//  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>>, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>>)
+//       CHECK:   scf.for
+//       CHECK:   scf.if
+//       CHECK:     scf.for
+//       CHECK:       gpu.barrier
+//       CHECK:       memref.store %{{.*}}, %[[K]]
+//       CHECK:       memref.store %{{.*}}, %[[V]]
+//       CHECK:       gpu.barrier
+//       CHECK:       scf.for
+//       CHECK:         memref.load %[[K]]
+//       CHECK:         gpu.shuffle  xor
+//       CHECK:         math.exp
+//       CHECK:         memref.load %[[V]]
+//       CHECK:     math.log
+func.func @attention(%q: tensor<?x128xbf16>, %kc: tensor<?x4x2x16xbf16>, %vc: tensor<?x4x2x16xbf16>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x128xbf16>, tensor<?x8xf32>) {
+  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 2.500000e-01 : tensor<?x128xbf16>, tensor<?x4x2x16xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %o, %lse : tensor<?x128xbf16>, tensor<?x8xf32>
+}
+
+// -----
+
+// rope: one thread per rotated pair; the angle is reduced by pi/2 (floor,
+// three fma) before sin and cos.
+// CHECK-LABEL: func.func @rope
+//       CHECK: memref.global "private" constant @llmserve_d0_rope_inv_freq : memref<8xf32>
+//       CHECK: gpu.func @llmserve_d0_rope
+//       CHECK:   math.floor
+//   CHECK-COUNT-3:   math.fma
+//       CHECK:   math.sin
+//       CHECK:   math.cos
+func.func @rope(%x: tensor<?x32xf16>, %pos: tensor<?xi32>) -> tensor<?x32xf16> {
+  %y = llmserve.rope %x, %pos style gptj head_dim 16 rotary_dim 16 theta 1.0e+04 : tensor<?x32xf16>, tensor<?xi32>
+  return %y : tensor<?x32xf16>
+}
+
+// -----
+
+// kv_write binds its cache once and writes through a [slots, width] view.
+// CHECK-LABEL: func.func @kv_write
+//       CHECK:   llmserve.kv_write
+//  CHECK-SAME:     grid = ["$0", "1", "1"]
+//       CHECK: gpu.func @llmserve_d0_kv_write(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi32>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:   scf.if
+//       CHECK:     memref.store %{{.*}} : memref<?x?xbf16
+func.func @kv_write(%k: tensor<?x32xbf16>, %cache: tensor<?x4x2x16xbf16>, %slots: tensor<?xi32>) -> tensor<?x4x2x16xbf16> {
+  %c = llmserve.kv_write %k into %cache at %slots : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+  return %c : tensor<?x4x2x16xbf16>
+}
+
+// -----
+
+// Elementwise kernels: 4 elements per thread, 1024 per block.
+// CHECK-LABEL: func.func @silu_mul
+//       CHECK:   llmserve.silu_mul
+//  CHECK-SAME:     grid = ["ceildiv($0*64,1024)", "1", "1"]
+func.func @silu_mul(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %y = llmserve.silu_mul %g, %u : tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// The sampler: one block per sequence; block reductions of (value, index)
+// pairs pick the lowest index among equal maxima.
+// CHECK-LABEL: func.func @sample
+//       CHECK:   llmserve.sample
+//  CHECK-SAME:     grid = ["$0", "1", "1"]
+//       CHECK: gpu.func @llmserve_d0_sample
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>>)
+//       CHECK:   arith.muli %{{.*}}, %{{.*}} : i64
+//       CHECK:   gpu.shuffle  xor %{{.*}} : f32
+//       CHECK:   gpu.shuffle  xor %{{.*}} : i32
+//       CHECK:   arith.cmpi slt
+func.func @sample(%logits: tensor<?x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>, %m: tensor<?xf32>, %seed: tensor<?xi64>, %off: tensor<?xi32>) -> tensor<?xi32> {
+  %s = llmserve.sample %logits temperature %t top_p %p top_k %k min_p %m seed %seed rng_offset %off : tensor<?x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  return %s : tensor<?xi32>
+}
+
+// -----
+
+// apply_penalties: one block per sequence copies its row, waits at a barrier,
+// then its threads rewrite the row's history tokens (distinct, so no race).
+// CHECK-LABEL: func.func @apply_penalties
+//       CHECK:   llmserve.apply_penalties
+//  CHECK-SAME:     grid = ["$0", "1", "1"]
+//       CHECK: gpu.func @llmserve_d0_apply_penalties
+//       CHECK:   scf.for
+//       CHECK:   gpu.barrier
+//       CHECK:   arith.maxsi
+//       CHECK:   arith.minsi
+//       CHECK:   scf.for
+//       CHECK:     scf.if
+//       CHECK:       arith.divf
+func.func @apply_penalties(%l: tensor<?x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>,
+                           %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) -> tensor<?x100xf32> {
+  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
+      : tensor<?x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x100xf32>
+  return %o : tensor<?x100xf32>
+}
+
+// -----
+
+// logprobs: rows that ask get a block-reduced log-sum-exp, then one block
+// reduction of (logit, index) pairs per top entry.
+// CHECK-LABEL: func.func @logprobs
+//       CHECK:   llmserve.logprobs
+//  CHECK-SAME:     grid = ["$0", "1", "1"]
+//       CHECK: gpu.func @llmserve_d0_logprobs
+//       CHECK:   scf.if
+//       CHECK:     gpu.shuffle  xor %{{.*}} : f32
+//       CHECK:     math.log
+//       CHECK:     scf.for {{.*}} -> (f32, i32)
+//       CHECK:       gpu.shuffle  xor %{{.*}} : i32
+func.func @logprobs(%l: tensor<?x100xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>)
+    -> (tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>) {
+  %lp, %tt, %tl = llmserve.logprobs %l tokens %t num %n
+      : tensor<?x100xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+  return %lp, %tt, %tl : tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
+}

@@ -1,0 +1,80 @@
+// The PTX of each kernel kind (the functions are written in bf16, which
+// --dtype f32 keeps as written). Kernel parameters are one .u64 pointer per
+// binding then one .u64 per push constant; no libdevice call is left.
+// RUN: %llmc compile %s -o %t.llmb --target sm_90 --dtype f32
+// RUN: FileCheck %s --input-file %t.llmb/kernels.ptx --implicit-check-not=__nv_
+// RUN: FileCheck %s --input-file %t.llmb/manifest.json --check-prefix=MANIFEST
+
+// CHECK: .target sm_90{{$}}
+
+// MANIFEST: "block": [
+// MANIFEST-NEXT: 256,
+// MANIFEST-NEXT: 1,
+// MANIFEST-NEXT: 1
+// MANIFEST: "name": "d0_embedding",
+// MANIFEST-NEXT: "shared_bytes": 0,
+// MANIFEST-NEXT: "symbol": "llmserve_d0_embedding"
+// MANIFEST: "target": "sm_90"
+
+// CHECK-LABEL: .visible .entry llmserve_d0_embedding(
+// CHECK-NEXT:    .param .u64 .ptr .align 1 llmserve_d0_embedding_param_0,
+// CHECK-NEXT:    .param .u64 .ptr .align 1 llmserve_d0_embedding_param_1,
+// CHECK-NEXT:    .param .u64 .ptr .align 1 llmserve_d0_embedding_param_2,
+// CHECK-NEXT:    .param .u64 llmserve_d0_embedding_param_3,
+// CHECK-NEXT:    .param .u64 llmserve_d0_embedding_param_4
+// CHECK-NEXT: )
+// CHECK-NEXT: .maxntid 256, 1, 1
+// CHECK:      ld.global.b16
+// CHECK:      st.global.b16
+func.func @embedding(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x64xbf16> {
+  %e = llmserve.weight "emb" : tensor<100x64xbf16>
+  %x = llmserve.embedding %e, %ids : tensor<100x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+  return %x : tensor<?x64xbf16>
+}
+
+// linear: tensor cores, staged through shared memory.
+// CHECK-LABEL: .visible .entry llmserve_d1_linear(
+// CHECK:      .shared .align 4 .b8
+// CHECK-DAG:  bar.sync 0;
+// CHECK-DAG:  ld.global.v4.b32
+// CHECK-DAG:  st.shared.v4.b32
+// CHECK-DAG:  ld.shared.b32
+// CHECK-DAG:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      cvt.rn.bf16.f32
+func.func @linear(%x: tensor<8x64xbf16>, %b: tensor<96xbf16>) -> tensor<8x96xbf16> {
+  %w = llmserve.weight "w" : tensor<96x64xbf16>
+  %y = llmserve.linear %x, %w bias %b : tensor<8x64xbf16>, tensor<96x64xbf16>, tensor<96xbf16> -> tensor<8x96xbf16>
+  return %y : tensor<8x96xbf16>
+}
+
+// Norms: warp butterflies and a shared partial sum per warp.
+// CHECK-LABEL: .visible .entry llmserve_d2_layer_norm(
+// CHECK:      shfl.sync.bfly.b32
+// CHECK:      st.shared.b32
+// CHECK:      bar.sync 0;
+// CHECK:      sqrt.rn.f32
+func.func @layer_norm(%x: tensor<8x64xbf16>, %r: tensor<8x64xbf16>) -> (tensor<8x64xbf16>, tensor<8x64xbf16>) {
+  %w = llmserve.weight "ln.w" : tensor<64xbf16>
+  %b = llmserve.weight "ln.b" : tensor<64xbf16>
+  %y, %s = llmserve.layer_norm %x, %w, %b residual %r epsilon 1.0e-05 : tensor<8x64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<8x64xbf16>
+  return %y, %s : tensor<8x64xbf16>, tensor<8x64xbf16>
+}
+
+// Attention: K and V tiles in shared memory, a loop over the keys' tiles
+// with a barrier on each side of the gather, q·k summed across the warp.
+// CHECK-LABEL: .visible .entry llmserve_d4_paged_attention(
+// CHECK:      .shared .align 2 .b8
+// CHECK:      .shared .align 2 .b8
+// CHECK:      bar.sync 0;
+// CHECK:      st.shared.b16
+// CHECK:      st.shared.b16
+// CHECK:      bar.sync 0;
+// CHECK:      shfl.sync.bfly.b32
+// CHECK:      bra {{\$L__BB4_[0-9]+}};
+// CHECK:      st.global.b32
+func.func @paged_attention(%kc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}}, %vc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {layer = 0 : i64, role = "v"}}, %bt: tensor<?x?xi32> {llmserve.contract = "block_table"}, %cl: tensor<?xi32> {llmserve.contract = "context_len"}, %qs: tensor<?xi32> {llmserve.contract = "query_start"}, %ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x128xbf16> {
+  %e = llmserve.weight "emb" : tensor<100x128xbf16>
+  %x = llmserve.embedding %e, %ids : tensor<100x128xbf16>, tensor<?xi32> -> tensor<?x128xbf16>
+  %o, %lse = llmserve.paged_attention %x, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 : tensor<?x128xbf16>, tensor<?x16x2x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return %o : tensor<?x128xbf16>
+}
