@@ -55,10 +55,12 @@ def skip(reason):
 # ----------------------------------------------------------------- prepare --
 
 def compile_both(llmc, source, out, name, *flags):
-    """<out>/<name>.cpu.llmb and <out>/<name>.sm90.llmb from `source`."""
+    """<out>/<name>.cpu.llmb and <out>/<name>.sm90.llmb from `source`, the
+    GPU one with f32 storage like the CPU's (bf16, llmc's GPU default, is not
+    compared here: the CPU kernels compute only f32)."""
     run(llmc, "compile", source, "-o", os.path.join(out, name + ".cpu.llmb"), *flags)
     run(llmc, "compile", source, "-o", os.path.join(out, name + ".sm90.llmb"),
-        "--target", "sm_90", *flags)
+        "--target", "sm_90", "--dtype", "f32", *flags)
 
 
 def prepare(build, out, tinyllama):
