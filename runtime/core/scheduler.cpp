@@ -71,10 +71,8 @@ const StepBatch &Scheduler::schedule(Clock::time_point now) {
         break;
     }
     // After a preemption the freed blocks go to the running requests first.
-    while (!preempted_this_step_ && !waiting_.empty() && token_budget_ > 0 &&
-           static_cast<int32_t>(running_.size()) < config_.max_num_seqs &&
-           admit(waiting_.front(), now))
-      waiting_.pop_front();
+    if (!preempted_this_step_)
+      admit_waiting(now);
   };
   auto scheduled_any = [&] { return token_budget_ < config_.max_num_batched_tokens; };
 
@@ -124,6 +122,36 @@ bool Scheduler::schedule_running(Request *request, int32_t num_tokens) {
   token_budget_ -= num_tokens;
   scheduled_.push_back(request);
   return true;
+}
+
+void Scheduler::admit_waiting(Clock::time_point now) {
+  for (auto it = waiting_.begin();
+       it != waiting_.end() && token_budget_ > 0 &&
+       static_cast<int32_t>(running_.size()) < config_.max_num_seqs;) {
+    if (caching() && waits_for_shared_prefix(**it)) {
+      ++it;
+      continue;
+    }
+    if (!admit(*it, now))
+      return;
+    it = waiting_.erase(it);
+  }
+}
+
+bool Scheduler::waits_for_shared_prefix(const Request &request) const {
+  const int32_t block_size = pool_.block_size();
+  for (const Request *q : running_) {
+    if (q->num_uncomputed_tokens() <= 1)
+      continue; // not computing a prompt
+    // The last token never comes from the cache (see admit).
+    const int32_t limit = std::min(request.num_tokens() - 1, q->num_tokens());
+    const auto [mine, theirs] = std::mismatch(
+        request.tokens.begin(), request.tokens.begin() + limit, q->tokens.begin());
+    const auto common = static_cast<int32_t>(mine - request.tokens.begin());
+    if (common / block_size > q->num_computed_tokens / block_size)
+      return true;
+  }
+  return false;
 }
 
 bool Scheduler::admit(Request *request, Clock::time_point now) {

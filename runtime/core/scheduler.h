@@ -77,6 +77,13 @@ private:
   // admitted ones until its blocks fit. False if it preempted itself.
   bool schedule_running(Request *request, int32_t num_tokens);
   bool admit(Request *request, Clock::time_point now);
+  // Admits waiting requests in order while blocks, budget and seats last,
+  // passing over those that wait_for_shared_prefix.
+  void admit_waiting(Clock::time_point now);
+  // Whether a running request is computing prompt blocks this one shares
+  // and the cache does not hold yet: admitted a step later, it reads them
+  // from the cache rather than computing them a second time.
+  bool waits_for_shared_prefix(const Request &request) const;
   void preempt(Request *request);
   // Puts the request's computed whole blocks in the radix cache and holds
   // the node where they end.

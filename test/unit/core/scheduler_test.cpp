@@ -171,6 +171,27 @@ TEST_F(SchedulerTest, HandsEachSequenceItsPenaltyHistory) {
   run_to_completion();
 }
 
+TEST_F(SchedulerTest, APromptWaitsForTheSharedPrefixBeingComputed) {
+  make(config(4, 8, /*caching=*/true), 64);
+  std::vector<int32_t> shared = prompt(12, 3); // 3 blocks
+  std::vector<int32_t> a_tokens = shared, b_tokens = shared, c_tokens = prompt(6, 4);
+  a_tokens.push_back(900);
+  b_tokens.push_back(901);
+  Request *a = add(a_tokens, 2);
+  Request *b = add(b_tokens, 2);
+  Request *c = add(c_tokens, 2);
+  // a computes the shared blocks in chunks of 8; b, which would compute
+  // them again, waits, and c (nothing shared) goes ahead of it.
+  EXPECT_THAT(step(), ElementsAre(Pair(a->id, 8)));
+  EXPECT_THAT(step(), ElementsAre(Pair(a->id, 5), Pair(c->id, 3)));
+  EXPECT_EQ(b->status, RequestStatus::kWaiting);
+  // Once a's prompt is cached, b reads its 3 blocks from the cache.
+  step();
+  EXPECT_EQ(b->status, RequestStatus::kRunning);
+  EXPECT_EQ(b->num_cached_tokens, 12);
+  run_to_completion();
+}
+
 TEST_F(SchedulerTest, DecodesGoFirstAndPromptsFillTheRest) {
   make(config(4, 8), 64);
   Request *a = add(3, 10);
