@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
@@ -113,7 +114,13 @@ Value GpuKernelEmitter::sharedBuffer(ArrayRef<int64_t> shape,
   auto type = MemRefType::get(shape, elementType, MemRefLayoutAttrInterface(),
                               space);
   shared += type.getNumElements() * (type.getElementTypeBitWidth() / 8);
-  return func.addWorkgroupAttribution(type, b.getLoc());
+  BlockArgument buffer = func.addWorkgroupAttribution(type, b.getLoc());
+  // 16 bytes, so that 128-bit shared loads and stores are aligned whatever
+  // buffers come before this one.
+  func.setWorkgroupAttributionAttr(
+      func.getNumWorkgroupAttributions() - 1,
+      LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
+  return buffer;
 }
 
 Value GpuKernelEmitter::loadF32(Value memref, ValueRange indices) {

@@ -232,7 +232,8 @@ private:
   int64_t n, depth;
 };
 
-/// One warp per output (f32 storage).
+/// One warp per output (f32 storage). Columns go on grid x, whose limit
+/// (2^31 - 1 blocks) any vocabulary fits, rows on y (at most 65535 tokens).
 GpuGrid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   Arith &a = e.arith();
   bool hasBias = bool(op.getBias());
@@ -241,8 +242,8 @@ GpuGrid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   Value y = e.binding(hasBias ? 3 : 2);
   auto weightType = cast<RankedTensorType>(op.getWeight().getType());
   int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
-  Value row = e.blockId(0);
-  Value col = a.addi(a.muli(e.blockId(1), e.index(e.numWarps())), e.warpId());
+  Value row = e.blockId(1);
+  Value col = a.addi(a.muli(e.blockId(0), e.index(e.numWarps())), e.warpId());
   e.ifThen(a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)), [&] {
     Value partial =
         e.forLoop(e.laneId(), e.index(depth), kWarpSize, {e.f32(0)},
@@ -256,8 +257,8 @@ GpuGrid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
     e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.laneId(), e.index(0)),
              [&] { e.storeF32(sum, y, {row, col}); });
   });
-  return {e.dimExpr(0, 0),
-          std::to_string((n + e.numWarps() - 1) / e.numWarps()), "1"};
+  return {std::to_string((n + e.numWarps() - 1) / e.numWarps()),
+          e.dimExpr(0, 0), "1"};
 }
 
 } // namespace

@@ -34,7 +34,7 @@ func.func @embedding(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> t
 
 // linear: tensor cores, staged through shared memory.
 // CHECK-LABEL: .visible .entry llmserve_d1_linear(
-// CHECK:      .shared .align 4 .b8
+// CHECK:      .shared .align 16 .b8
 // CHECK-DAG:  bar.sync 0;
 // CHECK-DAG:  ld.global.v4.b32
 // CHECK-DAG:  st.shared.v4.b32
@@ -63,8 +63,8 @@ func.func @layer_norm(%x: tensor<8x64xbf16>, %r: tensor<8x64xbf16>) -> (tensor<8
 // Attention: K and V tiles in shared memory, a loop over the keys' tiles
 // with a barrier on each side of the gather, q·k summed across the warp.
 // CHECK-LABEL: .visible .entry llmserve_d4_paged_attention(
-// CHECK:      .shared .align 2 .b8
-// CHECK:      .shared .align 2 .b8
+// CHECK:      .shared .align 16 .b8
+// CHECK:      .shared .align 16 .b8
 // CHECK:      bar.sync 0;
 // CHECK:      st.shared.b16
 // CHECK:      st.shared.b16

@@ -11,7 +11,7 @@
 //  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)", "2", "1"], kernel = "d0_linear", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"}
 //       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
-//  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 //       CHECK:     memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<1xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 //       CHECK:     scf.for {{.*}} -> (f32, f32
@@ -49,10 +49,11 @@ func.func @linear_f16_logits(%x: tensor<?x36xf16>, %b: tensor<100xf16>) -> tenso
 
 // -----
 
-// f32 storage: one warp per output, lanes striding over K, a butterfly sum.
+// f32 storage: one warp per output, lanes striding over K, a butterfly sum;
+// columns on grid x (any vocabulary fits), rows on y.
 // CHECK-LABEL: func.func @linear_f32
 //       CHECK:   llmserve.linear
-//  CHECK-SAME:     grid = ["$0", "32", "1"]
+//  CHECK-SAME:     grid = ["32", "$0", "1"]
 //       CHECK: gpu.func @llmserve_d0_linear
 //       CHECK:   scf.for
 //       CHECK:   gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
@@ -71,7 +72,7 @@ func.func @linear_f32(%x: tensor<?x32xf32>, %w: tensor<128x32xf32>) -> tensor<?x
 //       CHECK:   llmserve.rms_norm
 //  CHECK-SAME:     block = array<i64: 256, 1, 1>, grid = ["$0", "1", "1"]
 //       CHECK: gpu.func @llmserve_d0_rms_norm
-//  CHECK-SAME:     workgroup(%[[SCRATCH:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+//  CHECK-SAME:     workgroup(%[[SCRATCH:.*]] : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   scf.for
 //       CHECK:     arith.extf %{{.*}} : bf16 to f32
 //       CHECK:     arith.truncf %{{.*}} : f32 to bf16
@@ -96,7 +97,7 @@ func.func @rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64x
 //       CHECK:   llmserve.paged_attention
 //  CHECK-SAME:     block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,4)+$5", "2", "1"]
 //       CHECK: gpu.func @llmserve_d0_paged_attention
-//  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>>, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>>)
+//  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   scf.for
 //       CHECK:   scf.if
 //       CHECK:     scf.for
@@ -164,7 +165,7 @@ func.func @silu_mul(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>) -> tensor<?x64
 //       CHECK:   llmserve.sample
 //  CHECK-SAME:     grid = ["$0", "1", "1"]
 //       CHECK: gpu.func @llmserve_d0_sample
-//  CHECK-SAME:     workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>>)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   arith.muli %{{.*}}, %{{.*}} : i64
 //       CHECK:   gpu.shuffle  xor %{{.*}} : f32
 //       CHECK:   gpu.shuffle  xor %{{.*}} : i32
