@@ -20,6 +20,7 @@
 #include "compiler/Conversion/Passes.h"
 
 #include "compiler/Conversion/Common/KernelMath.h"
+#include "compiler/Conversion/Common/Dispatch.h"
 #include "compiler/Conversion/LlmserveToCpu/KernelEmitter.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -71,18 +72,9 @@ using Grid = SmallVector<std::string, 3>;
 class CpuKernelBuilder {
 public:
   CpuKernelBuilder(ModuleOp kernels, Operation *op, StringRef symbol)
-      : op(op), emitter(kernels, symbol, op->getLoc(), bindingTypes(op)),
+      : op(op),
+        emitter(kernels, symbol, op->getLoc(), dispatchBindingTypes(op)),
         a(emitter.builder()) {}
-
-  static SmallVector<RankedTensorType> bindingTypes(Operation *op) {
-    SmallVector<RankedTensorType> types;
-    for (Value v : op->getOperands())
-      types.push_back(cast<RankedTensorType>(v.getType()));
-    if (!isa<KvWriteOp>(op))
-      for (Value v : op->getResults())
-        types.push_back(cast<RankedTensorType>(v.getType()));
-    return types;
-  }
 
   FailureOr<Grid> build() {
     for (Type type : op->getOperandTypes())
@@ -882,36 +874,17 @@ struct LlmserveToCpuKernelsPass
           LlmserveToCpuKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    OpBuilder b(module.getContext());
     ModuleOp kernels = getOrCreateKernelModule(module);
-
-    SmallVector<Operation *> ops;
-    for (auto func : module.getOps<func::FuncOp>())
-      func.walk([&](Operation *op) {
-        if (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op) &&
-            !op->hasAttr(kDispatchAttrName))
-          ops.push_back(op);
-      });
 
     int64_t counter = std::distance(kernels.getOps<func::FuncOp>().begin(),
                                     kernels.getOps<func::FuncOp>().end());
-    for (Operation *op : ops) {
-      std::string name = "d" + std::to_string(counter++) + "_" +
-                         op->getName().stripDialect().str();
-      std::string symbol = "llmserve_" + name;
-      CpuKernelBuilder builder(kernels, op, symbol);
+    for (Operation *op : opsToOutline(module)) {
+      std::string name = dispatchKernelName(op, counter++);
+      CpuKernelBuilder builder(kernels, op, dispatchSymbol(name));
       FailureOr<Grid> grid = builder.build();
       if (failed(grid))
         return signalPassFailure();
-      SmallVector<Attribute> gridAttrs;
-      for (const std::string &g : *grid)
-        gridAttrs.push_back(b.getStringAttr(g));
-      op->setAttr(kDispatchAttrName,
-                  b.getDictionaryAttr({
-                      b.getNamedAttr("kernel", b.getStringAttr(name)),
-                      b.getNamedAttr("symbol", b.getStringAttr(symbol)),
-                      b.getNamedAttr("grid", b.getArrayAttr(gridAttrs)),
-                  }));
+      setDispatch(op, name, *grid);
     }
   }
 

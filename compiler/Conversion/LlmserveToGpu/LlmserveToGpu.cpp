@@ -14,6 +14,7 @@
 
 #include "compiler/Conversion/Passes.h"
 
+#include "compiler/Conversion/Common/Dispatch.h"
 #include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -38,16 +39,6 @@ int64_t mlir::llmserve::gpuBlockSize(Operation *op) {
 }
 
 namespace {
-
-SmallVector<RankedTensorType> bindingTypes(Operation *op) {
-  SmallVector<RankedTensorType> types;
-  for (Value v : op->getOperands())
-    types.push_back(cast<RankedTensorType>(v.getType()));
-  if (!isa<KvWriteOp>(op))
-    for (Value v : op->getResults())
-      types.push_back(cast<RankedTensorType>(v.getType()));
-  return types;
-}
 
 FailureOr<GpuGrid> buildKernel(GpuKernelEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, FailureOr<GpuGrid>>(op)
@@ -84,41 +75,23 @@ struct LlmserveToGpuKernelsPass
     OpBuilder b(module.getContext());
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
 
-    SmallVector<Operation *> ops;
-    for (auto func : module.getOps<func::FuncOp>())
-      func.walk([&](Operation *op) {
-        if (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op) &&
-            !op->hasAttr(kDispatchAttrName))
-          ops.push_back(op);
-      });
-
     int64_t counter = std::distance(kernels.getOps<gpu::GPUFuncOp>().begin(),
                                     kernels.getOps<gpu::GPUFuncOp>().end());
-    for (Operation *op : ops) {
-      std::string name = "d" + std::to_string(counter++) + "_" +
-                         op->getName().stripDialect().str();
-      std::string symbol = "llmserve_" + name;
+    for (Operation *op : opsToOutline(module)) {
+      std::string name = dispatchKernelName(op, counter++);
       int64_t blockSize = gpuBlockSize(op);
-      GpuKernelEmitter emitter(kernels, symbol, op->getLoc(), bindingTypes(op),
-                               blockSize);
+      GpuKernelEmitter emitter(kernels, dispatchSymbol(name), op->getLoc(),
+                               dispatchBindingTypes(op), blockSize);
       FailureOr<GpuGrid> grid = buildKernel(emitter, op);
       if (failed(grid)) {
         emitter.function().erase();
         return signalPassFailure();
       }
       emitter.finish();
-      SmallVector<Attribute> gridAttrs;
-      for (const std::string &g : *grid)
-        gridAttrs.push_back(b.getStringAttr(g));
-      op->setAttr(kDispatchAttrName,
-                  b.getDictionaryAttr({
-                      b.getNamedAttr("kernel", b.getStringAttr(name)),
-                      b.getNamedAttr("symbol", b.getStringAttr(symbol)),
-                      b.getNamedAttr("grid", b.getArrayAttr(gridAttrs)),
-                      b.getNamedAttr("block", b.getDenseI64ArrayAttr(
-                                                  {blockSize, 1, 1})),
-                      b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)),
-                  }));
+      // Static shared memory only: no dynamic shared bytes to ask for.
+      setDispatch(op, name, *grid,
+                  {b.getNamedAttr("block", b.getDenseI64ArrayAttr({blockSize, 1, 1})),
+                   b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0))});
     }
   }
 

@@ -1,0 +1,56 @@
+//===- Dispatch.cpp - What every target's outlining pass shares -----------===//
+
+#include "compiler/Conversion/Common/Dispatch.h"
+
+#include "compiler/Conversion/Passes.h"
+#include "llmserve/IR/LlmserveOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+SmallVector<Operation *> mlir::llmserve::opsToOutline(ModuleOp module) {
+  SmallVector<Operation *> ops;
+  for (auto func : module.getOps<func::FuncOp>())
+    func.walk([&](Operation *op) {
+      if (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op) &&
+          !op->hasAttr(kDispatchAttrName))
+        ops.push_back(op);
+    });
+  return ops;
+}
+
+SmallVector<RankedTensorType> mlir::llmserve::dispatchBindingTypes(Operation *op) {
+  SmallVector<RankedTensorType> types;
+  for (Value v : op->getOperands())
+    types.push_back(cast<RankedTensorType>(v.getType()));
+  if (!isa<KvWriteOp>(op))
+    for (Value v : op->getResults())
+      types.push_back(cast<RankedTensorType>(v.getType()));
+  return types;
+}
+
+std::string mlir::llmserve::dispatchKernelName(Operation *op, int64_t index) {
+  return "d" + std::to_string(index) + "_" + op->getName().stripDialect().str();
+}
+
+std::string mlir::llmserve::dispatchSymbol(StringRef kernelName) {
+  return ("llmserve_" + kernelName).str();
+}
+
+void mlir::llmserve::setDispatch(Operation *op, StringRef kernelName,
+                                 ArrayRef<std::string> grid,
+                                 ArrayRef<NamedAttribute> extra) {
+  Builder b(op->getContext());
+  SmallVector<Attribute> gridAttrs;
+  for (const std::string &g : grid)
+    gridAttrs.push_back(b.getStringAttr(g));
+  SmallVector<NamedAttribute> fields = {
+      b.getNamedAttr("kernel", b.getStringAttr(kernelName)),
+      b.getNamedAttr("symbol", b.getStringAttr(dispatchSymbol(kernelName))),
+      b.getNamedAttr("grid", b.getArrayAttr(gridAttrs))};
+  llvm::append_range(fields, extra);
+  op->setAttr(kDispatchAttrName, b.getDictionaryAttr(fields));
+}
