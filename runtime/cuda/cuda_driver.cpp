@@ -15,7 +15,7 @@ void resolve(void *library, const std::string &path, const char *name, Fn &fn) {
   void *symbol = dlsym(library, name);
   if (!symbol)
     throw CudaError(path + " has no entry point " + name +
-                    ": the NVIDIA driver is too old (CUDA 12.0 or newer is needed)");
+                    ": the NVIDIA driver is too old (CUDA 12.8 or newer is needed)");
   fn = reinterpret_cast<Fn>(symbol);
 }
 
@@ -50,6 +50,7 @@ CudaDriver load_driver() {
   RESOLVE(cuMemFreeHost);
   RESOLVE(cuMemcpyHtoDAsync_v2);
   RESOLVE(cuMemcpyDtoHAsync_v2);
+  RESOLVE(cuMemcpyDtoDAsync_v2);
   RESOLVE(cuMemsetD8Async);
   RESOLVE(cuModuleLoadDataEx);
   RESOLVE(cuModuleUnload);
@@ -59,6 +60,11 @@ CudaDriver load_driver() {
   RESOLVE(cuStreamCreate);
   RESOLVE(cuStreamDestroy_v2);
   RESOLVE(cuStreamSynchronize);
+  RESOLVE(cuEventCreate);
+  RESOLVE(cuEventDestroy_v2);
+  RESOLVE(cuEventRecord);
+  RESOLVE(cuEventSynchronize);
+  RESOLVE(cuEventElapsedTime_v2);
   RESOLVE(cuStreamBeginCapture_v2);
   RESOLVE(cuStreamEndCapture);
   RESOLVE(cuGraphInstantiateWithFlags);

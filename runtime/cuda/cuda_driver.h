@@ -21,6 +21,7 @@ using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
+using CUevent = struct CUevent_st *;
 using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
@@ -41,6 +42,7 @@ inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 inline constexpr CUjit_option CU_JIT_LOG_VERBOSE = 12;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
+inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 // A failed driver call: "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (out of
@@ -74,6 +76,8 @@ struct CudaDriver {
                                    CUstream stream);
   CUresult (*cuMemcpyDtoHAsync_v2)(void *to, CUdeviceptr from, size_t bytes,
                                    CUstream stream);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr to, CUdeviceptr from, size_t bytes,
+                                   CUstream stream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr to, unsigned char value, size_t bytes,
                               CUstream stream);
   CUresult (*cuModuleLoadDataEx)(CUmodule *module, const void *image, unsigned num_options,
@@ -89,6 +93,11 @@ struct CudaDriver {
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
   CUresult (*cuStreamDestroy_v2)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
+  CUresult (*cuEventDestroy_v2)(CUevent event);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventElapsedTime_v2)(float *milliseconds, CUevent start, CUevent end);
   CUresult (*cuStreamBeginCapture_v2)(CUstream stream, CUstreamCaptureMode mode);
   CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph *graph);
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph,

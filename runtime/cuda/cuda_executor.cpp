@@ -38,6 +38,30 @@ int attribute(CUdevice device, CUdevice_attribute which) {
   return value;
 }
 
+// Events created for one measurement, destroyed with it.
+class Events {
+public:
+  explicit Events(size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      CU_CALL(cuEventCreate, &events_.emplace_back(), CU_EVENT_DEFAULT);
+  }
+  ~Events() {
+    for (CUevent e : events_)
+      cuda_driver().cuEventDestroy_v2(e);
+  }
+  Events(const Events &) = delete;
+  Events &operator=(const Events &) = delete;
+  const std::vector<CUevent> &get() const { return events_; }
+  float elapsed_ms(size_t from, size_t to) const {
+    float ms = 0;
+    CU_CALL(cuEventElapsedTime_v2, &ms, events_[from], events_[to]);
+    return ms;
+  }
+
+private:
+  std::vector<CUevent> events_;
+};
+
 } // namespace
 
 CudaExecutor::Context::~Context() {
@@ -290,6 +314,40 @@ void CudaExecutor::bind_step(const BufferLayout &arguments, const BufferLayout &
 }
 
 void CudaExecutor::execute(const StepBatch &batch, StepOutput &out) {
+  run_step(batch, out, nullptr);
+}
+
+std::vector<float> CudaExecutor::profile_step(const StepBatch &batch) {
+  if (!step_)
+    throw std::logic_error(bundle_dir_ + ": the bundle has no step entry point");
+  make_current();
+  const size_t n = step_->dispatches.size();
+  Events events(n + 1);
+  StepOutput out;
+  run_step(batch, out, &events.get()); // synchronizes the stream
+  std::vector<float> ms(n);
+  for (size_t i = 0; i < n; ++i)
+    ms[i] = events.elapsed_ms(i, i + 1);
+  return ms;
+}
+
+double CudaExecutor::copy_bandwidth(size_t bytes) {
+  make_current();
+  DeviceBuffer from(bytes), to(bytes);
+  CU_CALL(cuMemsetD8Async, from.address(), 1, bytes, stream_);
+  CU_CALL(cuMemcpyDtoDAsync_v2, to.address(), from.address(), bytes, stream_); // warm-up
+  constexpr int kCopies = 10;
+  Events events(2);
+  CU_CALL(cuEventRecord, events.get()[0], stream_);
+  for (int i = 0; i < kCopies; ++i)
+    CU_CALL(cuMemcpyDtoDAsync_v2, to.address(), from.address(), bytes, stream_);
+  CU_CALL(cuEventRecord, events.get()[1], stream_);
+  CU_CALL(cuEventSynchronize, events.get()[1]);
+  return 2.0 * static_cast<double>(bytes) * kCopies / (events.elapsed_ms(0, 1) * 1e-3);
+}
+
+void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
+                            const std::vector<CUevent> *events) {
   if (!step_)
     throw std::logic_error(bundle_dir_ + ": the bundle has no step entry point");
   if (num_kv_blocks_ == 0)
@@ -309,7 +367,8 @@ void CudaExecutor::execute(const StepBatch &batch, StepOutput &out) {
   // A graph replays the push constants it was captured with, so only steps
   // without penalty entries (P = 0, like the capture) use one.
   const int64_t penalty_entries = static_cast<int64_t>(batch.penalty_tokens.size());
-  const int32_t bucket = options_.cuda_graphs && is_decode_only(batch) && penalty_entries == 0
+  const int32_t bucket = options_.cuda_graphs && !events && is_decode_only(batch) &&
+                                 penalty_entries == 0
                              ? decode_bucket(batch.num_seqs)
                              : 0;
   StepBatch padded;
@@ -330,7 +389,7 @@ void CudaExecutor::execute(const StepBatch &batch, StepOutput &out) {
             stream_);
 
   if (!bucket) {
-    launch(*step_, symbols);
+    launch(*step_, symbols, events);
   } else if (auto graph = graphs_.find(bucket); graph != graphs_.end()) {
     CU_CALL(cuGraphLaunch, graph->second, stream_);
   } else {
@@ -434,11 +493,14 @@ CUgraphExec CudaExecutor::capture_step(const Symbols &symbols) {
   return exec;
 }
 
-void CudaExecutor::launch(const EntryPoint &e, const Symbols &symbols) {
+void CudaExecutor::launch(const EntryPoint &e, const Symbols &symbols,
+                          const std::vector<CUevent> *events) {
   static constexpr int64_t kMaxGrid[3] = {std::numeric_limits<int32_t>::max(), 65535, 65535};
   for (size_t i = 0; i < e.dispatches.size(); ++i) {
     const Dispatch &d = e.dispatches[i];
     const Kernel &k = manifest_.kernels[d.kernel];
+    if (events)
+      CU_CALL(cuEventRecord, (*events)[i], stream_);
     try {
       int64_t grid[3];
       bool empty = false;
@@ -466,6 +528,8 @@ void CudaExecutor::launch(const EntryPoint &e, const Symbols &symbols) {
                                " (kernel '" + k.name + "'): " + ex.what());
     }
   }
+  if (events)
+    CU_CALL(cuEventRecord, events->back(), stream_);
 }
 
 void CudaExecutor::drop_graphs() {

@@ -68,6 +68,14 @@ public:
   // that is inconsistent (check_step_batch) or larger than the limits,
   // before anything runs.
   void execute(const StepBatch &batch, StepOutput &out) override;
+  // Runs the step uncaptured (and unpadded) with an event before every
+  // dispatch: the milliseconds each dispatch of the `step` entry point took,
+  // by dispatch index (0 for an empty grid). For `llmrun bench decode`.
+  std::vector<float> profile_step(const StepBatch &batch);
+  // Device-to-device copy rate in bytes read plus written per second, over
+  // `bytes`-sized copies: the memory-bandwidth roofline benchmarks compare
+  // against.
+  double copy_bandwidth(size_t bytes);
 
   // Runs entry point `name` on `inputs`, as CpuExecutor::run_entry does,
   // with buffers allocated for this call. symbols.NB is the pools' size.
@@ -102,8 +110,13 @@ private:
   BufferLayout layout_of(const std::vector<int> &ids, const Symbols &symbols) const;
   // Sets the address of every argument and scratch buffer of the step.
   void bind_step(const BufferLayout &arguments, const BufferLayout &scratch);
-  // Launches every dispatch of `e` on the stream, with addresses_.
-  void launch(const EntryPoint &e, const Symbols &symbols);
+  // execute(), with events around the dispatches when `events` is given
+  // (one per dispatch and one after the last; the step then runs uncaptured).
+  void run_step(const StepBatch &batch, StepOutput &out, const std::vector<CUevent> *events);
+  // Launches every dispatch of `e` on the stream, with addresses_; records
+  // (*events)[i] before dispatch i and the last event after them.
+  void launch(const EntryPoint &e, const Symbols &symbols,
+              const std::vector<CUevent> *events = nullptr);
   // Records the launches of the step for `symbols` as a graph.
   CUgraphExec capture_step(const Symbols &symbols);
   void drop_graphs();
