@@ -30,6 +30,9 @@
 #include <vector>
 
 namespace llmrun {
+
+int bench_decode_command(int argc, char **argv);
+
 namespace {
 
 namespace bench = llmserve::bench;
@@ -37,6 +40,7 @@ namespace bench = llmserve::bench;
 const char kUsage[] =
     "usage: llmrun bench serve --url http://127.0.0.1:8000 [options]\n"
     "       llmrun bench offline <bundle> [options]\n"
+    "       llmrun bench decode <bundle> [options]   (decode step time; --help)\n"
     "\n"
     "workload (both):\n"
     "  --dataset random|shared-prefix|jsonl   (default random)\n"
@@ -519,6 +523,8 @@ int bench_command(int argc, char **argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!std::strcmp(argv[1], "decode"))
+    return bench_decode_command(argc - 1, argv + 1);
   if (std::strcmp(argv[1], "serve") != 0 && std::strcmp(argv[1], "offline") != 0) {
     std::fprintf(stderr, "llmrun bench: unknown benchmark '%s'\n%s", argv[1], kUsage);
     return 2;

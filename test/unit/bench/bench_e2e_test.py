@@ -77,6 +77,25 @@ def main():
                  expect_failure=True)
     check("exceeds the model's max_position_embeddings" in failed.stderr, failed.stderr)
 
+    # Decode step time: one row per batch size with its floor, whatever the speed.
+    decode = run(llmrun, "bench", "decode", bundle, "--batch", "1,3", "--context", "40",
+                 "--steps", "3").stdout
+    rows = re.findall(r"^ +(\d+) +40 +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+)%$", decode, re.M)
+    check([r[0] for r in rows] == ["1", "3"], "bench decode rows:\n" + decode)
+    check(all(float(r[1]) > 0 and float(r[3]) > 0 for r in rows), "bench decode times:\n" + decode)
+    check("copy bandwidth:" in decode and "host memcpy" in decode, decode)
+    for args, message in (
+            (("--context", "100000"), "exceeds the model's max_position_embeddings"),
+            (("--batch", "0"), "--batch '0': must be in [1, 4096]"),
+            (("--batch", "1,x"), "--batch 'x'"),
+            (("--profile",), "--profile times dispatches with CUDA events: it needs --device cuda"),
+            (("--device", "cuda"), "cannot run on --device cuda")):
+        failed = run(llmrun, "bench", "decode", bundle, "--context", "40", *args,
+                     expect_failure=True)
+        check(message in failed.stderr, "bench decode %s: %s" % (args, failed.stderr))
+    failed = run(llmrun, "bench", "decode", expect_failure=True)
+    check("usage: llmrun bench decode" in failed.stderr, failed.stderr)
+
     # Served: the same lengths over HTTP; prompts are text the server must
     # tokenize back to exactly the drawn lengths.
     server = subprocess.Popen([llmrun, "serve", bundle, "--port", "0", "--threads", "1",
