@@ -170,10 +170,15 @@ def check_ops(llmrun, out):
             elif want.dtype.kind in "iu":
                 passed &= bool(np.array_equal(want, got))
             else:
-                error = float(np.abs(got.astype(np.float64) - want).max() /
-                              max(float(np.abs(want).max()), 1e-30))
-                worst = max(worst, error)
-                passed &= error <= TOLERANCE[want.dtype.type]
+                # Infinities (log-probs of masked tokens) and NaNs must match
+                # exactly; the finite values within the tolerance.
+                finite = np.isfinite(want)
+                passed &= bool(np.array_equal(want[~finite], got[~finite], equal_nan=True))
+                if finite.any():
+                    error = float(np.abs(got[finite].astype(np.float64) - want[finite]).max() /
+                                  max(float(np.abs(want[finite]).max()), 1e-30))
+                    worst = max(worst, error)
+                    passed &= error <= TOLERANCE[want.dtype.type]
         print(f"{'ok' if passed else 'FAIL'} op {name}: max relative error {worst:.2e}")
         ok &= passed
     return ok
@@ -238,13 +243,22 @@ def check_sanitizer(build, llmrun, out):
             ("llmrun generate", [llmrun, "generate", os.path.join(out, "llama.sm90.llmb"),
                                  "--prompt", "And it came to pass", "--max-tokens", "16",
                                  "--ignore-eos"]),
-            ("cuda_gpu_tests", [os.path.join(build, "bin", "cuda_gpu_tests")])):
+            # Without the two tests whose driver errors are the point
+            # (memcheck reports every failed driver call).
+            ("cuda_gpu_tests", [os.path.join(build, "bin", "cuda_gpu_tests"),
+                                "--gtest_filter=-Gpu.PtxThatDoesNotCompileReportsTheJitLog:"
+                                "Gpu.AKernelMissingFromTheModuleIsNamed"])):
         result = subprocess.run([sanitizer, "--tool", "memcheck", "--error-exitcode", "3",
                                  *command], capture_output=True, text=True)
         passed = result.returncode == 0
-        tail = (result.stdout + result.stderr).strip().splitlines()[-1:]
+        lines = (result.stdout + result.stderr).strip().splitlines()
         print(f"{'ok' if passed else 'FAIL'} compute-sanitizer memcheck {what}: "
-              f"{tail[0] if tail else ''}")
+              f"{lines[-1] if lines else ''}")
+        if not passed:  # each error's first lines: what and where
+            reports = [i for i, line in enumerate(lines) if line.startswith("========= ")
+                       and "ERROR SUMMARY" not in line and not line.startswith("=========     ")]
+            for i in reports[:6]:
+                print("  " + " | ".join(lines[i:i + 3]))
         ok &= passed
     return ok
 

@@ -98,7 +98,7 @@ CudaExecutorOptions no_step() { return {}; }
 TEST_F(Gpu, RunsEntriesWithPushConstantsWeightsAndSharedMemory) {
   for (bool cubin : {false, true}) {
     SCOPED_TRACE(cubin ? "cubin if the device takes it" : "PTX");
-    CudaExecutor executor(Bundle(ops_bundle(test::fresh_dir(cubin ? "_cubin" : "")).string()),
+    CudaExecutor executor(Bundle(ops_bundle(test::fresh_dir(cubin ? "_cubin" : ""), cubin).string()),
                           no_step());
     if (!cubin || executor.device().compute_major != 9 || executor.device().compute_minor != 0 ||
         std::strlen(LLMSERVE_TEST_KERNELS_CUBIN) == 0)
