@@ -6,6 +6,7 @@
 #include "cpu/cpu_executor.h"
 #include "cpu/npy.h"
 #include "cuda/cuda_executor.h"
+#include "model/convert.h"
 #include "server/model_executor.h"
 
 #include <cstdint>
@@ -24,7 +25,9 @@ const char kUsage[] =
     "                   --output-dir DIR [--weights DIR] [--sym T=7 ...]\n"
     "                   [--threads N] [--device cpu|cuda]\n"
     "  Runs entry point NAME on the inputs (one per argument, in order) and\n"
-    "  writes result_0.npy, result_1.npy, ... to DIR.\n"
+    "  writes result_0.npy, result_1.npy, ... to DIR. A float32 input of an\n"
+    "  f16 or bf16 argument is rounded to it; bf16 results are written as\n"
+    "  float32 (numpy has no bf16), exactly.\n"
     "  --weights DIR  checkpoint directory to read the weights from\n"
     "  --sym S=N      value of a shape symbol (T, S, MB); NB=N allocates a KV\n"
     "                 cache of N blocks\n"
@@ -42,6 +45,27 @@ int64_t parse_int(const std::string &text, const char *what) {
   if (end == 0 || end != text.size())
     throw std::invalid_argument(std::string(what) + ": '" + text + "' is not an integer");
   return value;
+}
+
+// `t` as `dtype`, rounded to nearest even (convert_tensor's conversion).
+llmserve::HostTensor converted(const llmserve::HostTensor &t, llmserve::DType dtype) {
+  llmserve::HostTensor out{dtype, t.shape, {}};
+  int64_t numel = 1;
+  for (int64_t d : t.shape)
+    numel *= d;
+  out.data.resize(static_cast<size_t>(numel) * llmserve::dtype_size(dtype));
+  llmserve::TensorView view;
+  view.name = "input";
+  view.dtype = t.dtype;
+  view.shape = t.shape;
+  view.data = t.data.data();
+  view.nbytes = t.data.size();
+  llmserve::convert_tensor(view, dtype, /*transpose=*/false, out.data.data());
+  return out;
+}
+
+bool is_narrow_float(llmserve::DType dtype) {
+  return dtype == llmserve::DType::F16 || dtype == llmserve::DType::BF16;
 }
 
 } // namespace
@@ -102,6 +126,12 @@ int call_command(int argc, char **argv) {
   for (const std::string &path : inputs)
     tensors.push_back(llmserve::read_npy(path));
   const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(bundle_dir);
+  if (const llmserve::EntryPoint *e = manifest.find_entry(entry))
+    for (size_t i = 0; i < tensors.size() && i < e->arguments.size(); ++i) {
+      const llmserve::DType want = manifest.buffers[e->arguments[i]].dtype;
+      if (tensors[i].dtype == llmserve::DType::F32 && is_narrow_float(want))
+        tensors[i] = converted(tensors[i], want);
+    }
   std::vector<llmserve::HostTensor> results;
   if (llmserve::select_device(bundle_dir, manifest.target, device) == llmserve::Device::Cpu) {
     llmserve::CpuExecutor executor(llmserve::Bundle(bundle_dir, weights),
@@ -122,6 +152,9 @@ int call_command(int argc, char **argv) {
   }
 
   std::filesystem::create_directories(output_dir);
+  for (llmserve::HostTensor &r : results)
+    if (r.dtype == llmserve::DType::BF16)
+      r = converted(r, llmserve::DType::F32);
   for (size_t i = 0; i < results.size(); ++i)
     llmserve::write_npy(
         (std::filesystem::path(output_dir) / ("result_" + std::to_string(i) + ".npy")).string(),
