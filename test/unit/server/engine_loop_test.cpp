@@ -9,13 +9,44 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <thread>
 
 namespace llmserve {
 namespace {
 
 using namespace std::chrono_literals;
+
+// The stand-in model, but a step waits while the test holds it: what is in
+// flight stays in flight however the threads are scheduled.
+class HoldableExecutor : public StandInExecutor {
+public:
+  using StandInExecutor::StandInExecutor;
+
+  void execute(const StepBatch &batch, StepOutput &out) override {
+    std::unique_lock lock(mutex_);
+    released_.wait(lock, [&] { return !held_; });
+    StandInExecutor::execute(batch, out);
+  }
+  void hold() {
+    std::lock_guard lock(mutex_);
+    held_ = true;
+  }
+  void release() {
+    {
+      std::lock_guard lock(mutex_);
+      held_ = false;
+    }
+    released_.notify_all();
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool held_ = false;
+};
 
 class EngineLoopTest : public ::testing::Test {
 protected:
@@ -55,7 +86,7 @@ protected:
   }
 
   Tokenizer tokenizer_;
-  StandInExecutor executor_;
+  HoldableExecutor executor_;
   Engine engine_;
 };
 
@@ -79,12 +110,14 @@ TEST_F(EngineLoopTest, InFlightLimitRefusesWholeSubmissions) {
   auto queue = std::make_shared<OutputQueue>();
   EXPECT_THROW(loop.submit({greedy({5}, 1), greedy({5}, 1), greedy({5}, 1)}, queue),
                std::invalid_argument); // could never fit
+  executor_.hold();
   loop.submit({greedy({5}, 40)}, queue);
   EXPECT_THROW(loop.submit({greedy({5}, 1), greedy({5}, 1)}, queue), QueueFullError);
   EXPECT_EQ(loop.num_in_flight(), 1);
   loop.submit({greedy({6}, 40)}, queue);
   EXPECT_THROW(loop.submit({greedy({7}, 1)}, queue), QueueFullError);
   loop.abort_all();
+  executor_.release();
   drain(*queue, 2);
   EXPECT_EQ(loop.num_in_flight(), 0);
   EXPECT_EQ(engine_.stats().num_finished[static_cast<int>(FinishReason::kAbort)], 2u);
