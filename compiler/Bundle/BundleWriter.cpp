@@ -285,8 +285,26 @@ private:
     return op->getOperand(0);
   }
 
-  LogicalResult bindDispatch(Operation *op, DictionaryAttr dispatch,
+  /// The kernels of `op`'s `llmserve.dispatch`: one dictionary or an array.
+  static FailureOr<SmallVector<DictionaryAttr>> dispatchKernels(Operation *op) {
+    Attribute attr = op->getAttr(kDispatchAttrName);
+    if (auto one = dyn_cast<DictionaryAttr>(attr))
+      return SmallVector<DictionaryAttr>{one};
+    auto array = dyn_cast<ArrayAttr>(attr);
+    SmallVector<DictionaryAttr> kernels;
+    if (array && !array.empty() &&
+        llvm::all_of(array, [](Attribute a) { return isa<DictionaryAttr>(a); }))
+      for (Attribute a : array)
+        kernels.push_back(cast<DictionaryAttr>(a));
+    else
+      return op->emitOpError("has a malformed ") << kDispatchAttrName,
+             failure();
+    return kernels;
+  }
+
+  LogicalResult bindDispatch(Operation *op, ArrayRef<DictionaryAttr> kernelAttrs,
                              json::Array &dispatches) {
+    DictionaryAttr first = kernelAttrs.front();
     // Results: fresh activations, except kv_write's (its cache, in place).
     for (OpResult result : op->getResults()) {
       if (auto kv = dyn_cast<KvWriteOp>(op)) {
@@ -299,7 +317,7 @@ private:
       }
       json::Object buffer;
       buffer["kind"] = "activation";
-      buffer["name"] = (dispatch.getAs<StringAttr>("kernel").getValue() + "." +
+      buffer["name"] = (first.getAs<StringAttr>("kernel").getValue() + "." +
                         Twine(result.getResultNumber()))
                            .str();
       std::string rows = shapeOf.at(rowSource(op)).front();
@@ -326,6 +344,19 @@ private:
     for (const std::string &c : constantExprs)
       constants.push_back(dimValue(c));
 
+    for (DictionaryAttr dispatch : kernelAttrs)
+      if (failed(writeKernel(op, dispatch, bindings, constants, constantExprs,
+                             dispatches)))
+        return failure();
+    return success();
+  }
+
+  /// The kernel and dispatch entries of one kernel of `op`'s dispatch.
+  LogicalResult writeKernel(Operation *op, DictionaryAttr dispatch,
+                            const json::Array &bindings,
+                            const json::Array &constants,
+                            ArrayRef<std::string> constantExprs,
+                            json::Array &dispatches) {
     json::Array grid;
     for (Attribute g : dispatch.getAs<ArrayAttr>("grid")) {
       // Replace `$k` by push constant k's expression.
@@ -366,8 +397,8 @@ private:
 
     json::Object d;
     d["kernel"] = name;
-    d["bindings"] = std::move(bindings);
-    d["push_constants"] = std::move(constants);
+    d["bindings"] = json::Array(bindings);
+    d["push_constants"] = json::Array(constants);
     d["grid"] = std::move(grid);
     dispatches.push_back(std::move(d));
     return success();
@@ -383,8 +414,9 @@ private:
           return failure();
         continue;
       }
-      if (auto dispatch = op.getAttrOfType<DictionaryAttr>(kDispatchAttrName)) {
-        if (failed(bindDispatch(&op, dispatch, dispatches)))
+      if (op.hasAttr(kDispatchAttrName)) {
+        FailureOr<SmallVector<DictionaryAttr>> kernelAttrs = dispatchKernels(&op);
+        if (failed(kernelAttrs) || failed(bindDispatch(&op, *kernelAttrs, dispatches)))
           return failure();
         continue;
       }

@@ -45,6 +45,9 @@ void mlir::llmserve::buildGpuKernelsToNvvmPipeline(OpPassManager &pm) {
   approximate.trigonometry = true;
   kernels.addPass(createApproximateMath(approximate));
   kernels.addPass(createMathToLlvmIntrinsics());
+  // nvgpu's async copies (linear's cp.async pipeline) first, as upstream's
+  // gpu-lower-to-nvvm pipeline does.
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createSCFToControlFlowPass());
   // Index and arith go to LLVM first (as in upstream's gpu-lower-to-nvvm
   // pipeline), so that the loops' block arguments are converted with them.

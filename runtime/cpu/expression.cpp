@@ -1,5 +1,6 @@
 #include "cpu/expression.h"
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
@@ -83,7 +84,7 @@ private:
   void factor() {
     skip_space();
     if (pos_ == text_.size())
-      fail("expected a number, a symbol, 'ceildiv(' or '('");
+      fail("expected a number, a symbol, a function or '('");
     const char c = text_[pos_];
     if (std::isdigit(static_cast<unsigned char>(c))) {
       number();
@@ -103,16 +104,13 @@ private:
         emit(Op::NB);
       else if (word == "P")
         emit(Op::P);
-      else if (word == "ceildiv") {
-        expect('(');
-        nested([&] {
-          expr();
-          expect(',');
-          expr();
-        });
-        expect(')');
-        emit(Op::CeilDiv);
-      } else {
+      else if (word == "ceildiv")
+        binary_function(Op::CeilDiv);
+      else if (word == "min")
+        binary_function(Op::Min);
+      else if (word == "max")
+        binary_function(Op::Max);
+      else {
         pos_ = start;
         fail("unknown symbol '" + std::string(word) + "'");
       }
@@ -120,8 +118,20 @@ private:
       nested([&] { expr(); });
       expect(')');
     } else {
-      fail("expected a number, a symbol, 'ceildiv(' or '('");
+      fail("expected a number, a symbol, a function or '('");
     }
+  }
+
+  // `name(expr, expr)`, the name already read.
+  void binary_function(Op op) {
+    expect('(');
+    nested([&] {
+      expr();
+      expect(',');
+      expr();
+    });
+    expect(')');
+    emit(op);
   }
 
   void number() {
@@ -142,7 +152,8 @@ private:
 
   void emit(Op op) {
     program_.push_back({op, 0});
-    if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::CeilDiv)
+    if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::CeilDiv ||
+        op == Op::Min || op == Op::Max)
       --depth_; // two operands become one result
     else
       push();
@@ -278,6 +289,14 @@ int64_t Expression::evaluate(const Symbols &symbols) const {
       stack[top - 1] = n / d + (n % d > 0 ? 1 : 0);
       break;
     }
+    case Op::Min:
+      --top;
+      stack[top - 1] = std::min(stack[top - 1], stack[top]);
+      break;
+    case Op::Max:
+      --top;
+      stack[top - 1] = std::max(stack[top - 1], stack[top]);
+      break;
     }
   }
   return stack[0];

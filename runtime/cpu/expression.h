@@ -1,5 +1,6 @@
 // Size expressions of the bundle format (docs/bundle.md, "Expressions"):
-// integers and the symbols T, S, MB, NB, P combined with +, -, * and ceildiv.
+// integers and the symbols T, S, MB, NB, P combined with +, -, *, ceildiv,
+// min and max.
 // Parsed once when the manifest is read, evaluated for every step.
 #ifndef LLMSERVE_CPU_EXPRESSION_H
 #define LLMSERVE_CPU_EXPRESSION_H
@@ -42,7 +43,8 @@ public:
 
 private:
   // Postfix program: evaluation is one pass over a flat array.
-  enum class Op : uint8_t { Constant, T, S, MB, NB, P, Add, Sub, Mul, CeilDiv };
+  enum class Op : uint8_t { Constant, T, S, MB, NB, P, Add, Sub, Mul, CeilDiv,
+                            Min, Max };
   struct Instruction {
     Op op;
     int64_t constant; // for Op::Constant

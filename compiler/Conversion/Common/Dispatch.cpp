@@ -40,10 +40,11 @@ std::string mlir::llmserve::dispatchSymbol(StringRef kernelName) {
   return ("llmserve_" + kernelName).str();
 }
 
-void mlir::llmserve::setDispatch(Operation *op, StringRef kernelName,
-                                 ArrayRef<std::string> grid,
-                                 ArrayRef<NamedAttribute> extra) {
-  Builder b(op->getContext());
+DictionaryAttr mlir::llmserve::dispatchAttr(MLIRContext *context,
+                                            StringRef kernelName,
+                                            ArrayRef<std::string> grid,
+                                            ArrayRef<NamedAttribute> extra) {
+  Builder b(context);
   SmallVector<Attribute> gridAttrs;
   for (const std::string &g : grid)
     gridAttrs.push_back(b.getStringAttr(g));
@@ -52,5 +53,19 @@ void mlir::llmserve::setDispatch(Operation *op, StringRef kernelName,
       b.getNamedAttr("symbol", b.getStringAttr(dispatchSymbol(kernelName))),
       b.getNamedAttr("grid", b.getArrayAttr(gridAttrs))};
   llvm::append_range(fields, extra);
-  op->setAttr(kDispatchAttrName, b.getDictionaryAttr(fields));
+  return b.getDictionaryAttr(fields);
+}
+
+void mlir::llmserve::setDispatch(Operation *op, ArrayRef<DictionaryAttr> kernels) {
+  assert(!kernels.empty() && "a dispatch has a kernel");
+  if (kernels.size() == 1)
+    return op->setAttr(kDispatchAttrName, kernels.front());
+  SmallVector<Attribute> array(kernels.begin(), kernels.end());
+  op->setAttr(kDispatchAttrName, ArrayAttr::get(op->getContext(), array));
+}
+
+void mlir::llmserve::setDispatch(Operation *op, StringRef kernelName,
+                                 ArrayRef<std::string> grid,
+                                 ArrayRef<NamedAttribute> extra) {
+  setDispatch(op, dispatchAttr(op->getContext(), kernelName, grid, extra));
 }

@@ -1,7 +1,7 @@
 //===- Dispatch.h - What every target's outlining pass shares -------------===//
 //
 // Both llmserve-to-cpu-kernels and llmserve-to-gpu-kernels turn each compute
-// op into one dispatch: the same ops, the same kernel names, the same binding
+// op into one dispatch of one or more kernels: the same ops, the same kernel names, the same binding
 // order and the same `llmserve.dispatch` attribute, which the bundle writer
 // reads whatever the target.
 //
@@ -30,7 +30,17 @@ std::string dispatchKernelName(Operation *op, int64_t index);
 /// The exported symbol of a kernel: "llmserve_<name>".
 std::string dispatchSymbol(StringRef kernelName);
 
-/// Tags `op` with `llmserve.dispatch = {kernel, symbol, grid, extra...}`.
+/// One kernel of a dispatch: `{kernel, symbol, grid, extra...}`.
+DictionaryAttr dispatchAttr(MLIRContext *context, StringRef kernelName,
+                            ArrayRef<std::string> grid,
+                            ArrayRef<NamedAttribute> extra = {});
+
+/// Tags `op` with `llmserve.dispatch`: its one kernel's dictionary, or an
+/// array of them when the op has several (alternatives for different step
+/// sizes, or phases): they bind the same buffers and run in order, and a
+/// kernel whose grid is empty for a step does not run in it.
+void setDispatch(Operation *op, ArrayRef<DictionaryAttr> kernels);
+/// `setDispatch` of the single kernel `dispatchAttr(kernelName, grid, extra)`.
 void setDispatch(Operation *op, StringRef kernelName, ArrayRef<std::string> grid,
                  ArrayRef<NamedAttribute> extra = {});
 

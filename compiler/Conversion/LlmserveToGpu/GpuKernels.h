@@ -33,6 +33,12 @@ GpuGrid buildKvWriteKernel(GpuKernelEmitter &e);
 GpuGrid buildSiluMulKernel(GpuKernelEmitter &e);
 GpuGrid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
 GpuGrid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
+/// Whether `op` also has the kernel for small M (f16/bf16, K a multiple of
+/// 8), which a step of at most kSmallBatchLinearRows rows runs instead.
+bool hasSmallBatchLinearKernel(LinearOp op);
+GpuGrid buildSmallBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
+inline constexpr int64_t kSmallBatchLinearRows = 64;
+inline constexpr int64_t kSmallBatchLinearBlockSize = 64;
 GpuGrid buildPagedAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
 GpuGrid buildApplyPenaltiesKernel(GpuKernelEmitter &e);
 GpuGrid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);

@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -33,6 +34,37 @@ constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
 constexpr int64_t kChunk = 8;
 // 32-bit words per staged row: kTileK / 2, plus 4 of padding.
 constexpr int64_t kWordsPerRow = kTileK / 2 + 4;
+
+/// One m16n8k16 mma (row.col, f32 accumulate): A = 4 words, B = 2 words of
+/// two f16/bf16 elements each, C = 4 f32.
+SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type element, ArrayRef<Value> fa,
+                       ArrayRef<Value> fb, ArrayRef<Value> c) {
+  bool bf16 = element.isBF16();
+  auto operand = [&](Value word) -> Value {
+    if (bf16)
+      return word;
+    return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
+                                   word);
+  };
+  SmallVector<Value> opA, opB;
+  for (Value v : fa)
+    opA.push_back(operand(v));
+  for (Value v : fb)
+    opB.push_back(operand(v));
+  auto f32 = b.getF32Type();
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  Value d = NVVM::MmaOp::create(
+      b, resultType, opA, opB, c, ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK},
+      std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> out;
+  for (int64_t q = 0; q < 4; ++q)
+    out.push_back(LLVM::ExtractValueOp::create(b, d, q));
+  return out;
+}
 
 class MmaLinear {
 public:
@@ -88,7 +120,7 @@ public:
               for (int64_t j = 0; j < tilesN; ++j) {
                 int64_t at = (i * tilesN + j) * 4;
                 SmallVector<Value> d =
-                    mma(fa[i], fb[j], ArrayRef(next).slice(at, 4));
+                    mma(b, element, fa[i], fb[j], ArrayRef(next).slice(at, 4));
                 std::copy(d.begin(), d.end(), next.begin() + at);
               }
           }
@@ -194,34 +226,148 @@ private:
     }
   }
 
-  /// One m16n8k16 mma: A = 4 words, B = 2 words, C = 4 f32.
-  SmallVector<Value> mma(ArrayRef<Value> fa, ArrayRef<Value> fb,
-                         ArrayRef<Value> c) {
-    bool bf16 = element.isBF16();
-    auto operand = [&](Value word) -> Value {
-      if (bf16)
-        return word;
-      return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
-                                     word);
+  GpuKernelEmitter &e;
+  Arith &a;
+  ImplicitLocOpBuilder &b;
+  bool hasBias;
+  Type element;
+  int64_t n, depth;
+};
+
+/// The f16/bf16 kernel for small M (decode steps): the 64x64 tiles above
+/// give a 2048-wide projection 32 blocks, too few to stream W from every SM.
+/// Here a block of 2 warps computes 16 rows x 16 columns, each warp one
+/// m16n8 tile, so W is spread over N / 16 blocks; x and W stream through
+/// shared memory in steps of 128 k, 4 stages deep with cp.async (16-byte
+/// copies, zero-filled outside the matrices), so 3 steps of loads are in
+/// flight while the warps compute on the fourth. Each output accumulates the
+/// same mma.sync m16n8k16 steps in the same k order as MmaLinear (the extra
+/// zero-padded steps add exact zeros), so a row's result is the same whichever
+/// kernel a step runs: batch invariance holds across the switch.
+class SmallBatchLinear {
+public:
+  static constexpr int64_t kTileM = 16, kTileN = 16, kStepK = 128, kStages = 4;
+  static_assert(kTileM == kTileN, "stage() copies kTileM rows of x and of W");
+  // Elements per staged row: kStepK plus 8 of padding, so the fragment loads
+  // of a warp (rows g, words t) hit 32 distinct banks.
+  static constexpr int64_t kRowElements = kStepK + 8;
+
+  SmallBatchLinear(GpuKernelEmitter &e, LinearOp op)
+      : e(e), a(e.arith()), b(e.builder()), hasBias(bool(op.getBias())),
+        element(e.elementType(0)) {
+    auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+    n = weightType.getDimSize(0);
+    depth = weightType.getDimSize(1);
+  }
+
+  GpuGrid build() {
+    Value x = e.binding(0), w = e.binding(1);
+    Value bias = hasBias ? e.binding(2) : Value();
+    Value y = e.binding(hasBias ? 3 : 2);
+    Value m = e.dimSize(0, 0);
+    Value xs = e.sharedBuffer({kStages, kTileM, kRowElements}, element);
+    Value ws = e.sharedBuffer({kStages, kTileN, kRowElements}, element);
+    Value n0 = a.muli(e.blockId(0), e.index(kTileN));
+    Value m0 = a.muli(e.blockId(1), e.index(kTileM));
+    Value lane = e.laneId();
+    Value group = a.divui(lane, e.index(4)), pairInGroup = a.remui(lane, e.index(4));
+    Value warpCol = a.muli(e.warpId(), e.index(kMmaN));
+
+    int64_t steps = (depth + kStepK - 1) / kStepK;
+    auto issue = [&](Value step, Value slot) {
+      Value k0 = a.muli(step, e.index(kStepK));
+      stage(x, xs, slot, m0, m, k0);
+      stage(w, ws, slot, n0, e.index(n), k0);
     };
-    SmallVector<Value> opA, opB;
-    for (Value v : fa)
-      opA.push_back(operand(v));
-    for (Value v : fb)
-      opB.push_back(operand(v));
-    auto f32 = b.getF32Type();
-    auto resultType =
-        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-    NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-    Value d = NVVM::MmaOp::create(
-        b, resultType, opA, opB, c, ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK},
-        std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    SmallVector<Value> out;
-    for (int64_t q = 0; q < 4; ++q)
-      out.push_back(LLVM::ExtractValueOp::create(b, d, q));
-    return out;
+    for (int64_t s = 0; s < kStages - 1; ++s) {
+      if (s < steps)
+        issue(e.index(s), e.index(s));
+      NVVM::CpAsyncCommitGroupOp::create(b);
+    }
+    SmallVector<Value> init(4, e.f32(0));
+    SmallVector<Value> acc = e.forLoop(
+        e.index(0), e.index(steps), 1, init,
+        [&](Value step, ValueRange acc) -> SmallVector<Value> {
+          // Step `step`'s group is complete once at most kStages - 2 newer
+          // ones are pending; the barrier makes every thread's copies
+          // visible and frees the slot the last iteration read.
+          NVVM::CpAsyncWaitGroupOp::create(b, kStages - 2);
+          e.barrier();
+          Value next = a.addi(step, e.index(kStages - 1));
+          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, e.index(steps)), [&] {
+            issue(next, a.remui(next, e.index(kStages)));
+          });
+          NVVM::CpAsyncCommitGroupOp::create(b);
+          Value slot = a.remui(step, e.index(kStages));
+          SmallVector<Value> c(acc);
+          for (int64_t kw = 0; kw < kStepK / 2; kw += kMmaK / 2) {
+            Value word = a.addi(pairInGroup, e.index(kw));
+            Value wordHigh = a.addi(word, e.index(4));
+            Value r8 = a.addi(group, e.index(8));
+            Value col = a.addi(warpCol, group);
+            SmallVector<Value> fa = {wordAt(xs, slot, group, word), wordAt(xs, slot, r8, word),
+                                     wordAt(xs, slot, group, wordHigh),
+                                     wordAt(xs, slot, r8, wordHigh)};
+            SmallVector<Value> fb = {wordAt(ws, slot, col, word), wordAt(ws, slot, col, wordHigh)};
+            c = mma(b, element, fa, fb, c);
+          }
+          return c;
+        });
+    NVVM::CpAsyncWaitGroupOp::create(b, 0);
+
+    // c0, c1 are (row g, cols 2t, 2t+1) of the warp's 16x8 tile; c2, c3 row g + 8.
+    Value c = a.addi(a.addi(n0, warpCol), a.muli(pairInGroup, e.index(2)));
+    for (int64_t q = 0; q < 4; ++q) {
+      Value row = a.addi(a.addi(m0, group), e.index(q < 2 ? 0 : 8));
+      Value col = a.addi(c, e.index(q % 2));
+      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
+                            a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
+      e.ifThen(inside, [&] {
+        Value v = acc[q];
+        if (hasBias)
+          v = a.add(v, e.loadF32(bias, col));
+        e.storeF32(v, y, {row, col});
+      });
+    }
+    // Columns on x, whose limit any vocabulary fits.
+    return {std::to_string((n + kTileN - 1) / kTileN),
+            ceilDivExpr(e.dimExpr(0, 0), kTileM), "1"};
+  }
+
+private:
+  /// Starts the copy of rows [r0, r0 + 16) and columns [k0, k0 + 128) of
+  /// `source` ([rows, K], K a multiple of 8) into stage `slot` of `tile`:
+  /// one 16-byte cp.async per chunk of 8 elements, reading nothing (zeros)
+  /// for chunks outside the matrix.
+  void stage(Value source, Value tile, Value slot, Value r0, Value rows, Value k0) {
+    constexpr int64_t chunksPerRow = kStepK / kChunk;
+    for (int64_t i = 0; i < kTileM * chunksPerRow / e.blockSize(); ++i) {
+      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      Value r = a.divui(flat, e.index(chunksPerRow));
+      Value k = a.muli(a.remui(flat, e.index(chunksPerRow)), e.index(kChunk));
+      Value row = a.addi(r0, r), column = a.addi(k0, k);
+      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
+                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(depth)));
+      // An empty copy still forms its address: keep it inside the buffer.
+      Value zero = e.index(0);
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
+          ValueRange{slot, r, k}, source,
+          ValueRange{a.select(inside, row, zero), a.select(inside, column, zero)},
+          b.getIndexAttr(kChunk), a.select(inside, e.index(kChunk), zero),
+          /*bypassL1=*/b.getUnitAttr());
+    }
+  }
+
+  /// The 32-bit word `word` (elements 2 word, 2 word + 1) of row `row` of
+  /// stage `slot`.
+  Value wordAt(Value tile, Value slot, Value row, Value word) {
+    auto pair = VectorType::get({2}, element);
+    Value v = vector::LoadOp::create(b, pair, tile,
+                                     ValueRange{slot, row, a.muli(word, e.index(2))});
+    auto oneWord = VectorType::get({1}, b.getI32Type());
+    Value bits = vector::BitCastOp::create(b, oneWord, v);
+    return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 
   GpuKernelEmitter &e;
@@ -246,7 +392,7 @@ GpuGrid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   Value col = a.addi(a.muli(e.blockId(0), e.index(e.numWarps())), e.warpId());
   e.ifThen(a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)), [&] {
     Value partial =
-        e.forLoop(e.laneId(), e.index(depth), kWarpSize, {e.f32(0)},
+        e.forLoop(e.laneId(), e.index(depth), llmserve::kWarpSize, {e.f32(0)},
                   [&](Value k, ValueRange acc) -> SmallVector<Value> {
                     return {a.add(acc[0], a.mul(e.loadF32(x, {row, k}),
                                                 e.loadF32(w, {col, k})))};
@@ -263,8 +409,32 @@ GpuGrid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
 
 } // namespace
 
+bool mlir::llmserve::hasSmallBatchLinearKernel(LinearOp op) {
+  auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+  return !weightType.getElementType().isF32() &&
+         weightType.getDimSize(1) % kChunk == 0;
+}
+
+/// 1 when the step's M (rows of x) exceeds kSmallBatchLinearRows, else 0:
+/// the factor of the M axis of MmaLinear's grid, and one minus it that of
+/// SmallBatchLinear's, so exactly one of the two kernels has work.
+static std::string moreRowsThanSmallBatch(GpuKernelEmitter &e) {
+  return "min(max(" + e.dimExpr(0, 0) + "-" +
+         std::to_string(kSmallBatchLinearRows) + ",0),1)";
+}
+
+GpuGrid mlir::llmserve::buildSmallBatchLinearKernel(GpuKernelEmitter &e,
+                                                    LinearOp op) {
+  GpuGrid grid = SmallBatchLinear(e, op).build();
+  grid[1] = grid[1] + "*(1-" + moreRowsThanSmallBatch(e) + ")";
+  return grid;
+}
+
 GpuGrid mlir::llmserve::buildLinearKernel(GpuKernelEmitter &e, LinearOp op) {
   if (e.elementType(0).isF32())
     return warpDotLinear(e, op);
-  return MmaLinear(e, op).build();
+  GpuGrid grid = MmaLinear(e, op).build();
+  if (hasSmallBatchLinearKernel(op))
+    grid[0] = grid[0] + "*" + moreRowsThanSmallBatch(e);
+  return grid;
 }

@@ -1,10 +1,12 @@
 //===- LlmserveToGpu.cpp - Outline llmserve ops into CUDA kernels ---------===//
 //
 // The GPU counterpart of llmserve-to-cpu-kernels, with the same dispatch
-// semantics: every compute op of an entry function becomes one kernel, here a
+// semantics: every compute op of an entry function becomes a kernel, here a
 // `gpu.func` in the module's `gpu.module @kernels` (NVVM target sm_90), and
 // an `llmserve.dispatch` attribute {kernel, symbol, grid, block,
-// shared_bytes} on the op. Bindings are the op's operands then its results
+// shared_bytes} on the op. An f16/bf16 linear gets a second kernel for steps
+// of at most 64 rows (an array of two such attributes; the grids make exactly
+// one of them non-empty). Bindings are the op's operands then its results
 // (kv_write updates its cache in place and binds it once); push constants
 // are the bindings' dynamic sizes in binding order; grid expressions refer to
 // push constant k as `$k`. Kernels use static shared memory only, so
@@ -20,7 +22,10 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <functional>
 
 namespace mlir::llmserve {
 #define GEN_PASS_DEF_LLMSERVETOGPUKERNELS
@@ -39,6 +44,24 @@ int64_t mlir::llmserve::gpuBlockSize(Operation *op) {
 }
 
 namespace {
+
+/// A kernel of an op's dispatch besides its main one (gpuBlockSize,
+/// buildKernel), with its kernel-name suffix and launch shape.
+struct ExtraGpuKernel {
+  StringRef suffix;
+  int64_t blockSize;
+  std::function<GpuGrid(GpuKernelEmitter &)> build;
+};
+
+/// linear's small-M kernel: the grids of the two select one by the step's M.
+SmallVector<ExtraGpuKernel> extraKernels(Operation *op) {
+  auto linear = dyn_cast<LinearOp>(op);
+  if (!linear || !hasSmallBatchLinearKernel(linear))
+    return {};
+  return {{"_small_m", kSmallBatchLinearBlockSize, [linear](GpuKernelEmitter &e) {
+             return buildSmallBatchLinearKernel(e, linear);
+           }}};
+}
 
 FailureOr<GpuGrid> buildKernel(GpuKernelEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, FailureOr<GpuGrid>>(op)
@@ -79,19 +102,35 @@ struct LlmserveToGpuKernelsPass
                                     kernels.getOps<gpu::GPUFuncOp>().end());
     for (Operation *op : opsToOutline(module)) {
       std::string name = dispatchKernelName(op, counter++);
-      int64_t blockSize = gpuBlockSize(op);
-      GpuKernelEmitter emitter(kernels, dispatchSymbol(name), op->getLoc(),
-                               dispatchBindingTypes(op), blockSize);
-      FailureOr<GpuGrid> grid = buildKernel(emitter, op);
-      if (failed(grid)) {
-        emitter.function().erase();
+      SmallVector<DictionaryAttr> dispatch;
+      auto emit = [&](const std::string &kernelName, int64_t blockSize,
+                      function_ref<FailureOr<GpuGrid>(GpuKernelEmitter &)> build) {
+        GpuKernelEmitter emitter(kernels, dispatchSymbol(kernelName),
+                                 op->getLoc(), dispatchBindingTypes(op),
+                                 blockSize);
+        FailureOr<GpuGrid> grid = build(emitter);
+        if (failed(grid)) {
+          emitter.function().erase();
+          return failure();
+        }
+        emitter.finish();
+        // Static shared memory only: no dynamic shared bytes to ask for.
+        dispatch.push_back(dispatchAttr(
+            b.getContext(), kernelName, *grid,
+            {b.getNamedAttr("block", b.getDenseI64ArrayAttr({blockSize, 1, 1})),
+             b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0))}));
+        return success();
+      };
+      if (failed(emit(name, gpuBlockSize(op),
+                      [&](GpuKernelEmitter &e) { return buildKernel(e, op); })))
         return signalPassFailure();
-      }
-      emitter.finish();
-      // Static shared memory only: no dynamic shared bytes to ask for.
-      setDispatch(op, name, *grid,
-                  {b.getNamedAttr("block", b.getDenseI64ArrayAttr({blockSize, 1, 1})),
-                   b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0))});
+      for (const ExtraGpuKernel &extra : extraKernels(op))
+        if (failed(emit(name + extra.suffix.str(), extra.blockSize,
+                        [&](GpuKernelEmitter &e) -> FailureOr<GpuGrid> {
+                          return extra.build(e);
+                        })))
+          return signalPassFailure();
+      setDispatch(op, dispatch);
     }
   }
 

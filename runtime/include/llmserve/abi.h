@@ -9,7 +9,7 @@
 namespace llmserve::abi {
 
 // Bumped on any incompatible change of manifest.json.
-inline constexpr int kBundleFormatVersion = 1;
+inline constexpr int kBundleFormatVersion = 2;
 // Bumped on any incompatible change of the kernel calling convention or of the
 // step contract below.
 inline constexpr int kKernelAbiVersion = 2;

@@ -41,6 +41,17 @@ func.func @embedding(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> t
 // CHECK-DAG:  ld.shared.b32
 // CHECK-DAG:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK:      cvt.rn.bf16.f32
+// The kernel for steps of at most 64 rows: 2 warps, x and W streamed through
+// shared memory by cp.async, 3 groups in flight while one is multiplied.
+// CHECK-LABEL: .visible .entry llmserve_d1_linear_small_m(
+// CHECK:      .maxntid 64, 1, 1
+// CHECK:      cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
+// CHECK:      cp.async.commit_group;
+// CHECK:      cp.async.wait_group 2;
+// CHECK-NEXT: bar.sync 0;
+// CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      cp.async.wait_group 0;
+// CHECK:      cvt.rn.bf16.f32
 func.func @linear(%x: tensor<8x64xbf16>, %b: tensor<96xbf16>) -> tensor<8x96xbf16> {
   %w = llmserve.weight "w" : tensor<96x64xbf16>
   %y = llmserve.linear %x, %w bias %b : tensor<8x64xbf16>, tensor<96x64xbf16>, tensor<96xbf16> -> tensor<8x96xbf16>
@@ -70,7 +81,7 @@ func.func @layer_norm(%x: tensor<8x64xbf16>, %r: tensor<8x64xbf16>) -> (tensor<8
 // CHECK:      st.shared.b16
 // CHECK:      bar.sync 0;
 // CHECK:      shfl.sync.bfly.b32
-// CHECK:      bra {{\$L__BB4_[0-9]+}};
+// CHECK:      bra {{\$L__BB5_[0-9]+}};
 // CHECK:      st.global.b32
 func.func @paged_attention(%kc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}}, %vc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {layer = 0 : i64, role = "v"}}, %bt: tensor<?x?xi32> {llmserve.contract = "block_table"}, %cl: tensor<?xi32> {llmserve.contract = "context_len"}, %qs: tensor<?xi32> {llmserve.contract = "query_start"}, %ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x128xbf16> {
   %e = llmserve.weight "emb" : tensor<100x128xbf16>

@@ -59,6 +59,23 @@ TEST(Expression, CeilDivRoundsUp) {
     }
 }
 
+TEST(Expression, MinAndMax) {
+  const Symbols s{4, 3, 5, 11};
+  EXPECT_EQ(eval("min(T,S)", s), 3);
+  EXPECT_EQ(eval("max(T,S)", s), 4);
+  EXPECT_EQ(eval(" max( S - T , 0 ) ", s), 0);
+  EXPECT_EQ(eval("2*min(NB,max(T,MB))+1", s), 11);
+  // The selector a compiler writes for "the step has more than 64 rows".
+  for (int64_t t = 1; t <= 200; ++t) {
+    const Symbols rows{t, 1, 0, 0};
+    EXPECT_EQ(eval("min(max(T-64,0),1)", rows), t > 64 ? 1 : 0) << t;
+    EXPECT_EQ(eval("1-min(max(T-64,0),1)", rows), t > 64 ? 0 : 1) << t;
+  }
+  EXPECT_THAT(parse_error("min(T)"), HasSubstr("at position 5: expected ','"));
+  EXPECT_THAT(parse_error("max T"), HasSubstr("expected '('"));
+  EXPECT_THAT(parse_error("mean(T,S)"), HasSubstr("unknown symbol 'mean'"));
+}
+
 TEST(Expression, ConstantsAndSymbolUse) {
   const Expression c = Expression::constant(-3);
   EXPECT_EQ(c.evaluate({}), -3);

@@ -102,7 +102,7 @@ TEST(Manifest, RefusesOtherVersions) {
   json m = test::ops_manifest();
   m["format_version"] = abi::kBundleFormatVersion + 1;
   EXPECT_THAT(parse_error(m.dump()),
-              HasSubstr("m.json: format_version: bundle format version 2, runtime supports 1"));
+              HasSubstr("m.json: format_version: bundle format version 3, runtime supports 2"));
   m = test::ops_manifest();
   m["kernel_abi_version"] = 7;
   EXPECT_THAT(parse_error(m.dump()),

@@ -5,10 +5,12 @@
 // 32-bit words of two k (K % 8 == 0: 128-bit loads and stores of 8 k), then
 // mma.sync m16n8k16 with f32 accumulators.
 // Parameters: one bare pointer (memref<1xT>) per binding, then one i64 per
-// push constant (x's rows, y's rows).
+// push constant (x's rows, y's rows). A second kernel, for steps of at most
+// 64 rows, binds the same buffers; the grids leave exactly one with blocks.
 // CHECK-LABEL: func.func @linear
 //       CHECK:   llmserve.linear
-//  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)", "2", "1"], kernel = "d0_linear", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"}
+//  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "2", "1"], kernel = "d0_linear", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"},
+//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["8", "ceildiv($0,16)*(1-min(max($0-64,0),1))", "1"], kernel = "d0_linear_small_m", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"}]
 //       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
@@ -21,6 +23,24 @@
 //       CHECK:       vector.store %{{.*}} {alignment = 16 : i64} : memref<64x20xi32, #gpu.address_space<workgroup>>, vector<4xi32>
 //       CHECK:       gpu.barrier
 //       CHECK:       nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+//       CHECK:     arith.truncf %{{.*}} : f32 to bf16
+// The small-M kernel: 2 warps on a 16x16 tile; x and W stream through 4
+// shared-memory stages of 128 k (rows padded to 136 elements) by 16-byte
+// cp.async copies, 3 commit groups ahead of the mma.
+//       CHECK:   gpu.func @llmserve_d0_linear_small_m(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<?x32xbf16, strided<[32, 1]>> to memref<4x16x136xbf16, #gpu.address_space<workgroup>>
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<128x32xbf16, strided<[32, 1]>> to memref<4x16x136xbf16, #gpu.address_space<workgroup>>
+//       CHECK:     nvvm.cp.async.commit.group
+//  CHECK-NEXT:     nvvm.cp.async.commit.group
+//  CHECK-NEXT:     nvvm.cp.async.commit.group
+//       CHECK:     scf.for {{.*}} -> (f32, f32, f32, f32)
+//  CHECK-NEXT:       nvvm.cp.async.wait.group 2
+//  CHECK-NEXT:       gpu.barrier
+//       CHECK:       nvvm.cp.async.commit.group
+//       CHECK:       nvvm.mma.sync
+//       CHECK:     nvvm.cp.async.wait.group 0
 //       CHECK:     arith.truncf %{{.*}} : f32 to bf16
 func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
   %w = llmserve.weight "w" : tensor<128x32xbf16>
