@@ -285,21 +285,30 @@ private:
     return op->getOperand(0);
   }
 
+  /// Whether `a` is one kernel's dispatch: {kernel, symbol, grid of 3}.
+  static bool isKernelDispatch(Attribute a) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    if (!d || !d.getAs<StringAttr>("kernel") || !d.getAs<StringAttr>("symbol"))
+      return false;
+    auto grid = d.getAs<ArrayAttr>("grid");
+    return grid && grid.size() == 3 &&
+           llvm::all_of(grid, [](Attribute g) { return isa<StringAttr>(g); });
+  }
+
   /// The kernels of `op`'s `llmserve.dispatch`: one dictionary or an array.
   static FailureOr<SmallVector<DictionaryAttr>> dispatchKernels(Operation *op) {
     Attribute attr = op->getAttr(kDispatchAttrName);
-    if (auto one = dyn_cast<DictionaryAttr>(attr))
-      return SmallVector<DictionaryAttr>{one};
-    auto array = dyn_cast<ArrayAttr>(attr);
-    SmallVector<DictionaryAttr> kernels;
-    if (array && !array.empty() &&
-        llvm::all_of(array, [](Attribute a) { return isa<DictionaryAttr>(a); }))
-      for (Attribute a : array)
-        kernels.push_back(cast<DictionaryAttr>(a));
-    else
-      return op->emitOpError("has a malformed ") << kDispatchAttrName,
+    SmallVector<Attribute> kernels = {attr};
+    if (auto array = dyn_cast<ArrayAttr>(attr))
+      kernels.assign(array.begin(), array.end());
+    if (kernels.empty() || !llvm::all_of(kernels, isKernelDispatch))
+      return op->emitOpError("has a malformed ")
+                 << kDispatchAttrName
+                 << " (expected a {kernel, symbol, grid} dictionary or a "
+                    "non-empty array of them)",
              failure();
-    return kernels;
+    return llvm::map_to_vector(
+        kernels, [](Attribute a) { return cast<DictionaryAttr>(a); });
   }
 
   LogicalResult bindDispatch(Operation *op, ArrayRef<DictionaryAttr> kernelAttrs,
