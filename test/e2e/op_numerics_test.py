@@ -155,11 +155,13 @@ def gelu_case(approximation):
     return [x], module([x], body, [("%y", mlir_type(x))]), [ref]
 
 
-def attention_case(window):
+def attention_case(window, d=8):
     """kv_write of this step's K and V into a paged cache that already holds
     earlier tokens, then paged_attention: two sequences, one mid-prefill and
-    one decoding, with scattered blocks."""
-    bs, kvh, heads, d, nb = 4, 2, 4, 8, 10
+    one decoding, with scattered blocks. The head size `d` sets how the CPU
+    kernel splits a head into vectors (8: one of 8 lanes, 12: three of 4, 6:
+    six of 1)."""
+    bs, kvh, heads, nb = 4, 2, 4, 10
     tables = [[7, 2, 9, 0], [5, 1, 8]]
     context = [13, 10]   # KV length after the step
     qlen = [5, 1]        # tokens this step
@@ -358,6 +360,8 @@ CASES = {
     "gelu_exact": lambda: gelu_case("none"),
     "kv_write_paged_attention": lambda: attention_case(None),
     "paged_attention_sliding_window": lambda: attention_case(3),
+    "paged_attention_head_dim_12": lambda: attention_case(None, d=12),
+    "paged_attention_head_dim_6": lambda: attention_case(3, d=6),
     "apply_penalties": case_apply_penalties,
     "logprobs": case_logprobs,
     "sample_greedy": case_sample_greedy,

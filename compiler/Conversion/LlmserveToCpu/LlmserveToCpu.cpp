@@ -529,48 +529,107 @@ private:
       Value kvHead = a.divui(head, emitter.index(group));
       Value qBase = a.muli(head, dim), kvBase = a.muli(kvHead, dim);
 
-      auto accType = MemRefType::get({headDim}, b().getF32Type());
-      Value acc = memref::AllocaOp::create(b(), accType);
-      emitter.forLoop(zero, dim, 1,
-                      [&](Value d) { a.store(emitter.f32(0), acc, d); });
+      // head_dim as `chunks` vectors of `width` lanes.
+      int64_t width = headDim % kVectorWidth == 0 ? kVectorWidth
+                      : headDim % 8 == 0          ? 8
+                      : headDim % 4 == 0          ? 4
+                                                  : 1;
+      int64_t chunks = headDim / width;
+      auto vectorType = VectorType::get({width}, b().getF32Type());
+      auto loadVector = [&](Value memref, Value row, Value column) -> Value {
+        return vector::LoadOp::create(b(), vectorType, memref,
+                                      ValueRange{row, column});
+      };
+      auto chunkColumn = [&](Value base, int64_t c) {
+        return a.addi(base, emitter.index(c * width));
+      };
+      SmallVector<Value> query;
+      for (int64_t c = 0; c < chunks; ++c)
+        query.push_back(loadVector(q, row, chunkColumn(qBase, c)));
 
-      // Online softmax over the keys, one at a time.
+      // Online softmax over the keys in tiles of one KV block: the scores of
+      // a tile first (each a fixed-order vector dot product; -inf for the
+      // tile's keys outside the row's range), their exponentials as one
+      // vector, one rescale of the running sums if the tile's maximum is
+      // larger, then the weighted values in key order. Tiles follow the key
+      // positions, never the batch.
+      Value bs = emitter.index(blockSize);
+      Value last = a.addi(position, one);
+      Value firstTile = a.muli(a.divui(first, bs), bs);
+      auto scoresType = MemRefType::get({blockSize}, b().getF32Type());
+      auto tileType = VectorType::get({blockSize}, b().getF32Type());
+      Value scores = memref::AllocaOp::create(b(), scoresType);
+      Value weights = memref::AllocaOp::create(b(), scoresType);
+      Value noScores = arith::ConstantOp::create(
+          b(), tileType, DenseElementsAttr::get(tileType, -INFINITY));
+      SmallVector<Value> init = {emitter.f32(-INFINITY), emitter.f32(0)};
+      Value zeros = arith::ConstantOp::create(
+          b(), vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+      init.append(chunks, zeros);
       SmallVector<Value> state = emitter.forLoop(
-          first, a.addi(position, one), 1,
-          {emitter.f32(-INFINITY), emitter.f32(0)},
-          [&](Value j, ValueRange s) -> SmallVector<Value> {
-            Value block = a.toIndex(a.load(
-                blockTable, {seq, a.divui(j, emitter.index(blockSize))}));
-            Value slot = a.addi(a.muli(block, emitter.index(blockSize)),
-                                a.remui(j, emitter.index(blockSize)));
-            Value dot = emitter.forLoop(
-                zero, dim, 1, {emitter.f32(0)},
-                [&](Value d, ValueRange acc) -> SmallVector<Value> {
-                  return {a.addReassoc(
-                      acc[0],
-                      a.mulReassoc(a.load(q, {row, a.addi(qBase, d)}),
-                                   a.load(keys, {slot, a.addi(kvBase, d)})))};
+          firstTile, last, blockSize, init,
+          [&](Value tile, ValueRange s) -> SmallVector<Value> {
+            Value block = a.toIndex(a.load(blockTable, {seq, a.divui(tile, bs)}));
+            Value slot0 = a.subi(a.muli(block, bs), tile); // slot of key j: slot0 + j
+            Value lo = a.maxi(first, tile);
+            Value hi = a.mini(last, a.addi(tile, bs));
+            vector::StoreOp::create(b(), noScores, scores, ValueRange{zero});
+            Value tileMax = emitter.forLoop(
+                lo, hi, 1, {emitter.f32(-INFINITY)},
+                [&](Value j, ValueRange m) -> SmallVector<Value> {
+                  Value slot = a.addi(slot0, j);
+                  Value products = zeros;
+                  for (int64_t c = 0; c < chunks; ++c)
+                    products = vector::FMAOp::create(
+                        b(), query[c], loadVector(keys, slot, chunkColumn(kvBase, c)),
+                        products);
+                  Value dot = vector::ReductionOp::create(
+                      b(), vector::CombiningKind::ADD, products,
+                      arith::FastMathFlags::reassoc);
+                  Value score = a.mul(dot, emitter.f32(scale));
+                  a.store(score, scores, a.subi(j, tile));
+                  return {a.max(m[0], score)};
                 })[0];
-            Value score = a.mul(dot, emitter.f32(scale));
-            Value maxNew = a.max(s[0], score);
+            Value maxNew = a.max(s[0], tileMax);
             // The running sums rescale only when the maximum grows.
-            Value grows = arith::CmpFOp::create(b(), arith::CmpFPredicate::OGT,
-                                                score, s[0]);
             Value alpha = emitter.ifElse(
-                grows, b().getF32Type(),
+                a.cmpf(arith::CmpFPredicate::OGT, maxNew, s[0]), b().getF32Type(),
                 [&] { return a.exp(a.sub(s[0], maxNew)); },
                 [&] { return emitter.f32(1); });
-            Value weight = a.exp(a.sub(score, maxNew));
-            emitter.forLoop(zero, dim, 1, [&](Value d) {
-              Value v = a.load(values, {slot, a.addi(kvBase, d)});
-              a.store(a.add(a.mul(a.load(acc, d), alpha), a.mul(weight, v)),
-                      acc, d);
-            });
-            return {maxNew, a.add(a.mul(s[1], alpha), weight)};
+            Value tileScores =
+                vector::LoadOp::create(b(), tileType, scores, ValueRange{zero});
+            Value tileWeights = a.exp(
+                a.sub(tileScores, vector::BroadcastOp::create(b(), tileType, maxNew)));
+            vector::StoreOp::create(b(), tileWeights, weights, ValueRange{zero});
+            Value tileSum = vector::ReductionOp::create(
+                b(), vector::CombiningKind::ADD, tileWeights,
+                arith::FastMathFlags::reassoc);
+            Value alphas = vector::BroadcastOp::create(b(), vectorType, alpha);
+            SmallVector<Value> rescaled;
+            for (int64_t c = 0; c < chunks; ++c)
+              rescaled.push_back(a.mul(s[2 + c], alphas));
+            SmallVector<Value> sums = emitter.forLoop(
+                lo, hi, 1, rescaled,
+                [&](Value j, ValueRange acc) -> SmallVector<Value> {
+                  Value weight = vector::BroadcastOp::create(
+                      b(), vectorType, a.load(weights, a.subi(j, tile)));
+                  Value slot = a.addi(slot0, j);
+                  SmallVector<Value> next;
+                  for (int64_t c = 0; c < chunks; ++c)
+                    next.push_back(vector::FMAOp::create(
+                        b(), weight,
+                        loadVector(values, slot, chunkColumn(kvBase, c)),
+                        acc[c]));
+                  return next;
+                });
+            SmallVector<Value> result = {maxNew, a.add(a.mul(s[1], alpha), tileSum)};
+            result.append(sums.begin(), sums.end());
+            return result;
           });
-      emitter.forLoop(zero, dim, 1, [&](Value d) {
-        a.store(a.div(a.load(acc, d), state[1]), out, {row, a.addi(qBase, d)});
-      });
+      Value sum = vector::BroadcastOp::create(b(), vectorType, state[1]);
+      for (int64_t c = 0; c < chunks; ++c)
+        vector::StoreOp::create(b(), a.div(state[2 + c], sum), out,
+                                ValueRange{row, chunkColumn(qBase, c)});
       a.store(a.add(state[0], math::LogOp::create(b(), state[1])), lse,
               {row, head});
     });
