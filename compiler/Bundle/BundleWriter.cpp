@@ -9,6 +9,7 @@
 
 #include "compiler/Bundle/BundleWriter.h"
 
+#include "compiler/Conversion/Common/Dispatch.h"
 #include "compiler/Conversion/Passes.h"
 #include "llmserve/IR/LlmserveOps.h"
 #include "llmserve/abi.h"
@@ -335,7 +336,7 @@ private:
         return failure();
     }
 
-    SmallVector<Value> bound(op->getOperands());
+    SmallVector<Value> bound = dispatchOperands(op);
     if (!isa<KvWriteOp>(op))
       llvm::append_range(bound, op->getResults());
     json::Array bindings, constants;

@@ -4,10 +4,12 @@
 #define LLMSERVE_CONVERSION_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -38,6 +40,9 @@ inline constexpr llvm::StringLiteral kNvvmFeatures = "+ptx80";
 
 #define GEN_PASS_REGISTRATION
 #include "compiler/Conversion/Passes.h.inc"
+
+/// silu_mul and gelu as linalg.generic ops on tensors.
+void populateLlmserveToLinalgPatterns(RewritePatternSet &patterns);
 
 /// The upstream lowering of the kernels module to the LLVM dialect.
 void buildCpuKernelsToLLVMPipeline(OpPassManager &pm);

@@ -11,7 +11,9 @@ def LlmserveToCpuKernels : Pass<"llmserve-to-cpu-kernels", "ModuleOp"> {
     Each compute op of the module's functions becomes one dispatch: a kernel
     `func.func @llmserve_dN_<op>(bindings, push_constants, wg_x, wg_y, wg_z)`
     in the nested module `@kernels`, built from scf loops over memref views of
-    the bound buffers, and an `llmserve.dispatch` attribute on the op naming
+    the bound buffers (for an elementwise `linalg.generic` from
+    llmserve-to-linalg: the generic itself, on tensor views of the
+    workgroup's slice of the buffers, left for bufferization), and an `llmserve.dispatch` attribute on the op naming
     the kernel and its grid. The functions themselves stay at the tensor level
     as the host program that `llmc compile` writes into the bundle manifest.
 
@@ -20,10 +22,27 @@ def LlmserveToCpuKernels : Pass<"llmserve-to-cpu-kernels", "ModuleOp"> {
     in binding order; grid expressions name push constant k as `$k`.
   }];
   let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def LlmserveToLinalg : Pass<"llmserve-to-linalg", "ModuleOp"> {
+  let summary = "Rewrite elementwise llmserve ops as linalg.generic on tensors";
+  let description = [{
+    f32 silu_mul and gelu become `linalg.generic` ops (every dimension
+    parallel, identity indexing maps, the first input as the init, which the
+    body does not read) computing the same scalar formulas; ops already
+    outlined (with `llmserve.dispatch`) are left alone. llmserve-to-cpu-kernels outlines such generics; their kernels
+    are bufferized and vectorized by the transform schedule of the CPU
+    pipeline. The NVIDIA pipeline does not run this pass.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect"
   ];
 }
 

@@ -5,6 +5,7 @@
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -14,6 +15,10 @@
 using namespace mlir;
 
 void mlir::llmserve::buildCpuKernelsToLLVMPipeline(OpPassManager &pm) {
+  // The elementwise kernels are linalg.generic ops on tensor views of their
+  // buffers: bufferized in place, then tiled and vectorized by the schedule.
+  pm.addPass(bufferization::createOneShotBufferizePass());
+  pm.addPass(createApplyCpuSchedule());
   // Kernels are scf loops over memrefs with math, arith and vector; exp, log,
   // tanh and erf become inline polynomials, and the upstream conversions
   // lower the rest. Math functions left without an LLVM intrinsic become libm
@@ -30,6 +35,8 @@ void mlir::llmserve::buildCpuKernelsToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  // The poison padding of masked vector reads.
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 

@@ -40,6 +40,21 @@ def MathToLlvmIntrinsics : Pass<"llmserve-math-to-llvm-intrinsics"> {
   ];
 }
 
+def ApplyCpuSchedule : Pass<"llmserve-apply-cpu-schedule", "ModuleOp"> {
+  let summary = "Run the CPU transform schedules on the bufferized kernels";
+  let description = [{
+    Applies the transform-dialect schedule that llmc embeds from
+    `compiler/Pipeline/schedules/cpu-elementwise.mlir` to the kernels module
+    (after one-shot bufferization): the elementwise linalg.generic kernels
+    are tiled by 16 elements and vectorized, the last tile masked. A failure
+    of the schedule is a failure of the pass.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {
   let summary = "Store weights, KV caches and activations as f16 or bf16";
   let description = [{

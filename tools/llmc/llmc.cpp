@@ -22,6 +22,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -177,6 +179,7 @@ LogicalResult import(MLIRContext &context) {
 LogicalResult compileForCpu(ModuleOp module, MLIRContext &context,
                          std::string &manifest) {
   PassManager outline(&context);
+  outline.addPass(mlir::llmserve::createLlmserveToLinalg());
   outline.addPass(mlir::llmserve::createLlmserveToCpuKernels());
   if (failed(outline.run(module)))
     return failure();
@@ -284,6 +287,10 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<mlir::llmserve::LlmserveDialect, arith::ArithDialect,
                   func::FuncDialect>();
+  // The bufferization and tiling models (registered with their dialects) and
+  // the transform-dialect extensions the CPU pipeline's schedules use.
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
   mlir::llmserve::registerNvptxTarget(registry);
   MLIRContext context(registry);
 

@@ -6,6 +6,7 @@
 #include "llmserve/IR/LlmserveOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -15,16 +16,23 @@ SmallVector<Operation *> mlir::llmserve::opsToOutline(ModuleOp module) {
   SmallVector<Operation *> ops;
   for (auto func : module.getOps<func::FuncOp>())
     func.walk([&](Operation *op) {
-      if (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op) &&
-          !op->hasAttr(kDispatchAttrName))
+      bool compute = (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op)) ||
+                     isa<linalg::GenericOp>(op);
+      if (compute && !op->hasAttr(kDispatchAttrName))
         ops.push_back(op);
     });
   return ops;
 }
 
+SmallVector<Value> mlir::llmserve::dispatchOperands(Operation *op) {
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return linalgOp.getDpsInputs();
+  return SmallVector<Value>(op->getOperands());
+}
+
 SmallVector<RankedTensorType> mlir::llmserve::dispatchBindingTypes(Operation *op) {
   SmallVector<RankedTensorType> types;
-  for (Value v : op->getOperands())
+  for (Value v : dispatchOperands(op))
     types.push_back(cast<RankedTensorType>(v.getType()));
   if (!isa<KvWriteOp>(op))
     for (Value v : op->getResults())

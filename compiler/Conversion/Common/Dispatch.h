@@ -16,13 +16,17 @@
 
 namespace mlir::llmserve {
 
-/// The llmserve compute ops of the module's functions that have no dispatch
-/// yet, in order (weights are bound, not computed).
+/// The llmserve compute ops and linalg.generic ops of the module's functions
+/// that have no dispatch yet, in order (weights are bound, not computed).
 SmallVector<Operation *> opsToOutline(ModuleOp module);
 
-/// The types of the buffers a dispatch binds: the op's operands, then its
-/// results (kv_write's result is its cache, updated in place, so not bound
-/// twice).
+/// The operands a dispatch binds: all of the op's, but for a linalg op only
+/// its inputs (the kernel writes its result over whatever its init holds).
+SmallVector<Value> dispatchOperands(Operation *op);
+
+/// The types of the buffers a dispatch binds: the dispatch operands, then the
+/// op's results (kv_write's result is its cache, updated in place, so not
+/// bound twice).
 SmallVector<RankedTensorType> dispatchBindingTypes(Operation *op);
 
 /// Kernel `index` of the module, for `op`: "d<index>_<op>".

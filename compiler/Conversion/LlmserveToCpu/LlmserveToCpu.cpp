@@ -93,8 +93,13 @@ public:
             .Case([&](RopeOp o) { return rope(o); })
             .Case([&](KvWriteOp o) { return kvWrite(o); })
             .Case([&](PagedAttentionOp o) { return pagedAttention(o); })
-            .Case([&](SiluMulOp o) { return siluMul(o); })
-            .Case([&](GeluOp o) { return gelu(o); })
+            .Case([&](linalg::GenericOp g) { return elementwiseGeneric(g); })
+            .Case<SiluMulOp, GeluOp>([&](auto) {
+              return op->emitOpError("has no CPU kernel of its own: "
+                                     "llmserve-to-linalg makes it a "
+                                     "linalg.generic first"),
+                     failure();
+            })
             .Case([&](ApplyPenaltiesOp o) { return applyPenalties(o); })
             .Case([&](LogprobsOp o) { return logprobs(o); })
             .Case([&](SampleOp o) { return sample(o); })
@@ -117,25 +122,56 @@ private:
     return {ceilDiv(emitter.dimExpr(binding, 0), rowsPerGroup), y, "1"};
   }
 
-  /// Elementwise kernels see every binding as a flat vector.
-  Grid elementwise(int numBindings,
-                   const std::function<Value(ArrayRef<Value>)> &fn) {
-    Value n = emitter.numElements(0);
-    SmallVector<Value> flat;
-    for (int i = 0; i < numBindings; ++i)
-      flat.push_back(emitter.binding(i, {emitter.numElements(i)}));
-    auto [begin, end] = emitter.rowRange(n, kElementsPerGroup);
-    emitter.forLoop(begin, end, 1, [&](Value i) {
-      SmallVector<Value> inputs;
-      for (int k = 0; k + 1 < numBindings; ++k)
-        inputs.push_back(a.load(flat[k], i));
-      a.store(fn(inputs), flat.back(), i);
-    });
-    std::string size = emitter.dimExpr(0, 0);
-    auto type = cast<RankedTensorType>(op->getOperand(0).getType());
-    for (int d = 1; d < type.getRank(); ++d)
-      size += "*" + emitter.dimExpr(0, d);
-    return {ceilDiv(size, kElementsPerGroup), "1", "1"};
+  /// An elementwise linalg.generic (llmserve-to-linalg): each workgroup
+  /// takes kElementsPerGroup elements of the flattened bindings as tensors
+  /// and applies the generic's body to them. One-shot bufferization writes
+  /// the result in place into the output binding, and the CPU schedule
+  /// (cpu-elementwise.mlir) tiles and vectorizes the generic.
+  FailureOr<Grid> elementwiseGeneric(linalg::GenericOp g) {
+    bool elementwise =
+        g.getNumDpsInits() == 1 && !g.hasIndexSemantics() &&
+        g.getNumParallelLoops() == g.getNumLoops() &&
+        llvm::all_of(g.getIndexingMapsArray(),
+                     [](AffineMap map) { return map.isIdentity(); });
+    if (!elementwise)
+      return g.emitOpError("has no CPU kernel (only elementwise generics "
+                           "with identity maps do)"),
+             failure();
+    int64_t numBindings = g.getNumDpsInputs() + 1;
+    auto [begin, end] =
+        emitter.rowRange(emitter.numElements(0), kElementsPerGroup);
+    OpFoldResult offset = begin, size = a.subi(end, begin),
+                 stride = b().getIndexAttr(1);
+    SmallVector<Value> slices;
+    for (int64_t i = 0; i < numBindings; ++i)
+      slices.push_back(memref::SubViewOp::create(
+          b(), emitter.binding(i, {emitter.numElements(i)}), {offset}, {size},
+          {stride}));
+    auto tensorOf = [&](Value slice, bool writable) -> Value {
+      auto type = cast<MemRefType>(slice.getType());
+      return bufferization::ToTensorOp::create(
+          b(), RankedTensorType::get(type.getShape(), type.getElementType()),
+          slice, /*restrict=*/true, writable);
+    };
+    SmallVector<Value> inputs;
+    for (int64_t i = 0; i + 1 < numBindings; ++i)
+      inputs.push_back(tensorOf(slices[i], /*writable=*/false));
+    Value init = tensorOf(slices.back(), /*writable=*/true);
+    auto kernelGeneric = linalg::GenericOp::create(
+        b(), init.getType(), inputs, init,
+        SmallVector<AffineMap>(numBindings, b().getMultiDimIdentityMap(1)),
+        {utils::IteratorType::parallel});
+    IRMapping mapping;
+    g.getRegion().cloneInto(&kernelGeneric.getRegion(), mapping);
+    auto store = bufferization::MaterializeInDestinationOp::create(
+        b(), kernelGeneric.getResult(0), slices.back());
+    store.setRestrict(true);
+    store.setWritable(true);
+
+    std::string numElements = emitter.dimExpr(0, 0);
+    for (int64_t d = 1; d < g.getNumLoops(); ++d)
+      numElements += "*" + emitter.dimExpr(0, d);
+    return Grid{ceilDiv(numElements, kElementsPerGroup), "1", "1"};
   }
 
   /// embedding and gather_rows: out[i] = source[indices[i]]. Indices outside
@@ -634,33 +670,6 @@ private:
               {row, head});
     });
     return Grid{emitter.dimExpr(0, 0), std::to_string(heads), "1"};
-  }
-
-  FailureOr<Grid> siluMul(SiluMulOp) {
-    return elementwise(3, [&](ArrayRef<Value> in) {
-      Value one = emitter.f32(1);
-      Value sigmoidDenominator =
-          a.add(one, a.exp(arith::NegFOp::create(b(), in[0])));
-      return a.mul(a.div(in[0], sigmoidDenominator), in[1]);
-    });
-  }
-
-  FailureOr<Grid> gelu(GeluOp o) {
-    bool tanhApprox = o.getApproximation() == GeluApproximation::tanh;
-    return elementwise(2, [&](ArrayRef<Value> in) {
-      Value x = in[0];
-      Value half = emitter.f32(0.5), one = emitter.f32(1);
-      Value inner;
-      if (tanhApprox) {
-        Value cube = a.mul(a.mul(x, x), x);
-        Value arg = a.mul(emitter.f32(std::sqrt(2.0 / M_PI)),
-                          a.add(x, a.mul(emitter.f32(0.044715), cube)));
-        inner = math::TanhOp::create(b(), arg);
-      } else {
-        inner = math::ErfOp::create(b(), a.mul(x, emitter.f32(M_SQRT1_2)));
-      }
-      return a.mul(a.mul(half, x), a.add(one, inner));
-    });
   }
 
   FailureOr<Grid> applyPenalties(ApplyPenaltiesOp) {

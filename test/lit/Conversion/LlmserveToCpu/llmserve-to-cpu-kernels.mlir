@@ -128,3 +128,31 @@ func.func @logprobs(%l: tensor<?x64xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>)
       : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
   return %lp, %tt, %tl : tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
 }
+
+// -----
+
+// An elementwise linalg.generic (llmserve-to-linalg) binds its inputs and its
+// result, not its init; each workgroup takes 4096 elements of the flattened
+// buffers as tensors and applies the generic's body to them, written back in
+// place once bufferized.
+// CHECK-LABEL: func.func @elementwise_generic
+//       CHECK:   linalg.generic
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0*64,4096)", "1", "1"], kernel = "d0_generic", symbol = "llmserve_d0_generic"}
+//       CHECK: func.func @llmserve_d0_generic(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:   %[[X:.+]] = memref.subview %{{.*}}[%[[BEGIN:.+]]] [%[[SIZE:.+]]] [1] : memref<?xf32> to memref<?xf32, strided<[1], offset: ?>>
+//       CHECK:   %[[Y:.+]] = memref.subview %{{.*}}[%[[BEGIN]]] [%[[SIZE]]] [1] : memref<?xf32> to memref<?xf32, strided<[1], offset: ?>>
+//       CHECK:   %[[XT:.+]] = bufferization.to_tensor %[[X]] restrict : memref<?xf32, strided<[1], offset: ?>> to tensor<?xf32>
+//       CHECK:   %[[YT:.+]] = bufferization.to_tensor %[[Y]] restrict writable : memref<?xf32, strided<[1], offset: ?>> to tensor<?xf32>
+//       CHECK:   %[[R:.+]] = linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}], iterator_types = ["parallel"]} ins(%[[XT]] : tensor<?xf32>) outs(%[[YT]] : tensor<?xf32>)
+//       CHECK:     math.erf
+//       CHECK:   bufferization.materialize_in_destination %[[R]] in restrict writable %[[Y]]
+func.func @elementwise_generic(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x64xf32>) outs(%x : tensor<?x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.erf %in : f32
+    linalg.yield %e : f32
+  } -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
