@@ -344,6 +344,9 @@ CASES = {
     "linear_bias": lambda: case_linear(True),
     # Row and column edge tiles and a K that is no multiple of the vector width.
     "linear_edges": lambda: case_linear(True, m=9, k=37, n=70),
+    # More than 64 rows: on sm_90 the large-tile kernel, where the cases above
+    # (K a multiple of 8) run the small-M one.
+    "linear_many_rows": lambda: case_linear(True, m=80, k=64, n=40),
     "embedding": case_embedding,
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),
