@@ -470,12 +470,14 @@ private:
     auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
     emitter.forLoop(begin, end, 1, [&](Value t) {
       Value pos = a.toF32(a.toIndex(a.load(positions, t)));
-      emitter.forLoop(zero, emitter.index(heads), 1, [&](Value h) {
-        Value base = a.muli(h, emitter.index(headDim));
-        emitter.forLoop(zero, emitter.index(half), 1, [&](Value i) {
-          Value angle = a.mul(pos, a.load(table, i));
-          Value c = math::CosOp::create(b(), angle);
-          Value s = math::SinOp::create(b(), angle);
+      // The angle depends on the token and the pair, not the head: one sin
+      // and cos per pair, applied to every head.
+      emitter.forLoop(zero, emitter.index(half), 1, [&](Value i) {
+        Value angle = a.mul(pos, a.load(table, i));
+        Value c = math::CosOp::create(b(), angle);
+        Value s = math::SinOp::create(b(), angle);
+        emitter.forLoop(zero, emitter.index(heads), 1, [&](Value h) {
+          Value base = a.muli(h, emitter.index(headDim));
           // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
           Value first = neox ? a.addi(base, i)
                              : a.addi(base, a.muli(i, emitter.index(2)));
@@ -484,6 +486,9 @@ private:
           a.store(a.sub(a.mul(x1, c), a.mul(x2, s)), y, {t, first});
           a.store(a.add(a.mul(x2, c), a.mul(x1, s)), y, {t, second});
         });
+      });
+      emitter.forLoop(zero, emitter.index(heads), 1, [&](Value h) {
+        Value base = a.muli(h, emitter.index(headDim));
         emitter.forLoop(emitter.index(rotary), emitter.index(headDim), 1,
                         [&](Value d) {
                           Value col = a.addi(base, d);
