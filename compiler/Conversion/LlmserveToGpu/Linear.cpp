@@ -66,15 +66,30 @@ SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type element, ArrayRef<Value> fa
   return out;
 }
 
-class MmaLinear {
+/// What both tensor-core kernels read off the op: W is [n, depth] f16/bf16,
+/// x the first binding, the bias (if any) the third, y the last.
+class TensorCoreLinear {
 public:
-  MmaLinear(GpuKernelEmitter &e, LinearOp op)
+  TensorCoreLinear(GpuKernelEmitter &e, LinearOp op)
       : e(e), a(e.arith()), b(e.builder()), hasBias(bool(op.getBias())),
         element(e.elementType(0)) {
     auto weightType = cast<RankedTensorType>(op.getWeight().getType());
     n = weightType.getDimSize(0);
     depth = weightType.getDimSize(1);
   }
+
+protected:
+  GpuKernelEmitter &e;
+  Arith &a;
+  ImplicitLocOpBuilder &b;
+  bool hasBias;
+  Type element;
+  int64_t n, depth;
+};
+
+class MmaLinear : TensorCoreLinear {
+public:
+  using TensorCoreLinear::TensorCoreLinear;
 
   GpuGrid build() {
     Value x = e.binding(0), w = e.binding(1);
@@ -226,12 +241,6 @@ private:
     }
   }
 
-  GpuKernelEmitter &e;
-  Arith &a;
-  ImplicitLocOpBuilder &b;
-  bool hasBias;
-  Type element;
-  int64_t n, depth;
 };
 
 /// The f16/bf16 kernel for small M (decode steps): the 64x64 tiles above
@@ -244,7 +253,7 @@ private:
 /// same mma.sync m16n8k16 steps in the same k order as MmaLinear (the extra
 /// zero-padded steps add exact zeros), so a row's result is the same whichever
 /// kernel a step runs: batch invariance holds across the switch.
-class SmallBatchLinear {
+class SmallBatchLinear : TensorCoreLinear {
 public:
   static constexpr int64_t kTileM = 16, kTileN = 16, kStepK = 128, kStages = 4;
   static_assert(kTileM == kTileN, "stage() copies kTileM rows of x and of W");
@@ -252,13 +261,7 @@ public:
   // of a warp (rows g, words t) hit 32 distinct banks.
   static constexpr int64_t kRowElements = kStepK + 8;
 
-  SmallBatchLinear(GpuKernelEmitter &e, LinearOp op)
-      : e(e), a(e.arith()), b(e.builder()), hasBias(bool(op.getBias())),
-        element(e.elementType(0)) {
-    auto weightType = cast<RankedTensorType>(op.getWeight().getType());
-    n = weightType.getDimSize(0);
-    depth = weightType.getDimSize(1);
-  }
+  using TensorCoreLinear::TensorCoreLinear;
 
   GpuGrid build() {
     Value x = e.binding(0), w = e.binding(1);
@@ -370,12 +373,6 @@ private:
     return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 
-  GpuKernelEmitter &e;
-  Arith &a;
-  ImplicitLocOpBuilder &b;
-  bool hasBias;
-  Type element;
-  int64_t n, depth;
 };
 
 /// One warp per output (f32 storage). Columns go on grid x, whose limit
