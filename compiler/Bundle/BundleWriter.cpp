@@ -353,11 +353,71 @@ private:
     }
     for (const std::string &c : constantExprs)
       constants.push_back(dimValue(c));
+    if (failed(bindScratch(op, first.getAs<StringAttr>("kernel").getValue(),
+                           constantExprs, bindings)))
+      return failure();
 
     for (DictionaryAttr dispatch : kernelAttrs)
       if (failed(writeKernel(op, dispatch, bindings, constants, constantExprs,
                              dispatches)))
         return failure();
+    return success();
+  }
+
+  /// `text` (a grid or scratch size) with `$k` replaced by push constant k's
+  /// expression.
+  static FailureOr<std::string>
+  substituteConstants(Operation *op, StringRef text,
+                      ArrayRef<std::string> constantExprs) {
+    std::string expr;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] != '$') {
+        expr += text[i];
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < text.size() && llvm::isDigit(text[j]))
+        ++j;
+      unsigned k;
+      if (text.substr(i + 1, j - i - 1).getAsInteger(10, k) ||
+          k >= constantExprs.size())
+        return op->emitOpError("malformed size expression ") << text, failure();
+      expr += "(" + constantExprs[k] + ")";
+      i = j - 1;
+    }
+    return expr;
+  }
+
+  /// The scratch buffers of `op`'s kernels (`llmserve.scratch`): fresh f32
+  /// activations that no SSA value names, bound after the op's values.
+  LogicalResult bindScratch(Operation *op, StringRef kernelName,
+                            ArrayRef<std::string> constantExprs,
+                            json::Array &bindings) {
+    auto scratch = op->getAttrOfType<ArrayAttr>(kScratchAttrName);
+    if (!scratch)
+      return success();
+    for (auto [i, entry] : llvm::enumerate(scratch)) {
+      auto sizes = dyn_cast<ArrayAttr>(entry);
+      if (!sizes || sizes.empty() ||
+          !llvm::all_of(sizes, [](Attribute a) { return isa<StringAttr>(a); }))
+        return op->emitOpError("has a malformed ")
+                   << kScratchAttrName << " (expected arrays of size strings)",
+               failure();
+      json::Array shape;
+      for (Attribute size : sizes) {
+        FailureOr<std::string> expr = substituteConstants(
+            op, cast<StringAttr>(size).getValue(), constantExprs);
+        if (failed(expr))
+          return failure();
+        shape.push_back(dimValue(*expr));
+      }
+      json::Object buffer;
+      buffer["kind"] = "activation";
+      buffer["name"] = (kernelName + ".scratch" + Twine(i)).str();
+      buffer["dtype"] = "f32";
+      buffer["shape"] = std::move(shape);
+      bindings.push_back(addBuffer(std::move(buffer)));
+    }
     return success();
   }
 
@@ -369,25 +429,11 @@ private:
                             json::Array &dispatches) {
     json::Array grid;
     for (Attribute g : dispatch.getAs<ArrayAttr>("grid")) {
-      // Replace `$k` by push constant k's expression.
-      std::string expr;
-      StringRef text = cast<StringAttr>(g).getValue();
-      for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] != '$') {
-          expr += text[i];
-          continue;
-        }
-        size_t j = i + 1;
-        while (j < text.size() && llvm::isDigit(text[j]))
-          ++j;
-        unsigned k;
-        if (text.substr(i + 1, j - i - 1).getAsInteger(10, k) ||
-            k >= constantExprs.size())
-          return op->emitOpError("malformed grid expression ") << text;
-        expr += "(" + constantExprs[k] + ")";
-        i = j - 1;
-      }
-      grid.push_back(dimValue(expr));
+      FailureOr<std::string> expr = substituteConstants(
+          op, cast<StringAttr>(g).getValue(), constantExprs);
+      if (failed(expr))
+        return failure();
+      grid.push_back(dimValue(*expr));
     }
 
     std::string name = dispatch.getAs<StringAttr>("kernel").str();

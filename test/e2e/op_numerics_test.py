@@ -155,21 +155,30 @@ def gelu_case(approximation):
     return [x], module([x], body, [("%y", mlir_type(x))]), [ref]
 
 
-def attention_case(window, d=8):
+def attention_case(window, d=8, context=None, qlen=None):
     """kv_write of this step's K and V into a paged cache that already holds
-    earlier tokens, then paged_attention: two sequences, one mid-prefill and
-    one decoding, with scattered blocks. The head size `d` sets how the CPU
-    kernel splits a head into vectors (8: one of 8 lanes, 12: three of 4, 6:
-    six of 1)."""
-    bs, kvh, heads, nb = 4, 2, 4, 10
-    tables = [[7, 2, 9, 0], [5, 1, 8]]
-    context = [13, 10]   # KV length after the step
-    qlen = [5, 1]        # tokens this step
+    earlier tokens, then paged_attention: by default two sequences, one
+    mid-prefill and one decoding, with scattered blocks. The head size `d`
+    sets how the CPU kernel splits a head into vectors (8: one of 8 lanes, 12:
+    three of 4, 6: six of 1). Given `context` (KV length after the step) and
+    `qlen` (tokens this step), the blocks are a random permutation of the
+    pool; all-decode steps with contexts past 256 keys run sm_90's
+    split-context kernels over several chunks."""
+    bs, kvh, heads = 4, 2, 4
+    if context is None:
+        nb = 10
+        tables = [[7, 2, 9, 0], [5, 1, 8]]
+        context, qlen = [13, 10], [5, 1]
+    else:
+        counts = [-(-c // bs) for c in context]
+        nb = sum(counts) + 3
+        order = [int(b) for b in RNG.permutation(nb)]
+        tables = [order[sum(counts[:s]):sum(counts[:s + 1])] for s in range(len(context))]
     kc, vc = f32(nb, bs, kvh, d), f32(nb, bs, kvh, d)  # earlier tokens' K and V
     tnum = sum(qlen)
     q, k, v = f32(tnum, heads * d), f32(tnum, kvh * d), f32(tnum, kvh * d)
     slots, qs = [], [0]
-    for s in range(2):
+    for s in range(len(context)):
         for p in range(context[s] - qlen[s], context[s]):
             slots.append(tables[s][p // bs] * bs + p % bs)
         qs.append(qs[-1] + qlen[s])
@@ -184,7 +193,7 @@ def attention_case(window, d=8):
     out = torch.zeros(tnum, heads, d, dtype=torch.float64)
     lse = torch.zeros(tnum, heads, dtype=torch.float64)
     scale = 1 / math.sqrt(d)
-    for s in range(2):
+    for s in range(len(context)):
         kv_slots = torch.tensor([tables[s][j // bs] * bs + j % bs for j in range(context[s])])
         keys, values = kref[kv_slots], vref[kv_slots]
         for i in range(qs[s], qs[s + 1]):
@@ -365,6 +374,12 @@ CASES = {
     "paged_attention_sliding_window": lambda: attention_case(3),
     "paged_attention_head_dim_12": lambda: attention_case(None, d=12),
     "paged_attention_head_dim_6": lambda: attention_case(3, d=6),
+    # Decode-only steps over several 256-key chunks (sm_90: decode and merge
+    # kernels), one with a window that leaves the first chunk empty.
+    "paged_attention_decode_long": lambda: attention_case(None, context=[300, 530, 7],
+                                                          qlen=[1, 1, 1]),
+    "paged_attention_decode_window": lambda: attention_case(200, context=[300, 530],
+                                                            qlen=[1, 1]),
     "apply_penalties": case_apply_penalties,
     "logprobs": case_logprobs,
     "sample_greedy": case_sample_greedy,

@@ -16,8 +16,13 @@
 // by one in increasing order with the same arithmetic whatever the tile, so
 // its result does not depend on the other rows of the step.
 //
-// Decode rows get one tile each; a context split over several blocks with a
-// log-sum-exp merge (flash-decoding) is future work (docs/compiler.md).
+// Keys are taken in chunks of kAttentionChunk at fixed positions: an item
+// starts each chunk from an empty (max, sum, accumulator) and folds the
+// chunk's state into its total with `mergeState`. A decode-only step (T = S)
+// runs the same chunks in separate blocks instead (flash-decoding: one block
+// per sequence, KV head and chunk, states to a scratch buffer), then a merge
+// kernel folds them in the same order with the same function, so a decode
+// row's output is bitwise the same whichever kernels the step runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,134 +40,277 @@ constexpr int64_t kItemsPerBlock = 16;
 constexpr int64_t kMaxKeysPerTile = 32;
 // K and V tiles together stay within this many bytes of shared memory.
 constexpr int64_t kTileBytes = 32 * 1024;
-} // namespace
 
-GpuGrid mlir::llmserve::buildPagedAttentionKernel(GpuKernelEmitter &e,
-                                                  PagedAttentionOp o) {
-  Arith &a = e.arith();
-  ImplicitLocOpBuilder &b = e.builder();
-  using P = arith::CmpIPredicate;
-  auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
-  int64_t blockSize = cacheType.getDimSize(1);
-  int64_t kvHeads = cacheType.getDimSize(2), headDim = cacheType.getDimSize(3);
-  int64_t heads = o.getNumHeads();
-  int64_t group = heads / kvHeads;
-  std::optional<uint64_t> window = o.getSlidingWindow();
-  float scale = o.getScale().convertToFloat();
-  Type element = cacheType.getElementType();
-  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
-
-  int64_t rowsPerTile = std::max<int64_t>(1, kItemsPerBlock / group);
-  int64_t items = rowsPerTile * group;
-  int64_t itemsPerWarp = (items + e.numWarps() - 1) / e.numWarps();
-  int64_t perLane = (headDim + kWarpSize - 1) / kWarpSize;
-  int64_t keysPerTile = std::clamp<int64_t>(
-      kTileBytes / (2 * headDim * elementBytes), 1, kMaxKeysPerTile);
-
-  Value q = e.binding(0), keys = cacheSlots(e, 1), values = cacheSlots(e, 2),
-        blockTable = e.binding(3), contextLen = e.binding(4),
-        queryStart = e.binding(5), out = e.binding(6), lse = e.binding(7);
-  Value kTile = e.sharedBuffer({keysPerTile, headDim}, element);
-  Value vTile = e.sharedBuffer({keysPerTile, headDim}, element);
-  Value numSeqs = e.dimSize(4, 0);
-  Value zero = e.index(0), one = e.index(1);
-  Value dim = e.index(headDim);
-  Value kvHead = e.blockId(1);
-  Value tile = e.blockId(0);
-  Value lane = e.laneId(), warp = e.warpId();
-
-  // The sequence and tile-in-sequence of this block.
-  Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
-  SmallVector<Value> found = e.forLoop(
-      zero, numSeqs, 1, {zero, zero, zero, falseValue},
-      [&](Value s, ValueRange st) -> SmallVector<Value> {
-        Value begin = a.toIndex(a.load(queryStart, s));
-        Value end = a.toIndex(a.load(queryStart, a.addi(s, one)));
-        Value tiles = a.divui(a.addi(a.subi(end, begin),
-                                     e.index(rowsPerTile - 1)),
-                              e.index(rowsPerTile));
-        Value next = a.addi(st[0], tiles);
-        Value hit = a.andi(arith::XOrIOp::create(
-                               b, st[3],
-                               arith::ConstantIntOp::create(b, b.getI1Type(), 1)),
-                           a.cmpi(P::ult, tile, next));
-        return {next, a.select(hit, s, st[1]),
-                a.select(hit, a.subi(tile, st[0]), st[2]),
-                arith::OrIOp::create(b, st[3], hit)};
-      });
-  e.ifThen(found[3], [&] {
-    Value seq = found[1], local = found[2];
-    Value qBegin = a.toIndex(a.load(queryStart, seq));
-    Value qEnd = a.toIndex(a.load(queryStart, a.addi(seq, one)));
-    Value context = a.toIndex(a.load(contextLen, seq));
-    Value r0 = a.addi(qBegin, a.muli(local, e.index(rowsPerTile)));
-    Value rowCount = a.mini(e.index(rowsPerTile), a.subi(qEnd, r0));
-    // Causal: a row's own position is the last key it sees.
-    Value past = a.subi(context, a.subi(qEnd, qBegin));
-    auto positionOf = [&](Value row) {
-      return a.addi(past, a.subi(row, qBegin));
-    };
-    auto firstKeyOf = [&](Value position) {
-      if (!window)
-        return zero;
-      Value w = e.index(static_cast<int64_t>(*window) - 1);
-      return a.select(a.cmpi(P::sgt, position, w), a.subi(position, w), zero);
-    };
-    Value lo = firstKeyOf(positionOf(r0));
-    Value hiEnd =
-        a.addi(positionOf(a.subi(a.addi(r0, rowCount), one)), one);
-
-    // The warp's items: (row, query head), their key ranges and q.
-    struct Item {
-      Value valid, row, head, first, last;
-      SmallVector<Value> q;
-    };
-    SmallVector<Item> itemsOfWarp;
-    SmallVector<Value> laneDims;
+class PagedAttention {
+public:
+  PagedAttention(GpuKernelEmitter &e, PagedAttentionOp o)
+      : e(e), a(e.arith()), b(e.builder()), window(o.getSlidingWindow()),
+        scale(o.getScale().convertToFloat()) {
+    auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
+    blockSize = cacheType.getDimSize(1);
+    kvHeads = cacheType.getDimSize(2);
+    headDim = cacheType.getDimSize(3);
+    heads = o.getNumHeads();
+    group = heads / kvHeads;
+    element = cacheType.getElementType();
+    int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+    perLane = (headDim + kWarpSize - 1) / kWarpSize;
+    keysPerTile = std::clamp<int64_t>(
+        kTileBytes / (2 * headDim * elementBytes), 1, kMaxKeysPerTile);
+    zero = e.index(0);
+    one = e.index(1);
+    dim = e.index(headDim);
+    chunk = e.index(kAttentionChunk);
     for (int64_t i = 0; i < perLane; ++i) {
-      Value d = a.addi(lane, e.index(i * kWarpSize));
+      Value d = a.addi(e.laneId(), e.index(i * kWarpSize));
       laneDims.push_back(a.mini(d, e.index(headDim - 1)));
     }
-    auto laneInside = [&](int64_t i) {
-      return a.cmpi(P::ult, a.addi(lane, e.index(i * kWarpSize)), dim);
-    };
-    for (int64_t j = 0; j < itemsPerWarp; ++j) {
-      Item item;
-      Value it = a.addi(warp, e.index(j * e.numWarps()));
-      Value qr = a.divui(it, e.index(group));
-      item.valid = a.andi(a.cmpi(P::ult, it, e.index(items)),
-                          a.cmpi(P::ult, qr, rowCount));
-      item.row = a.select(item.valid, a.addi(r0, qr), r0);
-      item.head =
-          a.addi(a.muli(kvHead, e.index(group)), a.remui(it, e.index(group)));
-      Value position = positionOf(item.row);
-      item.first = firstKeyOf(position);
-      // An invalid item gets an empty key range.
-      item.last = a.select(item.valid, a.addi(position, one), item.first);
-      Value base = a.muli(item.head, dim);
-      for (int64_t i = 0; i < perLane; ++i) {
-        Value v = e.loadF32(q, {item.row, a.addi(base, laneDims[i])});
-        item.q.push_back(a.select(laneInside(i), v, e.f32(0)));
-      }
-      itemsOfWarp.push_back(std::move(item));
-    }
+  }
 
-    // Per item: running max, running sum, perLane output elements.
-    int64_t stateSize = 2 + perLane;
-    SmallVector<Value> init;
-    for (int64_t j = 0; j < itemsPerWarp; ++j) {
-      init.push_back(e.f32(-INFINITY));
-      init.push_back(e.f32(0));
-      init.append(perLane, e.f32(0));
+  /// Any mix of prefill chunks and decode rows; no work when T = S.
+  GpuGrid buildMixed() {
+    int64_t rowsPerTile = std::max<int64_t>(1, kItemsPerBlock / group);
+    int64_t items = rowsPerTile * group;
+    int64_t itemsPerWarp = (items + e.numWarps() - 1) / e.numWarps();
+    Value queryStart = e.binding(5), numSeqs = e.dimSize(4, 0);
+    Value kvHead = e.blockId(1), tile = e.blockId(0);
+    allocateTiles();
+
+    // The sequence and tile-in-sequence of this block.
+    Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
+    SmallVector<Value> found = e.forLoop(
+        zero, numSeqs, 1, {zero, zero, zero, falseValue},
+        [&](Value s, ValueRange st) -> SmallVector<Value> {
+          Value begin = a.toIndex(a.load(queryStart, s));
+          Value end = a.toIndex(a.load(queryStart, a.addi(s, one)));
+          Value tiles = a.divui(a.addi(a.subi(end, begin),
+                                       e.index(rowsPerTile - 1)),
+                                e.index(rowsPerTile));
+          Value next = a.addi(st[0], tiles);
+          Value hit = a.andi(
+              arith::XOrIOp::create(
+                  b, st[3], arith::ConstantIntOp::create(b, b.getI1Type(), 1)),
+              a.cmpi(P::ult, tile, next));
+          return {next, a.select(hit, s, st[1]),
+                  a.select(hit, a.subi(tile, st[0]), st[2]),
+                  arith::OrIOp::create(b, st[3], hit)};
+        });
+    e.ifThen(found[3], [&] {
+      Sequence seq = sequence(found[1]);
+      Value r0 = a.addi(seq.qBegin, a.muli(found[2], e.index(rowsPerTile)));
+      Value rowCount = a.mini(e.index(rowsPerTile), a.subi(seq.qEnd, r0));
+      Value lo = firstKeyOf(seq.positionOf(a, r0));
+      Value hiEnd =
+          a.addi(seq.positionOf(a, a.subi(a.addi(r0, rowCount), one)), one);
+
+      SmallVector<Item> itemsOfWarp;
+      for (int64_t j = 0; j < itemsPerWarp; ++j) {
+        Value it = a.addi(e.warpId(), e.index(j * e.numWarps()));
+        Value qr = a.divui(it, e.index(group));
+        Value valid = a.andi(a.cmpi(P::ult, it, e.index(items)),
+                             a.cmpi(P::ult, qr, rowCount));
+        Value row = a.select(valid, a.addi(r0, qr), r0);
+        Value head =
+            a.addi(a.muli(kvHead, e.index(group)), a.remui(it, e.index(group)));
+        itemsOfWarp.push_back(item(seq, valid, row, head));
+      }
+
+      // Chunk by chunk, each folded into the items' totals.
+      Value firstChunk = a.divui(lo, chunk);
+      Value endChunk = a.divui(a.addi(hiEnd, e.index(kAttentionChunk - 1)), chunk);
+      SmallVector<Value> total = e.forLoop(
+          firstChunk, endChunk, 1, emptyStates(itemsPerWarp),
+          [&](Value c, ValueRange total) -> SmallVector<Value> {
+            Value from = a.maxi(lo, a.muli(c, chunk));
+            Value to = a.mini(hiEnd, a.muli(a.addi(c, one), chunk));
+            SmallVector<Value> local =
+                walkKeys(seq.index, kvHead, itemsOfWarp, from, to);
+            SmallVector<Value> merged;
+            for (int64_t j = 0; j < itemsPerWarp; ++j)
+              merged.append(mergeState(state(total, j), state(local, j)));
+            return merged;
+          });
+      for (int64_t j = 0; j < itemsPerWarp; ++j)
+        e.ifThen(itemsOfWarp[j].valid, [&] {
+          writeOutput(itemsOfWarp[j].row, itemsOfWarp[j].head, state(total, j));
+        });
+    });
+    std::string tiles = ceilDivExpr(e.dimExpr(0, 0), rowsPerTile) + "+" +
+                        e.dimExpr(4, 0);
+    return {"(" + tiles + ")*" + moreTokensThanSequences(), std::to_string(kvHeads),
+            "1"};
+  }
+
+  /// A decode-only step: block (sequence, KV head, chunk) writes the chunk's
+  /// state of each query head of the KV head to the scratch buffer.
+  GpuGrid buildDecode() {
+    int64_t itemsPerWarp = (group + e.numWarps() - 1) / e.numWarps();
+    Value seqIndex = e.blockId(0), kvHead = e.blockId(1), c = e.blockId(2);
+    allocateTiles();
+    Sequence seq = sequence(seqIndex);
+    Value numChunks = a.divui(a.addi(seq.context, e.index(kAttentionChunk - 1)), chunk);
+    e.ifThen(a.cmpi(P::ult, c, numChunks), [&] {
+      Value row = seq.qBegin;
+      SmallVector<Item> itemsOfWarp;
+      for (int64_t j = 0; j < itemsPerWarp; ++j) {
+        Value it = a.addi(e.warpId(), e.index(j * e.numWarps()));
+        Value valid = a.cmpi(P::ult, it, e.index(group));
+        Value head = a.addi(a.muli(kvHead, e.index(group)),
+                            a.remui(it, e.index(group)));
+        itemsOfWarp.push_back(item(seq, valid, row, head));
+      }
+      Value from = a.maxi(firstKeyOf(seq.positionOf(a, row)), a.muli(c, chunk));
+      Value to = a.mini(seq.context, a.muli(a.addi(c, one), chunk));
+      SmallVector<Value> local = walkKeys(seq.index, kvHead, itemsOfWarp, from, to);
+      Value partials = scratch();
+      for (int64_t j = 0; j < itemsPerWarp; ++j) {
+        ValueRange s = state(local, j);
+        e.ifThen(itemsOfWarp[j].valid, [&] {
+          Value base = scratchOffset(seq.index, itemsOfWarp[j].head, c);
+          e.ifThen(a.cmpi(P::eq, e.laneId(), zero), [&] {
+            a.store(s[0], partials, base);
+            a.store(s[1], partials, a.addi(base, one));
+          });
+          for (int64_t i = 0; i < perLane; ++i)
+            e.ifThen(laneInside(i), [&] {
+              a.store(s[2 + i], partials,
+                      a.addi(base, a.addi(e.index(2), laneDims[i])));
+            });
+        });
+      }
+    });
+    return {e.dimExpr(4, 0) + "*(1-" + moreTokensThanSequences() + ")",
+            std::to_string(kvHeads), maxChunksExpr()};
+  }
+
+  /// A decode-only step: one warp per (sequence, query head) folds the
+  /// chunks' states in order and writes the output and log-sum-exp.
+  GpuGrid buildMerge() {
+    Value seqIndex = e.blockId(0), head = e.blockId(1);
+    Sequence seq = sequence(seqIndex);
+    Value numChunks = a.divui(a.addi(seq.context, e.index(kAttentionChunk - 1)), chunk);
+    Value partials = scratch();
+    SmallVector<Value> total = e.forLoop(
+        zero, numChunks, 1, emptyStates(1),
+        [&](Value c, ValueRange total) -> SmallVector<Value> {
+          Value base = scratchOffset(seqIndex, head, c);
+          SmallVector<Value> local = {a.load(partials, base),
+                                      a.load(partials, a.addi(base, one))};
+          for (int64_t i = 0; i < perLane; ++i)
+            local.push_back(a.load(
+                partials, a.addi(base, a.addi(e.index(2), laneDims[i]))));
+          return mergeState(total, local);
+        });
+    writeOutput(seq.qBegin, head, total);
+    return {e.dimExpr(4, 0) + "*(1-" + moreTokensThanSequences() + ")",
+            std::to_string(heads), "1"};
+  }
+
+private:
+  using P = arith::CmpIPredicate;
+
+  struct Sequence {
+    Value index, qBegin, qEnd, context;
+    /// Causal: a row's own position is the last key it sees.
+    Value positionOf(Arith &a, Value row) const {
+      return a.addi(a.subi(context, a.subi(qEnd, qBegin)), a.subi(row, qBegin));
     }
-    SmallVector<Value> state = e.forLoop(
-        lo, hiEnd, keysPerTile, init,
+  };
+
+  /// A (row, query head) and its key range [first, last); invalid items get
+  /// an empty range.
+  struct Item {
+    Value valid, row, head, first, last;
+    SmallVector<Value> q;
+  };
+
+  Sequence sequence(Value index) {
+    Value queryStart = e.binding(5), contextLen = e.binding(4);
+    return {index, a.toIndex(a.load(queryStart, index)),
+            a.toIndex(a.load(queryStart, a.addi(index, one))),
+            a.toIndex(a.load(contextLen, index))};
+  }
+
+  Value firstKeyOf(Value position) {
+    if (!window)
+      return zero;
+    Value w = e.index(static_cast<int64_t>(*window) - 1);
+    return a.select(a.cmpi(P::sgt, position, w), a.subi(position, w), zero);
+  }
+
+  Value laneInside(int64_t i) {
+    return a.cmpi(P::ult, a.addi(e.laneId(), e.index(i * kWarpSize)), dim);
+  }
+
+  Item item(const Sequence &seq, Value valid, Value row, Value head) {
+    Item item{valid, row, head, Value(), Value(), {}};
+    Value position = seq.positionOf(a, row);
+    item.first = firstKeyOf(position);
+    item.last = a.select(valid, a.addi(position, one), item.first);
+    Value q = e.binding(0), base = a.muli(head, dim);
+    for (int64_t i = 0; i < perLane; ++i) {
+      Value v = e.loadF32(q, {row, a.addi(base, laneDims[i])});
+      item.q.push_back(a.select(laneInside(i), v, e.f32(0)));
+    }
+    return item;
+  }
+
+  int64_t stateSize() const { return 2 + perLane; }
+  /// Per item: max, sum, perLane accumulator elements; empty: -inf, 0, 0.
+  SmallVector<Value> emptyStates(int64_t numItems) {
+    SmallVector<Value> states;
+    for (int64_t j = 0; j < numItems; ++j) {
+      states.push_back(e.f32(-INFINITY));
+      states.push_back(e.f32(0));
+      states.append(perLane, e.f32(0));
+    }
+    return states;
+  }
+  ValueRange state(ValueRange states, int64_t j) {
+    return states.slice(j * stateSize(), stateSize());
+  }
+
+  /// `total` with `local` folded in. An empty state (max -inf) changes
+  /// nothing and is replaced by anything; otherwise both rescale to the
+  /// larger maximum, with explicit fma so that every kernel rounds alike.
+  SmallVector<Value> mergeState(ValueRange total, ValueRange local) {
+    Value negInf = e.f32(-INFINITY);
+    Value localEmpty = a.cmpf(arith::CmpFPredicate::OEQ, local[0], negInf);
+    Value totalEmpty = a.cmpf(arith::CmpFPredicate::OEQ, total[0], negInf);
+    Value maxNew = a.max(total[0], local[0]);
+    Value alphaTotal = a.exp(a.sub(total[0], maxNew));
+    Value alphaLocal = a.exp(a.sub(local[0], maxNew));
+    auto fold = [&](Value t, Value l) -> Value {
+      Value merged =
+          math::FmaOp::create(b, t, alphaTotal, a.mul(l, alphaLocal));
+      return a.select(localEmpty, t, a.select(totalEmpty, l, merged));
+    };
+    SmallVector<Value> result = {
+        a.select(localEmpty, total[0], a.select(totalEmpty, local[0], maxNew))};
+    for (int64_t i = 1; i < stateSize(); ++i)
+      result.push_back(fold(total[i], local[i]));
+    return result;
+  }
+
+  void allocateTiles() {
+    kTile = e.sharedBuffer({keysPerTile, headDim}, element);
+    vTile = e.sharedBuffer({keysPerTile, headDim}, element);
+  }
+
+  /// The online softmax of `items` over keys [from, to) of sequence `seq`,
+  /// from empty states: tiles of keys gathered through the block table into
+  /// shared memory (by the whole block), then each item's keys of the tile
+  /// one by one.
+  SmallVector<Value> walkKeys(Value seq, Value kvHead, ArrayRef<Item> items,
+                              Value from, Value to) {
+    Value keys = cacheSlots(e, 1), values = cacheSlots(e, 2),
+          blockTable = e.binding(3);
+    return e.forLoop(
+        from, to, keysPerTile, emptyStates(items.size()),
         [&](Value j0, ValueRange st) -> SmallVector<Value> {
-          // Gather the tile's keys and values through the block table.
           e.barrier();
-          Value tileEnd = a.mini(a.addi(j0, e.index(keysPerTile)), hiEnd);
-          Value tileKeys = a.subi(tileEnd, j0);
-          e.threadLoop(a.muli(tileKeys, dim), [&](Value flat) {
+          Value tileEnd = a.mini(a.addi(j0, e.index(keysPerTile)), to);
+          e.threadLoop(a.muli(a.subi(tileEnd, j0), dim), [&](Value flat) {
             Value k = a.divui(flat, dim), d = a.remui(flat, dim);
             Value key = a.addi(j0, k);
             Value block = a.toIndex(a.load(
@@ -175,58 +323,116 @@ GpuGrid mlir::llmserve::buildPagedAttentionKernel(GpuKernelEmitter &e,
           });
           e.barrier();
           SmallVector<Value> next;
-          for (int64_t j = 0; j < itemsPerWarp; ++j) {
-            const Item &item = itemsOfWarp[j];
-            ValueRange s = st.slice(j * stateSize, stateSize);
+          for (auto [j, item] : llvm::enumerate(items)) {
             Value kb = a.maxi(item.first, j0);
             Value ke = a.maxi(a.mini(item.last, tileEnd), kb);
-            SmallVector<Value> updated = e.forLoop(
-                a.subi(kb, j0), a.subi(ke, j0), 1, s,
+            next.append(e.forLoop(
+                a.subi(kb, j0), a.subi(ke, j0), 1, state(st, j),
                 [&](Value k, ValueRange s) -> SmallVector<Value> {
-                  Value partial = e.f32(0);
-                  for (int64_t i = 0; i < perLane; ++i)
-                    partial = a.add(partial,
-                                    a.mul(item.q[i],
-                                          e.loadF32(kTile, {k, laneDims[i]})));
-                  Value dot = e.warpReduce(
-                      partial, [&](Value x, Value y) { return a.add(x, y); });
-                  Value score = a.mul(dot, e.f32(scale));
-                  Value maxNew = a.max(s[0], score);
-                  // The running sums rescale only when the maximum grows.
-                  Value grows =
-                      a.cmpf(arith::CmpFPredicate::OGT, score, s[0]);
-                  Value alpha =
-                      a.select(grows, a.exp(a.sub(s[0], maxNew)), e.f32(1));
-                  Value weight = a.exp(a.sub(score, maxNew));
-                  SmallVector<Value> r{maxNew,
-                                       a.add(a.mul(s[1], alpha), weight)};
-                  for (int64_t i = 0; i < perLane; ++i)
-                    r.push_back(a.add(
-                        a.mul(s[2 + i], alpha),
-                        a.mul(weight, e.loadF32(vTile, {k, laneDims[i]}))));
-                  return r;
-                });
-            next.append(updated);
+                  return updateState(item, k, s);
+                }));
           }
           return next;
         });
+  }
 
-    for (int64_t j = 0; j < itemsPerWarp; ++j) {
-      const Item &item = itemsOfWarp[j];
-      ValueRange s = ArrayRef(state).slice(j * stateSize, stateSize);
-      e.ifThen(item.valid, [&] {
-        Value base = a.muli(item.head, dim);
-        for (int64_t i = 0; i < perLane; ++i)
-          e.ifThen(laneInside(i), [&] {
-            e.storeF32(a.div(s[2 + i], s[1]), out,
-                       {item.row, a.addi(base, laneDims[i])});
-          });
-        e.ifThen(a.cmpi(P::eq, lane, zero), [&] {
-          a.store(a.add(s[0], a.log(s[1])), lse, {item.row, item.head});
-        });
+  /// One key (row `k` of the tiles) into an item's state.
+  SmallVector<Value> updateState(const Item &item, Value k, ValueRange s) {
+    Value partial = e.f32(0);
+    for (int64_t i = 0; i < perLane; ++i)
+      partial = a.add(partial,
+                      a.mul(item.q[i], e.loadF32(kTile, {k, laneDims[i]})));
+    Value dot =
+        e.warpReduce(partial, [&](Value x, Value y) { return a.add(x, y); });
+    Value score = a.mul(dot, e.f32(scale));
+    Value maxNew = a.max(s[0], score);
+    // The running sums rescale only when the maximum grows.
+    Value grows = a.cmpf(arith::CmpFPredicate::OGT, score, s[0]);
+    Value alpha = a.select(grows, a.exp(a.sub(s[0], maxNew)), e.f32(1));
+    Value weight = a.exp(a.sub(score, maxNew));
+    SmallVector<Value> r{maxNew, a.add(a.mul(s[1], alpha), weight)};
+    for (int64_t i = 0; i < perLane; ++i)
+      r.push_back(a.add(a.mul(s[2 + i], alpha),
+                        a.mul(weight, e.loadF32(vTile, {k, laneDims[i]}))));
+    return r;
+  }
+
+  void writeOutput(Value row, Value head, ValueRange s) {
+    Value out = e.binding(6), lse = e.binding(7);
+    Value base = a.muli(head, dim);
+    for (int64_t i = 0; i < perLane; ++i)
+      e.ifThen(laneInside(i), [&] {
+        e.storeF32(a.div(s[2 + i], s[1]), out, {row, a.addi(base, laneDims[i])});
       });
-    }
-  });
-  return {ceilDivExpr(e.dimExpr(0, 0), rowsPerTile) + "+" + e.dimExpr(4, 0),
-          std::to_string(kvHeads), "1"};
+    e.ifThen(a.cmpi(P::eq, e.laneId(), zero), [&] {
+      a.store(a.add(s[0], a.log(s[1])), lse, {row, head});
+    });
+  }
+
+  /// 1 when the step has a prefill chunk (T > S), else 0.
+  std::string moreTokensThanSequences() const {
+    return "min(" + e.dimExpr(0, 0) + "-" + e.dimExpr(4, 0) + ",1)";
+  }
+  /// Chunks of the longest context a block table row can address.
+  std::string maxChunksExpr() const {
+    return ceilDivExpr(e.dimExpr(3, 1) + "*" + std::to_string(blockSize),
+                       kAttentionChunk);
+  }
+  Value maxChunks() {
+    return a.divui(a.addi(a.muli(e.dimSize(3, 1), e.index(blockSize)),
+                          e.index(kAttentionChunk - 1)),
+                   chunk);
+  }
+
+  /// The scratch binding ([S, heads, max chunks, 2 + head_dim] f32) and the
+  /// offset of a (sequence, head, chunk) state in it.
+  Value scratch() {
+    Value size = a.muli(
+        a.muli(a.muli(e.dimSize(4, 0), e.index(heads)), maxChunks()),
+        e.index(2 + headDim));
+    return e.binding(kAttentionScratchBinding, {size});
+  }
+  Value scratchOffset(Value seq, Value head, Value c) {
+    Value slot = a.addi(a.muli(a.addi(a.muli(seq, e.index(heads)), head),
+                               maxChunks()),
+                        c);
+    return a.muli(slot, e.index(2 + headDim));
+  }
+
+  GpuKernelEmitter &e;
+  Arith &a;
+  ImplicitLocOpBuilder &b;
+  std::optional<uint64_t> window;
+  float scale;
+  int64_t blockSize, kvHeads, headDim, heads, group, perLane, keysPerTile;
+  Type element;
+  Value zero, one, dim, chunk, kTile, vTile;
+  SmallVector<Value> laneDims;
+};
+
+} // namespace
+
+GpuGrid mlir::llmserve::buildPagedAttentionKernel(GpuKernelEmitter &e,
+                                                  PagedAttentionOp o) {
+  return PagedAttention(e, o).buildMixed();
+}
+
+GpuGrid mlir::llmserve::buildDecodeAttentionKernel(GpuKernelEmitter &e,
+                                                   PagedAttentionOp o) {
+  return PagedAttention(e, o).buildDecode();
+}
+
+GpuGrid mlir::llmserve::buildAttentionMergeKernel(GpuKernelEmitter &e,
+                                                  PagedAttentionOp o) {
+  return PagedAttention(e, o).buildMerge();
+}
+
+SmallVector<std::string>
+mlir::llmserve::attentionScratchShape(GpuKernelEmitter &e, PagedAttentionOp o) {
+  auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
+  int64_t blockSize = cacheType.getDimSize(1), headDim = cacheType.getDimSize(3);
+  return {e.dimExpr(4, 0), std::to_string(o.getNumHeads()),
+          ceilDivExpr(e.dimExpr(3, 1) + "*" + std::to_string(blockSize),
+                      kAttentionChunk),
+          std::to_string(2 + headDim)};
 }

@@ -39,7 +39,23 @@ bool hasSmallBatchLinearKernel(LinearOp op);
 GpuGrid buildSmallBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
 inline constexpr int64_t kSmallBatchLinearRows = 64;
 inline constexpr int64_t kSmallBatchLinearBlockSize = 64;
+/// paged_attention for any mix of prefill chunks and decode rows (no blocks
+/// when T = S), and for decode-only steps the split-context kernel and the
+/// merge of its chunks (docs/compiler.md). All three bind the op's values
+/// then one scratch buffer (`attentionScratchShape`).
 GpuGrid buildPagedAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
+GpuGrid buildDecodeAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
+GpuGrid buildAttentionMergeKernel(GpuKernelEmitter &e, PagedAttentionOp op);
+/// [S, heads, chunks of the longest context, 2 + head_dim] f32, as size
+/// expressions in the op's push constants.
+SmallVector<std::string> attentionScratchShape(GpuKernelEmitter &e,
+                                               PagedAttentionOp op);
+/// Keys per chunk of the split context (a multiple of every key tile).
+inline constexpr int64_t kAttentionChunk = 256;
+/// The scratch buffer's binding: after q, the caches, block_table,
+/// context_len, query_start, out and lse.
+inline constexpr int kAttentionScratchBinding = 8;
+inline constexpr int64_t kAttentionMergeBlockSize = 32;
 GpuGrid buildApplyPenaltiesKernel(GpuKernelEmitter &e);
 GpuGrid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
 GpuGrid buildSampleKernel(GpuKernelEmitter &e);

@@ -53,14 +53,39 @@ struct ExtraGpuKernel {
   std::function<GpuGrid(GpuKernelEmitter &)> build;
 };
 
-/// linear's small-M kernel: the grids of the two select one by the step's M.
+/// linear's small-M kernel, and attention's decode-only pair: the grids
+/// select by the step's size which kernels have blocks.
 SmallVector<ExtraGpuKernel> extraKernels(Operation *op) {
-  auto linear = dyn_cast<LinearOp>(op);
-  if (!linear || !hasSmallBatchLinearKernel(linear))
-    return {};
-  return {{"_small_m", kSmallBatchLinearBlockSize, [linear](GpuKernelEmitter &e) {
-             return buildSmallBatchLinearKernel(e, linear);
-           }}};
+  if (auto linear = dyn_cast<LinearOp>(op)) {
+    if (!hasSmallBatchLinearKernel(linear))
+      return {};
+    return {{"_small_m", kSmallBatchLinearBlockSize,
+             [linear](GpuKernelEmitter &e) {
+               return buildSmallBatchLinearKernel(e, linear);
+             }}};
+  }
+  if (auto attention = dyn_cast<PagedAttentionOp>(op))
+    return {{"_decode", gpuBlockSize(op),
+             [attention](GpuKernelEmitter &e) {
+               return buildDecodeAttentionKernel(e, attention);
+             }},
+            {"_merge", kAttentionMergeBlockSize, [attention](GpuKernelEmitter &e) {
+               return buildAttentionMergeKernel(e, attention);
+             }}};
+  return {};
+}
+
+/// The scratch buffers `op`'s kernels bind after its values: f32, bound as
+/// bare pointers that the kernels view with their own sizes, and sized in
+/// the manifest by expressions of the push constants.
+int64_t numScratchBuffers(Operation *op) {
+  return isa<PagedAttentionOp>(op) ? 1 : 0;
+}
+SmallVector<SmallVector<std::string>> scratchShapes(Operation *op,
+                                                    GpuKernelEmitter &e) {
+  if (auto attention = dyn_cast<PagedAttentionOp>(op))
+    return {attentionScratchShape(e, attention)};
+  return {};
 }
 
 FailureOr<GpuGrid> buildKernel(GpuKernelEmitter &e, Operation *op) {
@@ -103,11 +128,16 @@ struct LlmserveToGpuKernelsPass
     for (Operation *op : opsToOutline(module)) {
       std::string name = dispatchKernelName(op, counter++);
       SmallVector<DictionaryAttr> dispatch;
+      SmallVector<SmallVector<std::string>> scratch;
+      SmallVector<RankedTensorType> bindingTypes = dispatchBindingTypes(op);
+      bindingTypes.append(numScratchBuffers(op),
+                          RankedTensorType::get({1}, b.getF32Type()));
       auto emit = [&](const std::string &kernelName, int64_t blockSize,
                       function_ref<FailureOr<GpuGrid>(GpuKernelEmitter &)> build) {
         GpuKernelEmitter emitter(kernels, dispatchSymbol(kernelName),
-                                 op->getLoc(), dispatchBindingTypes(op),
-                                 blockSize);
+                                 op->getLoc(), bindingTypes, blockSize);
+        if (dispatch.empty())
+          scratch = scratchShapes(op, emitter);
         FailureOr<GpuGrid> grid = build(emitter);
         if (failed(grid)) {
           emitter.function().erase();
@@ -131,6 +161,15 @@ struct LlmserveToGpuKernelsPass
                         })))
           return signalPassFailure();
       setDispatch(op, dispatch);
+      if (!scratch.empty()) {
+        SmallVector<Attribute> shapes;
+        for (ArrayRef<std::string> shape : scratch)
+          shapes.push_back(b.getStrArrayAttr(SmallVector<StringRef>(
+              llvm::map_range(shape, [](const std::string &s) {
+                return StringRef(s);
+              }))));
+        op->setAttr(kScratchAttrName, b.getArrayAttr(shapes));
+      }
     }
   }
 

@@ -111,26 +111,51 @@ func.func @rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64x
 
 // Attention: tiles of rows of one sequence and one KV head; with 4 query
 // heads per KV head (GQA) a tile holds 4 rows, so the grid is
-// ceil(T/4) + S tiles by 2 KV heads. K and V tiles of 32 keys are gathered
-// through the block table into shared memory between barriers.
+// ceil(T/4) + S tiles by 2 KV heads, none when T = S. Keys go in chunks of
+// 256, each walked in tiles of 32 keys gathered through the block table into
+// shared memory between barriers and folded into the total (fma). A
+// decode-only step runs a block per (sequence, KV head, chunk of the longest
+// addressable context) writing chunk states ([S, 8 heads, chunks, 2 + 16])
+// to the scratch binding, then one warp per (sequence, head) folds them.
 // CHECK-LABEL: func.func @attention
 //       CHECK:   llmserve.paged_attention
-//  CHECK-SAME:     block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,4)+$5", "2", "1"]
-//       CHECK: gpu.func @llmserve_d0_paged_attention
+//  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["(ceildiv($0,4)+$5)*min($0-$5,1)", "2", "1"], kernel = "d0_paged_attention"
+//  CHECK-SAME:       {block = array<i64: 128, 1, 1>, grid = ["$5*(1-min($0-$5,1))", "2", "ceildiv($4*4,256)"], kernel = "d0_paged_attention_decode"
+//  CHECK-SAME:       {block = array<i64: 32, 1, 1>, grid = ["$5*(1-min($0-$5,1))", "8", "1"], kernel = "d0_paged_attention_merge"
+//  CHECK-SAME:     llmserve.scratch = {{\[}}["$5", "8", "ceildiv($4*4,256)", "18"]]
+//       CHECK: gpu.func @llmserve_d0_paged_attention(
+//  CHECK-SAME:     %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: i64
 //  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   scf.for
 //       CHECK:   scf.if
 //       CHECK:     scf.for
-//       CHECK:       gpu.barrier
-//       CHECK:       memref.store %{{.*}}, %[[K]]
-//       CHECK:       memref.store %{{.*}}, %[[V]]
-//       CHECK:       gpu.barrier
 //       CHECK:       scf.for
-//       CHECK:         memref.load %[[K]]
-//       CHECK:         gpu.shuffle  xor
-//       CHECK:         math.exp
-//       CHECK:         memref.load %[[V]]
+//       CHECK:         gpu.barrier
+//       CHECK:         memref.store %{{.*}}, %[[K]]
+//       CHECK:         memref.store %{{.*}}, %[[V]]
+//       CHECK:         gpu.barrier
+//       CHECK:         scf.for
+//       CHECK:           memref.load %[[K]]
+//       CHECK:           gpu.shuffle  xor
+//       CHECK:           math.exp
+//       CHECK:           memref.load %[[V]]
+//       CHECK:       math.fma
 //       CHECK:     math.log
+//       CHECK: gpu.func @llmserve_d0_paged_attention_decode(
+//  CHECK-SAME:     %[[DSCRATCH:[^:]*]]: memref<1xf32>, %{{[^:]*}}: i64
+//       CHECK:   scf.if
+//       CHECK:     scf.for
+//       CHECK:       gpu.barrier
+//       CHECK:       gpu.shuffle  xor
+//       CHECK:     %[[PARTIALS:.*]] = memref.reinterpret_cast %[[DSCRATCH]]
+//       CHECK:     memref.store %{{.*}}, %[[PARTIALS]]
+//   CHECK-NOT:     math.log
+//       CHECK: gpu.func @llmserve_d0_paged_attention_merge(
+//  CHECK-SAME:     known_block_size = array<i32: 32, 1, 1>
+//       CHECK:   scf.for
+//       CHECK:     memref.load
+//       CHECK:     math.fma
+//       CHECK:   math.log
 func.func @attention(%q: tensor<?x128xbf16>, %kc: tensor<?x4x2x16xbf16>, %vc: tensor<?x4x2x16xbf16>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x128xbf16>, tensor<?x8xf32>) {
   %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 2.500000e-01 : tensor<?x128xbf16>, tensor<?x4x2x16xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return %o, %lse : tensor<?x128xbf16>, tensor<?x8xf32>
