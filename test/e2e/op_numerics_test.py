@@ -205,7 +205,16 @@ def attention_case(window, d=8, context=None, qlen=None):
                 lse[i, h] = torch.logsumexp(scores, 0)
                 out[i, h] = torch.softmax(scores, 0) @ values[first:pos + 1, g]
 
-    cty = mlir_type(kc)
+    inputs = [q, k, v, kc, vc, slots, bt, cl, qs]
+    return inputs, attention_module(inputs, heads, scale, window), [out.view(tnum, -1), lse]
+
+
+def attention_module(inputs, heads, scale, window):
+    """kv_write of K and V, then paged_attention, over attention_case's
+    inputs (q, k, v, k_cache, v_cache, slots, block_table, context_len,
+    query_start)."""
+    q, k, v, kc, _, slots, bt, cl, qs = inputs
+    tnum, cty = q.shape[0], mlir_type(kc)
     win = f" sliding_window {window}" if window else ""
     body = "\n".join([
         f"  %kc = llmserve.kv_write %a1 into %a3 at %a5 : {mlir_type(k)}, {cty}, {mlir_type(slots)}",
@@ -214,9 +223,21 @@ def attention_case(window, d=8, context=None, qlen=None):
         f"query_start %a8 num_heads {heads} scale {scale:e}{win} : {mlir_type(q)}, {cty}, "
         f"{mlir_type(bt)}, {mlir_type(cl)}, {mlir_type(qs)} -> tensor<{tnum}x{heads}xf32>",
     ])
-    inputs = [q, k, v, kc, vc, slots, bt, cl, qs]
     results = [("%o", mlir_type(q)), ("%lse", f"tensor<{tnum}x{heads}xf32>")]
-    return inputs, module(inputs, body, results), [out.view(tnum, -1), lse]
+    return module(inputs, body, results)
+
+
+def decode_invariance_pair(window=None):
+    """The same two decode rows (contexts 300 and 530: 2 and 3 chunks of 256
+    keys) inside a mixed step, beside a 5-token prefill of a third sequence,
+    and alone as a decode-only step: ((inputs, module) mixed, (inputs, module)
+    decode-only). On sm_90 the two run different kernels, whose results for
+    those rows must be bitwise equal (test/gpu/gpu_checks.py)."""
+    inputs, text, _ = attention_case(window, context=[300, 530, 40], qlen=[1, 1, 5])
+    q, k, v, kc, vc, slots, bt, cl, qs = inputs
+    decode = [q[:2], k[:2], v[:2], kc, vc, slots[:2], bt[:2], cl[:2], qs[:3]]
+    heads, d = 4, kc.shape[3]
+    return (inputs, text), (decode, attention_module(decode, heads, 1 / math.sqrt(d), window))
 
 
 def case_sample_greedy():

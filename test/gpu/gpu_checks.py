@@ -14,6 +14,8 @@
         at most 1e-4 for f32 cases, 1e-2 for the `.bf16` cases, whose GPU
         kernels store bf16 and whose inputs are rounded to bf16 for both
         devices; integers equal);
+        runs two decode rows in a mixed and in a decode-only step (different
+        kernels on sm_90), whose results must be bitwise equal;
         serves the llama fixture on both devices and sends 64 concurrent
         greedy requests, whose continuations must be the CPU's, and on the GPU
         the same at concurrency 1 as at 64; runs
@@ -131,6 +133,21 @@ def prepare(build, out, tinyllama):
             failures.append(f"{name}: {first}")
             shutil.rmtree(directory)
 
+    # Decode rows in a mixed step and in a decode-only step (bf16 storage, as
+    # models run): different kernels on sm_90, bitwise-equal results.
+    for window in (None, 200):
+        pair = op_numerics_test.decode_invariance_pair(window)
+        for kind, (inputs, text) in zip(("mixed", "decode"), pair):
+            directory = os.path.join(out, "invariance", f"window_{window}", kind)
+            os.makedirs(directory, exist_ok=True)
+            source = os.path.join(directory, "op.mlir")
+            with open(source, "w") as f:
+                f.write(bf16_text(text))
+            for i, a in enumerate(inputs):
+                np.save(os.path.join(directory, f"input_{i}.npy"), bf16_rounded(a))
+            run(llmc, "compile", source, "-o", os.path.join(directory, "op.sm90.llmb"),
+                "--target", "sm_90", "--dtype", "f32")
+
     fixtures = os.path.join(out, "fixtures")
     run(sys.executable, os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"), fixtures,
         "--only", "llama")
@@ -180,22 +197,25 @@ def no_gpu_reason():
     return None
 
 
+def call(llmrun, directory, device):
+    """Runs <directory>/op.<device>.llmb on its input_*.npy; the results."""
+    inputs = sorted((f for f in os.listdir(directory) if f.startswith("input_")),
+                    key=lambda f: int(f[6:-4]))
+    target = os.path.join(directory, device)
+    run(llmrun, "call", os.path.join(directory, f"op.{device}.llmb"), "--entry", "op",
+        "--input", *(os.path.join(directory, f) for f in inputs), "--output-dir", target)
+    return [np.load(os.path.join(target, f)) for f in sorted(os.listdir(target))]
+
+
 def check_ops(llmrun, out):
     ops = os.path.join(out, "ops")
     ok = True
     for name in sorted(os.listdir(ops)):
         directory = os.path.join(ops, name)
-        inputs = sorted((f for f in os.listdir(directory) if f.startswith("input_")),
-                        key=lambda f: int(f[6:-4]))
         results = {}
         try:
             for device in ("cpu", "sm90"):
-                target = os.path.join(directory, device)
-                run(llmrun, "call", os.path.join(directory, f"op.{device}.llmb"), "--entry", "op",
-                    "--input", *(os.path.join(directory, f) for f in inputs),
-                    "--output-dir", target)
-                results[device] = [np.load(os.path.join(target, f))
-                                   for f in sorted(os.listdir(target))]
+                results[device] = call(llmrun, directory, device)
         except RuntimeError as e:
             print(f"FAIL {name}: {e}")
             ok = False
@@ -218,6 +238,28 @@ def check_ops(llmrun, out):
                     passed &= error <= (BF16_TOLERANCE if name.endswith(BF16_SUFFIX)
                                         else F32_TOLERANCE)
         print(f"{'ok' if passed else 'FAIL'} op {name}: max relative error {worst:.2e}")
+        ok &= passed
+    return ok
+
+
+def check_decode_invariance(llmrun, out):
+    """The decode rows' output and log-sum-exp from the mixed kernel (a step
+    with a prefill chunk) and from the split-context decode and merge kernels
+    (a decode-only step) must be bitwise equal."""
+    ok = True
+    root = os.path.join(out, "invariance")
+    for name in sorted(os.listdir(root)):
+        try:
+            mixed = call(llmrun, os.path.join(root, name, "mixed"), "sm90")
+            decode = call(llmrun, os.path.join(root, name, "decode"), "sm90")
+        except RuntimeError as e:
+            print(f"FAIL decode invariance {name}: {e}")
+            ok = False
+            continue
+        rows = len(decode[0])
+        passed = all(np.array_equal(m[:rows], d, equal_nan=True) for m, d in zip(mixed, decode))
+        print(f"{'ok' if passed else 'FAIL'} decode rows bitwise equal in mixed and decode-only "
+              f"steps ({name})")
         ok &= passed
     return ok
 
@@ -316,8 +358,8 @@ def check(build, out):
     if not os.path.isdir(os.path.join(out, "ops")):
         skip(f"nothing prepared in {out}: run gpu_checks.py prepare where llmc is")
     llmrun = os.path.join(build, "bin", "llmrun")
-    results = [check_ops(llmrun, out), check_llama(llmrun, out),
-               check_sanitizer(build, llmrun, out)]
+    results = [check_ops(llmrun, out), check_decode_invariance(llmrun, out),
+               check_llama(llmrun, out), check_sanitizer(build, llmrun, out)]
     return all(results)
 
 
