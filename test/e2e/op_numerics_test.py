@@ -4,6 +4,9 @@ random inputs: each case is a one-op module with static shapes, compiled by
 `llmc compile` and run by `llmrun call`. Passes when
 max |ours - reference| / max |reference| < 1e-5 for every output.
 
+Also: two decode rows attended to in a step with a prefill chunk and in a
+decode-only step give bitwise-equal results (batch invariance).
+
 Usage: op_numerics_test.py <build-dir> <work-dir> [case ...]
 """
 
@@ -421,9 +424,9 @@ def run(*args):
         raise RuntimeError(f"{' '.join(args)}\n{result.stdout}{result.stderr}")
 
 
-def check(build, work, name):
-    inputs, text, references = CASES[name]()
-    directory = os.path.join(work, name)
+def compile_and_call(build, directory, inputs, text):
+    """`text` compiled into <directory>/op.llmb and run on `inputs`; the
+    results."""
     os.makedirs(directory, exist_ok=True)
     source = os.path.join(directory, "op.mlir")
     with open(source, "w") as f:
@@ -437,9 +440,30 @@ def check(build, work, name):
     out = os.path.join(directory, "out")
     run(os.path.join(build, "bin", "llmrun"), "call", bundle, "--entry", "op",
         "--input", *paths, "--output-dir", out)
+    return [np.load(os.path.join(out, f"result_{i}.npy")) for i in range(len(os.listdir(out)))]
+
+
+def check_decode_invariance(build, work):
+    ok = True
+    for window in (None, 200):
+        pair = decode_invariance_pair(window)
+        mixed, decode = (compile_and_call(build, os.path.join(work, f"invariance_{window}", kind),
+                                          inputs, text)
+                         for kind, (inputs, text) in zip(("mixed", "decode"), pair))
+        rows = len(decode[0])
+        passed = all(np.array_equal(m[:rows], d) for m, d in zip(mixed, decode))
+        print(f"{'ok' if passed else 'FAIL'} decode rows bitwise equal in mixed and "
+              f"decode-only steps (window {window})")
+        ok &= passed
+    return ok
+
+
+def check(build, work, name):
+    inputs, text, references = CASES[name]()
+    results = compile_and_call(build, os.path.join(work, name), inputs, text)
     worst, ok = 0.0, True
     for i, want in enumerate(references):
-        got = np.load(os.path.join(out, f"result_{i}.npy"))
+        got = results[i]
         if isinstance(want, Distribution):
             counts = np.bincount(got, minlength=len(want.probs)).astype(np.float64)
             outside = counts[(want.probs == 0).numpy()].sum()
@@ -473,6 +497,8 @@ def main():
         except RuntimeError as e:
             print(f"FAIL {name}: {e}")
             results.append(False)
+    if not sys.argv[3:]:
+        results.append(check_decode_invariance(build, work))
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     sys.exit(0 if all(results) else 1)
