@@ -32,7 +32,7 @@ std::vector<float> floats(const void *p, size_t n) {
 TEST(Bundle, LoadsKernelsAndEmbeddedWeights) {
   const path dir = test::ops_bundle(test::fresh_dir());
   const Bundle bundle(dir.string());
-  EXPECT_EQ(bundle.manifest().entry_points.size(), 4u);
+  EXPECT_EQ(bundle.manifest().entry_points.size(), 5u);
   EXPECT_EQ(bundle.weights_source(), (dir / "weights.safetensors").string());
 
   // The kernels are the functions of the shared object: run one.

@@ -69,6 +69,22 @@ TEST_F(OpsExecutor, RunsDynamicEntryThroughAnActivation) {
   }
 }
 
+TEST_F(OpsExecutor, GridsSelectWhichDispatchesRun) {
+  for (int64_t n : {1, 3, 4, 5, 9}) {
+    std::vector<float> a(n), b(n), want(n);
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(i + 1);
+      b[i] = static_cast<float>(10 * i);
+      want[i] = n > 4 ? a[i] + b[i] : 2 * a[i];
+    }
+    Symbols s;
+    s.T = n;
+    const std::vector<HostTensor> out =
+        executor_.run_entry("add_selected", s, {f32({n}, a), f32({n}, b)});
+    EXPECT_EQ(values(out[0]), want) << "T=" << n;
+  }
+}
+
 TEST_F(OpsExecutor, RunsEntriesReadingWeights) {
   const std::vector<float> x = {1, 2, 3, 4, -1, -2, -3, -4};
   const HostTensor input = f32({2, 4}, x);

@@ -85,7 +85,7 @@ TEST(Manifest, SizesBuffers) {
 TEST(Manifest, LoadsFromFile) {
   const auto dir = test::fresh_dir();
   test::write_text(dir / "manifest.json", test::ops_manifest().dump());
-  EXPECT_EQ(Manifest::load((dir / "manifest.json").string()).entry_points.size(), 4u);
+  EXPECT_EQ(Manifest::load((dir / "manifest.json").string()).entry_points.size(), 5u);
   EXPECT_THAT(
       [&] {
         try {

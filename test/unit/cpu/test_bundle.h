@@ -155,6 +155,13 @@ inline json ops_manifest() {
        {"dispatches", {dispatch("scale_rows", {4, 7, 6}, {4}, {2, 1, 1})}}},
       {{"name", "project"}, {"arguments", {4}}, {"results", {9}},
        {"dispatches", {dispatch("matmul", {4, 8, 9}, {4, 3}, {2, 3, 1})}}},
+      // Two dispatches whose grids select one by the step's size, as a
+      // compiler writes kernels for small and large steps: a + b when T > 4,
+      // else a + a.
+      {{"name", "add_selected"}, {"arguments", {0, 1}}, {"results", {3}},
+       {"dispatches",
+        {dispatch("add", {0, 1, 3}, {"T"}, {"ceildiv(T,4)*min(max(T-4,0),1)", 1, 1}),
+         dispatch("add", {0, 0, 3}, {"T"}, {"ceildiv(T,4)*(1-min(max(T-4,0),1))", 1, 1})}}},
   };
   return m;
 }
