@@ -27,7 +27,7 @@ struct ApplyCpuSchedulePass
   void runOnOperation() override {
     ParserConfig config(&getContext());
     OwningOpRef<ModuleOp> schedule = parseSourceString<ModuleOp>(
-        llmserve::kCpuElementwiseSchedule, config, "cpu-elementwise.mlir");
+        llmserve::kCpuKernelsSchedule, config, "cpu-kernels.mlir");
     if (!schedule)
       return signalPassFailure();
     Operation *entry = transform::detail::findTransformEntryPoint(

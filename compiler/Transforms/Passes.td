@@ -43,15 +43,20 @@ def MathToLlvmIntrinsics : Pass<"llmserve-math-to-llvm-intrinsics"> {
 def ApplyCpuSchedule : Pass<"llmserve-apply-cpu-schedule", "ModuleOp"> {
   let summary = "Run the CPU transform schedules on the bufferized kernels";
   let description = [{
-    Applies the transform-dialect schedule that llmc embeds from
-    `compiler/Pipeline/schedules/cpu-elementwise.mlir` to the kernels module
-    (after one-shot bufferization): the elementwise linalg.generic kernels
-    are tiled by 16 elements and vectorized, the last tile masked. A failure
-    of the schedule is a failure of the pass.
+    Applies the transform-dialect schedules that llmc embeds from
+    `compiler/Pipeline/schedules/cpu-kernels.mlir` to the kernels module
+    (after one-shot bufferization). Elementwise linalg.generic kernels are
+    tiled by 16 elements and vectorized, the last tile masked. The linear
+    contraction on packed weights is tiled into 8-row by 2-panel register
+    tiles (peeled, so every tile is static), vectorized, lowered to outer
+    products and FMAs, and its accumulators are hoisted out of the k loop.
+    A failure of a schedule is a failure of the pass.
   }];
   let dependentDialects = [
-    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
-    "::mlir::transform::TransformDialect", "::mlir::vector::VectorDialect"
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::transform::TransformDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 

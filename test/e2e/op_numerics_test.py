@@ -4,6 +4,10 @@ random inputs: each case is a one-op module with static shapes, compiled by
 `llmc compile` and run by `llmrun call`. Passes when
 max |ours - reference| / max |reference| < 1e-5 for every output.
 
+A case may also name checkpoint weights (`llmserve.weight` ops): they are
+written to a safetensors file the bundle binds at load, as a served model's
+are (and so in the layout the compiler asks for, e.g. linear's panels).
+
 Also: two decode rows attended to in a step with a prefill chunk and in a
 decode-only step give bitwise-equal results (batch invariance).
 
@@ -17,6 +21,10 @@ import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "reference"))
+from safetensors_io import write_safetensors  # noqa: E402
 
 TOLERANCE = 1e-5
 RNG = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
@@ -60,6 +68,21 @@ def case_linear(bias, m=7, k=96, n=80):
     body = (f"  %y = llmserve.linear %a0, %a1{b} : {mlir_type(x)}, {mlir_type(w)}{bty} -> {ty}")
     ref = t(x) @ t(w).T + (t(inputs[2]) if bias else 0)
     return inputs, module(inputs, body, [("%y", ty)]), [ref]
+
+
+def case_linear_checkpoint(bias, m, k, n):
+    """x·Wᵀ (+ b) with W (and b) read from a checkpoint: a weight read only by
+    linear ops, with whole 16-column panels, runs the panel kernel."""
+    x, w = f32(m, k), f32(n, k)
+    weights = {"w": w} | ({"b": f32(n)} if bias else {})
+    ty = f"tensor<{m}x{n}xf32>"
+    lines = [f'  %w = llmserve.weight "w" : {mlir_type(w)}']
+    if bias:
+        lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
+    b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
+    lines.append(f"  %y = llmserve.linear %a0, %w{b} : {mlir_type(x)}, {mlir_type(w)}{bty} -> {ty}")
+    ref = t(x) @ t(w).T + (t(weights["b"]) if bias else 0)
+    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
 def case_embedding():
@@ -380,6 +403,10 @@ CASES = {
     # More than 64 rows: on sm_90 the large-tile kernel, where the cases above
     # (K a multiple of 8) run the small-M one.
     "linear_many_rows": lambda: case_linear(True, m=80, k=64, n=40),
+    # Checkpoint weights in panels: 8-row and 2-panel tiles with rows and an
+    # odd panel left over, and a block of rows that ends mid-tile.
+    "linear_panels": lambda: case_linear_checkpoint(False, m=13, k=40, n=48),
+    "linear_panels_bias": lambda: case_linear_checkpoint(True, m=37, k=24, n=112),
     "embedding": case_embedding,
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),
@@ -424,9 +451,9 @@ def run(*args):
         raise RuntimeError(f"{' '.join(args)}\n{result.stdout}{result.stderr}")
 
 
-def compile_and_call(build, directory, inputs, text):
-    """`text` compiled into <directory>/op.llmb and run on `inputs`; the
-    results."""
+def compile_and_call(build, directory, inputs, text, weights=None):
+    """`text` compiled into <directory>/op.llmb and run on `inputs` (and the
+    checkpoint `weights`, name -> array); the results."""
     os.makedirs(directory, exist_ok=True)
     source = os.path.join(directory, "op.mlir")
     with open(source, "w") as f:
@@ -438,8 +465,13 @@ def compile_and_call(build, directory, inputs, text):
         paths.append(os.path.join(directory, f"input_{i}.npy"))
         np.save(paths[-1], a)
     out = os.path.join(directory, "out")
+    checkpoint = []
+    if weights:
+        write_safetensors(os.path.join(directory, "model.safetensors"),
+                          {name: torch.from_numpy(a) for name, a in weights.items()})
+        checkpoint = ["--weights", directory]
     run(os.path.join(build, "bin", "llmrun"), "call", bundle, "--entry", "op",
-        "--input", *paths, "--output-dir", out)
+        "--input", *paths, "--output-dir", out, *checkpoint)
     return [np.load(os.path.join(out, f"result_{i}.npy")) for i in range(len(os.listdir(out)))]
 
 
@@ -459,8 +491,8 @@ def check_decode_invariance(build, work):
 
 
 def check(build, work, name):
-    inputs, text, references = CASES[name]()
-    results = compile_and_call(build, os.path.join(work, name), inputs, text)
+    inputs, text, references, *weights = CASES[name]()
+    results = compile_and_call(build, os.path.join(work, name), inputs, text, *weights)
     worst, ok = 0.0, True
     for i, want in enumerate(references):
         got = results[i]

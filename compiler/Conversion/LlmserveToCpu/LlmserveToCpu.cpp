@@ -25,6 +25,8 @@
 #include "llmserve/IR/LlmserveOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -53,10 +55,8 @@ constexpr int64_t kLinearColumnsPerGroup = 64;
 constexpr int64_t kMicroRows = 4;
 constexpr int64_t kMicroColumns = 4;
 constexpr int64_t kVectorWidth = 16;
-// linear on packed weights: MR rows x NR panels of 16 columns per tile, and
-// panels per workgroup (64 columns, as above).
-constexpr int64_t kPanelRows = 8;
-constexpr int64_t kPanelColumns = 2;
+// linear on packed weights: panels of 16 columns per workgroup (64 columns,
+// as above); cpu-kernels.mlir tiles the workgroup's block.
 constexpr int64_t kPanelsPerGroup = 4;
 constexpr int64_t kElementsPerGroup = 4096;
 // Halvings of the logit range when searching a top_k / top_p threshold.
@@ -126,7 +126,7 @@ private:
   /// takes kElementsPerGroup elements of the flattened bindings as tensors
   /// and applies the generic's body to them. One-shot bufferization writes
   /// the result in place into the output binding, and the CPU schedule
-  /// (cpu-elementwise.mlir) tiles and vectorizes the generic.
+  /// (cpu-kernels.mlir) tiles and vectorizes the generic.
   FailureOr<Grid> elementwiseGeneric(linalg::GenericOp g) {
     bool elementwise =
         g.getNumDpsInits() == 1 && !g.hasIndexSemantics() &&
@@ -256,18 +256,16 @@ private:
                 o.getEpsilon().convertToDouble());
   }
 
-  /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a weight that
-  /// is also read otherwise, or a function argument): an MR x NR tile of
-  /// outputs keeps one vector accumulator per output, fed by VL-wide loads of
-  /// MR rows of x and NR rows of W along K, and reduces each accumulator at
-  /// the end. Edge tiles use the same per-output arithmetic with MR or NR of
-  /// 1, so a row's result does not depend on the rows beside it.
-  /// A weight read only as the weight of linear ops can be stored in the
-  /// panel layout the outer-product kernel reads; the bundle writer asks the
-  /// runtime to pack it so at load.
+  /// A weight read only as the weight of linear ops, with a whole number of
+  /// 16-column panels, can be stored in the panel layout the linalg kernel
+  /// reads; the bundle writer asks the runtime to pack it so at load.
   static bool packableWeight(Value weight) {
     auto op = weight.getDefiningOp<WeightOp>();
-    return op && llvm::all_of(weight.getUses(), [](OpOperand &use) {
+    return op &&
+           cast<RankedTensorType>(weight.getType()).getDimSize(0) %
+                   kVectorWidth ==
+               0 &&
+           llvm::all_of(weight.getUses(), [](OpOperand &use) {
              auto linear = dyn_cast<LinearOp>(use.getOwner());
              return linear && use.get() == linear.getWeight() &&
                     use.getOperandNumber() == 1;
@@ -283,80 +281,90 @@ private:
     return linearDot(o);
   }
 
-  /// x·Wᵀ (+ b) with W in panels of 16 columns ([N/16][K][16]): an MR x NR
-  /// tile of outputs is MR rows by NR panels, one 16-lane accumulator each,
-  /// updated per k with a broadcast element of x and a contiguous panel row
-  /// of W (outer products: no horizontal sums, W streamed in order). Every
-  /// output lane accumulates over k in the same order whatever the tile.
+  /// x·Wᵀ (+ b) with W in panels of 16 columns ([N/16][K][16]), as linalg
+  /// on tensor views of the workgroup's block: y, viewed as [M][N/16][16], is
+  /// initialised with zeros or the bias, then the contraction
+  /// y[m, p, l] += x[m, k] * w[p, k, l] accumulates into it. The CPU schedule
+  /// (cpu-kernels.mlir) turns this into register tiles of outer products.
   FailureOr<Grid> linearPanels(LinearOp o) {
     bool hasBias = bool(o.getBias());
     auto weightType = cast<RankedTensorType>(o.getWeight().getType());
     int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
-    int64_t panels = (n + kVectorWidth - 1) / kVectorWidth;
+    int64_t panels = n / kVectorWidth;
+    Value rows = emitter.dimSize(0, 0);
     Value x = emitter.binding(0);
     Value w = emitter.binding(1, {emitter.index(panels), emitter.index(depth),
                                   emitter.index(kVectorWidth)});
-    Value bias = hasBias ? emitter.binding(2) : Value();
-    Value y = emitter.binding(hasBias ? 3 : 2);
-    auto [mBegin, mEnd] =
-        emitter.rowRange(emitter.dimSize(0, 0), kLinearRowsPerGroup);
+    Value bias = hasBias ? emitter.binding(2, {emitter.index(panels),
+                                               emitter.index(kVectorWidth)})
+                         : Value();
+    Value y = emitter.binding(hasBias ? 3 : 2,
+                              {rows, emitter.index(panels),
+                               emitter.index(kVectorWidth)});
+    auto [mBegin, mEnd] = emitter.rowRange(rows, kLinearRowsPerGroup);
     Value pBegin =
         a.muli(emitter.workgroupId(1), emitter.index(kPanelsPerGroup));
     Value pEnd = arith::MinSIOp::create(
         b(), a.addi(pBegin, emitter.index(kPanelsPerGroup)),
         emitter.index(panels));
-
-    auto vectorType = VectorType::get({kVectorWidth}, b().getF32Type());
-    auto maskType = VectorType::get({kVectorWidth}, b().getI1Type());
-    Value zeros = arith::ConstantOp::create(
-        b(), vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-    auto microkernel = [&](Value m0, int64_t mr, Value p0, int64_t np) {
-      SmallVector<Value> rows, panelIds;
-      for (int64_t i = 0; i < mr; ++i)
-        rows.push_back(a.addi(m0, emitter.index(i)));
-      for (int64_t j = 0; j < np; ++j)
-        panelIds.push_back(a.addi(p0, emitter.index(j)));
-      SmallVector<Value> acc = emitter.forLoop(
-          emitter.index(0), emitter.index(depth), 1,
-          SmallVector<Value>(mr * np, zeros),
-          [&](Value k, ValueRange acc) -> SmallVector<Value> {
-            SmallVector<Value> ws, next;
-            for (Value p : panelIds)
-              ws.push_back(vector::LoadOp::create(
-                  b(), vectorType, w, {p, k, emitter.index(0)}));
-            for (int64_t i = 0; i < mr; ++i) {
-              Value xi = vector::BroadcastOp::create(
-                  b(), vectorType, a.load(x, {rows[i], k}));
-              for (int64_t j = 0; j < np; ++j)
-                next.push_back(
-                    vector::FMAOp::create(b(), xi, ws[j], acc[i * np + j]));
-            }
-            return next;
-          });
-      for (int64_t j = 0; j < np; ++j) {
-        // The last panel may reach past column n: those lanes are masked.
-        Value col = a.muli(panelIds[j], emitter.index(kVectorWidth));
-        Value lanes = arith::MinSIOp::create(
-            b(), a.subi(emitter.index(n), col), emitter.index(kVectorWidth));
-        Value mask =
-            vector::CreateMaskOp::create(b(), maskType, ValueRange{lanes});
-        Value biasLanes =
-            hasBias ? vector::MaskedLoadOp::create(b(), vectorType, bias,
-                                                   {col}, mask, zeros)
-                          .getResult()
-                    : Value();
-        for (int64_t i = 0; i < mr; ++i) {
-          Value out = acc[i * np + j];
-          if (hasBias)
-            out = a.add(out, biasLanes);
-          vector::MaskedStoreOp::create(b(), y, {rows[i], col}, mask, out);
-        }
-      }
+    OpFoldResult zero = b().getIndexAttr(0), one = b().getIndexAttr(1);
+    OpFoldResult mSize = a.subi(mEnd, mBegin), pSize = a.subi(pEnd, pBegin);
+    OpFoldResult depthSize = b().getIndexAttr(depth),
+                 laneSize = b().getIndexAttr(kVectorWidth);
+    auto slice = [&](Value memref, ArrayRef<OpFoldResult> offsets,
+                     ArrayRef<OpFoldResult> sizes, bool writable) -> Value {
+      Value view = memref::SubViewOp::create(
+          b(), memref, offsets, sizes,
+          SmallVector<OpFoldResult>(offsets.size(), one));
+      auto type = cast<MemRefType>(view.getType());
+      return bufferization::ToTensorOp::create(
+          b(), RankedTensorType::get(type.getShape(), type.getElementType()),
+          view, /*restrict=*/true, writable);
     };
-    tiles(mBegin, mEnd, kPanelRows, [&](Value m0, int64_t mr) {
-      tiles(pBegin, pEnd, kPanelColumns,
-            [&](Value p0, int64_t np) { microkernel(m0, mr, p0, np); });
-    });
+    Value xBlock =
+        slice(x, {mBegin, zero}, {mSize, depthSize}, /*writable=*/false);
+    Value wBlock = slice(w, {pBegin, zero, zero}, {pSize, depthSize, laneSize},
+                         /*writable=*/false);
+    Value yView = memref::SubViewOp::create(
+        b(), y, {mBegin, pBegin, zero}, {mSize, pSize, laneSize},
+        {one, one, one});
+    auto yType = cast<MemRefType>(yView.getType());
+    Value yBlock = bufferization::ToTensorOp::create(
+        b(), RankedTensorType::get(yType.getShape(), yType.getElementType()),
+        yView, /*restrict=*/true, /*writable=*/true);
+
+    Value init =
+        hasBias
+            ? linalg::BroadcastOp::create(
+                  b(),
+                  slice(bias, {pBegin, zero}, {pSize, laneSize},
+                        /*writable=*/false),
+                  yBlock, /*dimensions=*/ArrayRef<int64_t>{0})
+                  .getResult()[0]
+            : linalg::FillOp::create(b(), ValueRange{emitter.f32(0)},
+                                     ValueRange{yBlock})
+                  .getResult(0);
+    MLIRContext *ctx = b().getContext();
+    AffineExpr m, p, l, k;
+    bindDims(ctx, m, p, l, k);
+    auto contraction = linalg::GenericOp::create(
+        b(), init.getType(), ValueRange{xBlock, wBlock}, init,
+        SmallVector<AffineMap>{AffineMap::get(4, 0, {m, k}, ctx),
+                               AffineMap::get(4, 0, {p, k, l}, ctx),
+                               AffineMap::get(4, 0, {m, p, l}, ctx)},
+        {utils::IteratorType::parallel, utils::IteratorType::parallel,
+         utils::IteratorType::parallel, utils::IteratorType::reduction},
+        [](OpBuilder &nested, Location loc, ValueRange args) {
+          Value product = arith::MulFOp::create(nested, loc, args[0], args[1]);
+          linalg::YieldOp::create(
+              nested, loc,
+              ValueRange{arith::AddFOp::create(nested, loc, args[2], product)});
+        });
+    auto store = bufferization::MaterializeInDestinationOp::create(
+        b(), contraction.getResult(0), yView);
+    store.setRestrict(true);
+    store.setWritable(true);
+
     Grid grid = rowGrid(0, kLinearRowsPerGroup);
     grid[1] = std::to_string((panels + kPanelsPerGroup - 1) / kPanelsPerGroup);
     return grid;
@@ -372,6 +380,12 @@ private:
     emitter.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
   }
 
+  /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a weight that
+  /// is also read otherwise, or a function argument): an MR x NR tile of
+  /// outputs keeps one vector accumulator per output, fed by VL-wide loads of
+  /// MR rows of x and NR rows of W along K, and reduces each accumulator at
+  /// the end. Edge tiles use the same per-output arithmetic with MR or NR of
+  /// 1, so a row's result does not depend on the rows beside it.
   FailureOr<Grid> linearDot(LinearOp o) {
     bool hasBias = bool(o.getBias());
     Value x = emitter.binding(0), w = emitter.binding(1);

@@ -4,7 +4,7 @@
 // `linalg.generic` ops on tensors (all dimensions parallel, identity maps,
 // the first input as the init). llmserve-to-cpu-kernels outlines such a generic
 // like any op; one-shot bufferization and the transform schedule
-// `cpu-elementwise.mlir` turn its kernel into vector code.
+// `cpu-kernels.mlir` turn its kernel into vector code.
 //
 //===----------------------------------------------------------------------===//
 

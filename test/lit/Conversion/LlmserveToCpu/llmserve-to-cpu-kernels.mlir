@@ -1,10 +1,11 @@
 // RUN: %llmserve-opt %s -llmserve-to-cpu-kernels -split-input-file | FileCheck %s
 
 // A linear with a dynamic row count whose weight is read only by linear ops:
-// the weight is asked for in panels of 16 columns and the kernel computes
-// 8x2-panel tiles of outer products (broadcast x, FMA, masked store at the
-// edge). Bindings x, w, y; push constants are the dynamic sizes (x's rows,
-// y's rows); rows in blocks of 16, panels in blocks of 4.
+// the weight is asked for in panels of 16 columns, and the kernel is linalg
+// on tensor views of its workgroup's block (rows in blocks of 16, panels in
+// blocks of 4): y viewed as [rows][panels][16] is filled with zeros, then the
+// contraction over k accumulates into it in place. Bindings x, w, y; push
+// constants are the dynamic sizes (x's rows, y's rows).
 // CHECK-LABEL: func.func @linear
 //       CHECK:   llmserve.weight "w" {llmserve.layout = "panels16"}
 //       CHECK:   llmserve.linear
@@ -13,17 +14,54 @@
 //       CHECK:   func.func @llmserve_d0_linear(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
 //       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x32xf32>
 //       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)> to memref<8x32x16xf32>
-//       CHECK:     scf.for
-//       CHECK:       scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>
-//   CHECK-COUNT-2:     vector.load
-//       CHECK:         vector.broadcast
-//       CHECK:         vector.fma
-//       CHECK:       vector.create_mask
-//       CHECK:       vector.maskedstore
+//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)> to memref<?x8x16xf32>
+//       CHECK:     %[[X:.+]] = bufferization.to_tensor %{{.+}} restrict : memref<?x32xf32, strided<[32, 1], offset: ?>> to tensor<?x32xf32>
+//       CHECK:     %[[W:.+]] = bufferization.to_tensor %{{.+}} restrict : memref<?x32x16xf32, strided<[512, 16, 1], offset: ?>> to tensor<?x32x16xf32>
+//       CHECK:     %[[Y:.+]] = bufferization.to_tensor %[[YVIEW:.+]] restrict writable : memref<?x?x16xf32, strided<[128, 16, 1], offset: ?>> to tensor<?x?x16xf32>
+//       CHECK:     %[[ZEROS:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[Y]] : tensor<?x?x16xf32>)
+//       CHECK:     %[[SUM:.+]] = linalg.generic
+//  CHECK-SAME:       iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+//  CHECK-SAME:       ins(%[[X]], %[[W]] : tensor<?x32xf32>, tensor<?x32x16xf32>) outs(%[[ZEROS]] : tensor<?x?x16xf32>)
+//       CHECK:       arith.mulf
+//       CHECK:       arith.addf
+//       CHECK:     bufferization.materialize_in_destination %[[SUM]] in restrict writable %[[YVIEW]]
 func.func @linear(%x: tensor<?x32xf32>) -> tensor<?x128xf32> {
   %w = llmserve.weight "w" : tensor<128x32xf32>
   %y = llmserve.linear %x, %w : tensor<?x32xf32>, tensor<128x32xf32> -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
+}
+
+// -----
+
+// With a bias, y starts as the bias broadcast over the rows (the bias viewed
+// as [panels][16]).
+// CHECK-LABEL: func.func @linear_bias
+//       CHECK:   llmserve.weight "w" {llmserve.layout = "panels16"}
+//       CHECK: func.func @llmserve_d0_linear
+//       CHECK:   %[[B:.+]] = bufferization.to_tensor %{{.+}} restrict : memref<?x16xf32, strided<[16, 1], offset: ?>> to tensor<?x16xf32>
+//       CHECK:   %[[INIT:.+]] = linalg.broadcast ins(%[[B]] : tensor<?x16xf32>) outs(%{{.+}} : tensor<?x?x16xf32>) dimensions = [0]
+//       CHECK:   linalg.generic
+//  CHECK-SAME:     outs(%[[INIT]] : tensor<?x?x16xf32>)
+func.func @linear_bias(%x: tensor<?x32xf32>) -> tensor<?x48xf32> {
+  %w = llmserve.weight "w" : tensor<48x32xf32>
+  %b = llmserve.weight "b" : tensor<48xf32>
+  %y = llmserve.linear %x, %w bias %b : tensor<?x32xf32>, tensor<48x32xf32>, tensor<48xf32> -> tensor<?x48xf32>
+  return %y : tensor<?x48xf32>
+}
+
+// -----
+
+// A weight whose rows are not a whole number of 16-column panels keeps its
+// row-major layout (the dot-product kernel below).
+// CHECK-LABEL: func.func @linear_partial_panel
+//       CHECK:   llmserve.weight "w" : tensor<120x32xf32>
+//       CHECK: func.func @llmserve_d0_linear
+//   CHECK-NOT:   linalg
+//       CHECK:   vector.reduction <add>
+func.func @linear_partial_panel(%x: tensor<?x32xf32>) -> tensor<?x120xf32> {
+  %w = llmserve.weight "w" : tensor<120x32xf32>
+  %y = llmserve.linear %x, %w : tensor<?x32xf32>, tensor<120x32xf32> -> tensor<?x120xf32>
+  return %y : tensor<?x120xf32>
 }
 
 // -----

@@ -1,0 +1,154 @@
+// The CPU schedules of the kernels llmserve-to-cpu-kernels builds from linalg
+// ops, run on the bufferized kernels module by llmserve-apply-cpu-schedule
+// (llmc embeds this file).
+//
+//   elementwise  A rank-1 all-parallel linalg.generic (a workgroup's slice of
+//                flattened tensors): tiles of 16 elements, each one
+//                vector<16xf32> computation, the last one masked.
+//   linear       The contraction y[m, p, l] += x[m, k] * w[p, k, l] over
+//                weights packed in panels of 16 columns, and the fill or
+//                bias broadcast that initialises y: register tiles of 8 rows
+//                by 2 panels (16 vector<16xf32> accumulators), then the rows
+//                and panels left over one at a time; each tile steps through
+//                k one element at a time with outer products (a broadcast
+//                element of x times a panel row of w), its accumulators held
+//                in registers across the k loop. Every output lane
+//                accumulates over k in the same order whatever its tile, so
+//                a row's result does not depend on the rows beside it.
+module attributes {transform.with_named_sequence} {
+
+  transform.named_sequence @match_elementwise(
+      %op: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%generic: !transform.any_op):
+      %rank = transform.match.structured.rank %generic
+          : (!transform.any_op) -> !transform.param<i64>
+      %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %one : !transform.param<i64>
+      transform.match.structured.dim %generic[all] {parallel} : !transform.any_op
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+
+  transform.named_sequence @match_linear(
+      %op: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%generic: !transform.any_op):
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %generic
+          : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>,
+                                    !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+
+  transform.named_sequence @vectorize_elementwise(
+      %generic: !transform.any_op {transform.consumed}) {
+    %tile, %loop = transform.structured.tile_using_for %generic
+        tile_sizes [16] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %tile vector_sizes [16] : !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @schedule_linear(
+      %contraction: !transform.any_op {transform.consumed}) {
+    %function = transform.get_parent_op %contraction {op_name = "func.func"}
+        : (!transform.any_op) -> !transform.any_op
+    // The initialisation of y, one 16-lane panel row at a time.
+    %init = transform.structured.match ops{["linalg.fill", "linalg.broadcast"]}
+        in %function : (!transform.any_op) -> !transform.any_op
+    %init_tile, %init_loops:2 = transform.structured.tile_using_for %init
+        tile_sizes [1, 1] : (!transform.any_op)
+        -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    // Rows: tiles of 8, then the rest one at a time.
+    %rows8, %row_loop = transform.structured.tile_using_for %contraction
+        tile_sizes [8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %row_loop_for = transform.cast %row_loop : !transform.any_op to !transform.op<"scf.for">
+    %full_rows, %rest_rows = transform.loop.peel %row_loop_for
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    %rest = transform.structured.match ops{["linalg.generic"]} in %rest_rows
+        : (!transform.any_op) -> !transform.any_op
+    %rows1, %row1_loop = transform.structured.tile_using_for %rest
+        tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    // Panels: pairs, then the rest one at a time, in each row tile.
+    %row_tiles = transform.structured.match ops{["linalg.generic"]} in %function
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %row_tiles : !transform.any_op {
+    ^bb0(%row_tile: !transform.any_op):
+      %pairs, %pair_loop = transform.structured.tile_using_for %row_tile
+          tile_sizes [0, 2] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+      %pair_loop_for = transform.cast %pair_loop : !transform.any_op to !transform.op<"scf.for">
+      %full_pairs, %rest_panels = transform.loop.peel %pair_loop_for
+          : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+      %rest_panel = transform.structured.match ops{["linalg.generic"]} in %rest_panels
+          : (!transform.any_op) -> !transform.any_op
+      %single, %single_loop = transform.structured.tile_using_for %rest_panel
+          tile_sizes [0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    }
+    // k one step at a time.
+    %tiles = transform.structured.match ops{["linalg.generic"]} in %function
+        : (!transform.any_op) -> !transform.any_op
+    %steps, %k_loops = transform.structured.tile_using_for %tiles
+        tile_sizes [0, 0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.apply_patterns to %function {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    // Every tile now has a static shape. The vectorizer's error at the op is
+    // the schedule's failure for a tile it cannot vectorize.
+    %static_tiles = transform.structured.match interface{LinalgOp} in %function
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %static_tiles : !transform.any_op
+    transform.apply_patterns to %function {
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %function {
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    // The accumulators' loads and stores leave the k loop: the loop carries
+    // them in registers.
+    %loops = transform.structured.match ops{["scf.for"]} in %function
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_licm to %loops : !transform.any_op
+    transform.apply_cse to %function : !transform.any_op
+    %hoisted = transform.structured.hoist_redundant_vector_transfers %function
+        : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @__transform_main(
+      %kernels: !transform.any_op {transform.readonly}) {
+    %elementwise = transform.collect_matching @match_elementwise in %kernels
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %elementwise : !transform.any_op {
+    ^bb0(%generic: !transform.any_op):
+      transform.include @vectorize_elementwise failures(propagate) (%generic)
+          : (!transform.any_op) -> ()
+    }
+    %linears = transform.collect_matching @match_linear in %kernels
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %linears : !transform.any_op {
+    ^bb0(%contraction: !transform.any_op):
+      transform.include @schedule_linear failures(propagate) (%contraction)
+          : (!transform.any_op) -> ()
+    }
+    %functions = transform.structured.match ops{["func.func"]} in %kernels
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %functions {
+      transform.apply_patterns.vector.lower_masked_transfers
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+}
