@@ -55,9 +55,9 @@ constexpr int64_t kLinearColumnsPerGroup = 64;
 constexpr int64_t kMicroRows = 4;
 constexpr int64_t kMicroColumns = 4;
 constexpr int64_t kVectorWidth = 16;
-// linear on packed weights: panels of 16 columns per workgroup (64 columns,
-// as above); cpu-kernels.mlir tiles the workgroup's block.
-constexpr int64_t kPanelsPerGroup = 4;
+// linear on packed weights: panels of 16 columns per workgroup (96 columns:
+// two of the 3-panel register tiles cpu-kernels.mlir makes).
+constexpr int64_t kPanelsPerGroup = 6;
 constexpr int64_t kElementsPerGroup = 4096;
 // Halvings of the logit range when searching a top_k / top_p threshold.
 constexpr int64_t kBisectionSteps = 32;

@@ -8,7 +8,7 @@
 //   linear       The contraction y[m, p, l] += x[m, k] * w[p, k, l] over
 //                weights packed in panels of 16 columns, and the fill or
 //                bias broadcast that initialises y: register tiles of 8 rows
-//                by 2 panels (16 vector<16xf32> accumulators), then the rows
+//                by 3 panels (24 vector<16xf32> accumulators), then the rows
 //                and panels left over one at a time; each tile steps through
 //                k one element at a time with outer products (a broadcast
 //                element of x times a panel row of w), its accumulators held
@@ -73,15 +73,15 @@ module attributes {transform.with_named_sequence} {
         : (!transform.any_op) -> !transform.any_op
     %rows1, %row1_loop = transform.structured.tile_using_for %rest
         tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    // Panels: pairs, then the rest one at a time, in each row tile.
+    // Panels: threes, then the rest one at a time, in each row tile.
     %row_tiles = transform.structured.match ops{["linalg.generic"]} in %function
         : (!transform.any_op) -> !transform.any_op
     transform.foreach %row_tiles : !transform.any_op {
     ^bb0(%row_tile: !transform.any_op):
-      %pairs, %pair_loop = transform.structured.tile_using_for %row_tile
-          tile_sizes [0, 2] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-      %pair_loop_for = transform.cast %pair_loop : !transform.any_op to !transform.op<"scf.for">
-      %full_pairs, %rest_panels = transform.loop.peel %pair_loop_for
+      %triples, %triple_loop = transform.structured.tile_using_for %row_tile
+          tile_sizes [0, 3] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+      %triple_loop_for = transform.cast %triple_loop : !transform.any_op to !transform.op<"scf.for">
+      %full_triples, %rest_panels = transform.loop.peel %triple_loop_for
           : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
       %rest_panel = transform.structured.match ops{["linalg.generic"]} in %rest_panels
           : (!transform.any_op) -> !transform.any_op

@@ -21,15 +21,15 @@ func.func @kernel(%x: memref<?xf32>, %y: memref<?xf32>) {
 // The same for a linear contraction: its register tiles cannot be vectorized.
 func.func private @opaque(f32) -> f32
 
-func.func @linear(%x: memref<?x32xf32>, %w: memref<3x32x16xf32>, %y: memref<?x3x16xf32>) {
+func.func @linear(%x: memref<?x32xf32>, %w: memref<?x32x16xf32>, %y: memref<?x?x16xf32>) {
   %zero = arith.constant 0.0 : f32
-  linalg.fill ins(%zero : f32) outs(%y : memref<?x3x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x?x16xf32>)
   // expected-error @below {{Attempted to vectorize, but failed}}
   linalg.generic {indexing_maps = [affine_map<(m, p, l, k) -> (m, k)>,
                                    affine_map<(m, p, l, k) -> (p, k, l)>,
                                    affine_map<(m, p, l, k) -> (m, p, l)>],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
-      ins(%x, %w : memref<?x32xf32>, memref<3x32x16xf32>) outs(%y : memref<?x3x16xf32>) {
+      ins(%x, %w : memref<?x32xf32>, memref<?x32x16xf32>) outs(%y : memref<?x?x16xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %product = func.call @opaque(%a) : (f32) -> f32
     %sum = arith.addf %acc, %product : f32
