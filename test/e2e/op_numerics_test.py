@@ -403,10 +403,11 @@ CASES = {
     # More than 64 rows: on sm_90 the large-tile kernel, where the cases above
     # (K a multiple of 8) run the small-M one.
     "linear_many_rows": lambda: case_linear(True, m=80, k=64, n=40),
-    # Checkpoint weights in panels: 8-row and 2-panel tiles with rows and an
-    # odd panel left over, and a block of rows that ends mid-tile.
-    "linear_panels": lambda: case_linear_checkpoint(False, m=13, k=40, n=48),
-    "linear_panels_bias": lambda: case_linear_checkpoint(True, m=37, k=24, n=112),
+    # Checkpoint weights in panels: 8-row and 3-panel tiles with rows and
+    # panels left over, blocks of rows and panels that end mid-tile, and k in
+    # 256-long chunks with a partial last one.
+    "linear_panels": lambda: case_linear_checkpoint(False, m=13, k=40, n=64),
+    "linear_panels_bias": lambda: case_linear_checkpoint(True, m=77, k=600, n=176),
     "embedding": case_embedding,
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),

@@ -49,8 +49,9 @@ namespace {
 
 constexpr int64_t kRowsPerGroup = 4;
 // linear: a workgroup computes a block of rows x columns in MR x NR tiles,
-// each a dot product of VL-wide vectors along K.
-constexpr int64_t kLinearRowsPerGroup = 16;
+// each a dot product of VL-wide vectors along K. 64 rows: a decode step of up
+// to 64 sequences reads each weight block once.
+constexpr int64_t kLinearRowsPerGroup = 64;
 constexpr int64_t kLinearColumnsPerGroup = 64;
 constexpr int64_t kMicroRows = 4;
 constexpr int64_t kMicroColumns = 4;

@@ -9,8 +9,9 @@
 //                weights packed in panels of 16 columns, and the fill or
 //                bias broadcast that initialises y: register tiles of 8 rows
 //                by 3 panels (24 vector<16xf32> accumulators), then the rows
-//                and panels left over one at a time; each tile steps through
-//                k one element at a time with outer products (a broadcast
+//                and panels left over one at a time, for one 256-long chunk
+//                of k after another; each tile steps through the chunk one
+//                element at a time with outer products (a broadcast
 //                element of x times a panel row of w), its accumulators held
 //                in registers across the k loop. Every output lane
 //                accumulates over k in the same order whatever its tile, so
@@ -63,8 +64,14 @@ module attributes {transform.with_named_sequence} {
     %init_tile, %init_loops:2 = transform.structured.tile_using_for %init
         tile_sizes [1, 1] : (!transform.any_op)
         -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    // k in chunks of 256, outermost: the workgroup's rows all use a chunk of
+    // its panels (3 panels x 256 x 64 bytes) while it is in cache. The
+    // accumulators go through y between chunks, which keeps every lane's
+    // sum in k order.
+    %chunk, %chunk_loop = transform.structured.tile_using_for %contraction
+        tile_sizes [0, 0, 0, 256] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     // Rows: tiles of 8, then the rest one at a time.
-    %rows8, %row_loop = transform.structured.tile_using_for %contraction
+    %rows8, %row_loop = transform.structured.tile_using_for %chunk
         tile_sizes [8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %row_loop_for = transform.cast %row_loop : !transform.any_op to !transform.op<"scf.for">
     %full_rows, %rest_rows = transform.loop.peel %row_loop_for

@@ -23,44 +23,46 @@ func.func @silu_mul(%g: tensor<?x64xf32>, %u: tensor<?x64xf32>) -> tensor<?x64xf
 
 // -----
 
-// The linear contraction on packed weights: rows in tiles of 8 and panels in
-// threes, each tile a k loop that carries its 24 accumulators in registers
-// (loaded from y, which holds the zeros, before the loop and stored after
-// it) and per step loads three panel rows of w, broadcasts eight elements of
-// x and issues 24 FMAs. The panel and rows left over run one at a time with
-// the same per-lane arithmetic. No linalg op is left.
+// The linear contraction on packed weights: k in chunks of 256; in each,
+// rows in tiles of 8 and panels in threes, each tile a k loop that carries
+// its 24 accumulators in registers (loaded from y, which holds the zeros or
+// the previous chunk's sums, before the loop and stored after it) and per
+// step loads three panel rows of w, broadcasts eight elements of x and
+// issues 24 FMAs. The panel and rows left over run one at a time with the
+// same per-lane arithmetic. No linalg op is left.
 // CHECK-LABEL: module @kernels
 //       CHECK:   func.func @llmserve_d0_linear
 //   CHECK-NOT:     linalg.
 //       CHECK:     scf.for
 //       CHECK:       vector.store %{{.+}} : memref<?x4x16xf32>, vector<16xf32>
-//       CHECK:     scf.for %{{.+}} step %c8 {
-//       CHECK:       scf.for %{{.+}} step %c3 {
-//  CHECK-COUNT-24:       vector.load %{{.+}} : memref<?x4x16xf32>, vector<16xf32>
-//       CHECK:         scf.for %{{.+}} = %c0 to %c32 step %c1 iter_args({{.+}}) -> ({{(vector<16xf32>, ){23}vector}}<16xf32>) {
-//   CHECK-COUNT-8:         vector.load %{{.+}} : memref<?x32xf32>, vector<1xf32>
-//   CHECK-COUNT-3:         vector.load %{{.+}} : memref<4x32x16xf32>, vector<16xf32>
-//  CHECK-COUNT-24:         vector.fma
-//   CHECK-NEXT:            scf.yield
-//  CHECK-COUNT-24:       vector.store %{{.+}} : memref<?x4x16xf32>, vector<16xf32>
-//       CHECK:       scf.for %{{.+}} step %c3 {
-//       CHECK:         scf.for %{{.+}} step %c1 {
-//       CHECK:           scf.for %{{.+}} iter_args({{.+}}) -> ({{(vector<16xf32>, ){7}vector}}<16xf32>) {
-//   CHECK-COUNT-8:           vector.fma
-//   CHECK-NEXT:              scf.yield
-//       CHECK:     scf.for %{{.+}} step %c8 {
-//       CHECK:       scf.for %{{.+}} step %c1 {
+//       CHECK:     scf.for %{{.+}} = %c0 to %c512 step %c256 {
+//       CHECK:       scf.for %{{.+}} step %c8 {
 //       CHECK:         scf.for %{{.+}} step %c3 {
-//       CHECK:           scf.for %{{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>) {
-//   CHECK-COUNT-3:           vector.fma
+//  CHECK-COUNT-24:         vector.load %{{.+}} : memref<?x4x16xf32>, vector<16xf32>
+//       CHECK:           scf.for %{{.+}} = %c0 to %c256 step %c1 iter_args({{.+}}) -> ({{(vector<16xf32>, ){23}vector}}<16xf32>) {
+//   CHECK-COUNT-8:           vector.load %{{.+}} : memref<?x512xf32>, vector<1xf32>
+//   CHECK-COUNT-3:           vector.load %{{.+}} : memref<4x512x16xf32>, vector<16xf32>
+//  CHECK-COUNT-24:           vector.fma
 //   CHECK-NEXT:              scf.yield
+//  CHECK-COUNT-24:         vector.store %{{.+}} : memref<?x4x16xf32>, vector<16xf32>
 //       CHECK:         scf.for %{{.+}} step %c3 {
 //       CHECK:           scf.for %{{.+}} step %c1 {
-//       CHECK:             scf.for %{{.+}} iter_args({{.+}}) -> (vector<16xf32>) {
-//       CHECK:               vector.fma
-//  CHECK-NEXT:               scf.yield
-func.func @linear(%x: tensor<?x32xf32>) -> tensor<?x64xf32> {
-  %w = llmserve.weight "w" : tensor<64x32xf32>
-  %y = llmserve.linear %x, %w : tensor<?x32xf32>, tensor<64x32xf32> -> tensor<?x64xf32>
+//       CHECK:             scf.for %{{.+}} iter_args({{.+}}) -> ({{(vector<16xf32>, ){7}vector}}<16xf32>) {
+//   CHECK-COUNT-8:             vector.fma
+//   CHECK-NEXT:                scf.yield
+//       CHECK:       scf.for %{{.+}} step %c8 {
+//       CHECK:         scf.for %{{.+}} step %c1 {
+//       CHECK:           scf.for %{{.+}} step %c3 {
+//       CHECK:             scf.for %{{.+}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+//   CHECK-COUNT-3:             vector.fma
+//   CHECK-NEXT:                scf.yield
+//       CHECK:           scf.for %{{.+}} step %c3 {
+//       CHECK:             scf.for %{{.+}} step %c1 {
+//       CHECK:               scf.for %{{.+}} iter_args({{.+}}) -> (vector<16xf32>) {
+//       CHECK:                 vector.fma
+//  CHECK-NEXT:                 scf.yield
+func.func @linear(%x: tensor<?x512xf32>) -> tensor<?x64xf32> {
+  %w = llmserve.weight "w" : tensor<64x512xf32>
+  %y = llmserve.linear %x, %w : tensor<?x512xf32>, tensor<64x512xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }

@@ -2,14 +2,14 @@
 
 // A linear with a dynamic row count whose weight is read only by linear ops:
 // the weight is asked for in panels of 16 columns, and the kernel is linalg
-// on tensor views of its workgroup's block (rows in blocks of 16, panels in
-// blocks of 4): y viewed as [rows][panels][16] is filled with zeros, then the
+// on tensor views of its workgroup's block (rows in blocks of 64, panels in
+// blocks of 6): y viewed as [rows][panels][16] is filled with zeros, then the
 // contraction over k accumulates into it in place. Bindings x, w, y; push
 // constants are the dynamic sizes (x's rows, y's rows).
 // CHECK-LABEL: func.func @linear
 //       CHECK:   llmserve.weight "w" {llmserve.layout = "panels16"}
 //       CHECK:   llmserve.linear
-//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,16)", "2", "1"], kernel = "d0_linear", symbol = "llmserve_d0_linear"}
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,64)", "2", "1"], kernel = "d0_linear", symbol = "llmserve_d0_linear"}
 //       CHECK: module @kernels
 //       CHECK:   func.func @llmserve_d0_linear(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
 //       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x32xf32>
