@@ -85,6 +85,20 @@ def case_linear_checkpoint(bias, m, k, n):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+def case_tied_embedding():
+    """One checkpoint weight as an embedding table and as the linear weight
+    (tied word embeddings): stored in panels, read by both kernels."""
+    v, d, n = 48, 24, 9
+    table, ids = f32(v, d), i32(0, v, n)
+    body = "\n".join([
+        f'  %w = llmserve.weight "w" : {mlir_type(table)}',
+        f"  %x = llmserve.embedding %w, %a0 : {mlir_type(table)}, {mlir_type(ids)} -> tensor<{n}x{d}xf32>",
+        f"  %y = llmserve.linear %x, %w : tensor<{n}x{d}xf32>, {mlir_type(table)} -> tensor<{n}x{v}xf32>"])
+    rows = t(table)[torch.from_numpy(ids).long()]
+    results = [("%x", f"tensor<{n}x{d}xf32>"), ("%y", f"tensor<{n}x{v}xf32>")]
+    return [ids], module([ids], body, results), [rows, rows @ t(table).T], {"w": table}
+
+
 def case_embedding():
     v, d, n = 50, 24, 9
     table, ids = f32(v, d), i32(0, v, n)
@@ -409,6 +423,7 @@ CASES = {
     "linear_panels": lambda: case_linear_checkpoint(False, m=13, k=40, n=64),
     "linear_panels_bias": lambda: case_linear_checkpoint(True, m=77, k=600, n=176),
     "embedding": case_embedding,
+    "embedding_tied_linear": case_tied_embedding,
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),
     "rms_norm_residual": lambda: norm_case("rms_norm", True),

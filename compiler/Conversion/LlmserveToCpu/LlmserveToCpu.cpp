@@ -177,11 +177,21 @@ private:
 
   /// embedding and gather_rows: out[i] = source[indices[i]]. Indices outside
   /// the source (which the runtime rejects for token ids) give zeros rather
-  /// than an out-of-bounds read.
+  /// than an out-of-bounds read. An embedding table that is also a linear's
+  /// weight (tied word embeddings) may be stored in panels: row r is then
+  /// element r % 16 of panel r / 16, at every k.
   FailureOr<Grid> gather() {
-    Value source = emitter.binding(0), indices = emitter.binding(1),
-          out = emitter.binding(2);
+    Value table = op->getOperand(0);
+    bool panels = isa<EmbeddingOp>(op) && usePanelLayout(table);
     Value numRows = emitter.dimSize(0, 0), width = emitter.dimSize(0, 1);
+    Value lanes = emitter.index(kVectorWidth);
+    // A weight has a static shape.
+    int64_t tableRows = cast<RankedTensorType>(table.getType()).getDimSize(0);
+    Value source =
+        panels ? emitter.binding(0, {emitter.index(tableRows / kVectorWidth),
+                                     width, lanes})
+               : emitter.binding(0);
+    Value indices = emitter.binding(1), out = emitter.binding(2);
     auto [begin, end] = emitter.rowRange(emitter.dimSize(1, 0), kRowsPerGroup);
     emitter.forLoop(begin, end, 1, [&](Value i) {
       Value index = a.toIndex(a.load(indices, i));
@@ -189,7 +199,10 @@ private:
       Value row = a.select(valid, index, emitter.index(0));
       Value zero = emitter.f32(0);
       emitter.forLoop(emitter.index(0), width, 1, [&](Value d) {
-        a.store(a.select(valid, a.load(source, {row, d}), zero), out, {i, d});
+        Value element =
+            panels ? a.load(source, {a.divui(row, lanes), d, a.remui(row, lanes)})
+                   : a.load(source, {row, d});
+        a.store(a.select(valid, element, zero), out, {i, d});
       });
     });
     return rowGrid(1, kRowsPerGroup);
@@ -257,29 +270,32 @@ private:
                 o.getEpsilon().convertToDouble());
   }
 
-  /// A weight read only as the weight of linear ops, with a whole number of
-  /// 16-column panels, can be stored in the panel layout the linalg kernel
-  /// reads; the bundle writer asks the runtime to pack it so at load.
-  static bool packableWeight(Value weight) {
+  /// Whether `weight` is stored in the panel layout the linalg linear kernel
+  /// reads (and if so marks it, so the bundle writer asks the runtime to pack
+  /// it at load): a weight with a whole number of 16-row panels, read as the
+  /// weight of a linear op and otherwise only as linear weights or embedding
+  /// tables.
+  bool usePanelLayout(Value weight) {
     auto op = weight.getDefiningOp<WeightOp>();
-    return op &&
-           cast<RankedTensorType>(weight.getType()).getDimSize(0) %
-                   kVectorWidth ==
-               0 &&
-           llvm::all_of(weight.getUses(), [](OpOperand &use) {
-             auto linear = dyn_cast<LinearOp>(use.getOwner());
-             return linear && use.get() == linear.getWeight() &&
-                    use.getOperandNumber() == 1;
-           });
+    auto isLinearWeight = [](OpOperand &use) {
+      return isa<LinearOp>(use.getOwner()) && use.getOperandNumber() == 1;
+    };
+    bool panels =
+        op &&
+        cast<RankedTensorType>(weight.getType()).getDimSize(0) % kVectorWidth ==
+            0 &&
+        llvm::any_of(weight.getUses(), isLinearWeight) &&
+        llvm::all_of(weight.getUses(), [&](OpOperand &use) {
+          return isLinearWeight(use) || (isa<EmbeddingOp>(use.getOwner()) &&
+                                         use.getOperandNumber() == 0);
+        });
+    if (panels)
+      op->setAttr(kLayoutAttrName, b().getStringAttr(kPanelLayout));
+    return panels;
   }
 
   FailureOr<Grid> linear(LinearOp o) {
-    if (packableWeight(o.getWeight())) {
-      o.getWeight().getDefiningOp()->setAttr(
-          kLayoutAttrName, b().getStringAttr(kPanelLayout));
-      return linearPanels(o);
-    }
-    return linearDot(o);
+    return usePanelLayout(o.getWeight()) ? linearPanels(o) : linearDot(o);
   }
 
   /// x·Wᵀ (+ b) with W in panels of 16 columns ([N/16][K][16]), as linalg

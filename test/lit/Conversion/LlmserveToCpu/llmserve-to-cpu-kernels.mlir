@@ -66,6 +66,42 @@ func.func @linear_partial_panel(%x: tensor<?x32xf32>) -> tensor<?x120xf32> {
 
 // -----
 
+// A weight read as an embedding table and as a linear weight (tied word
+// embeddings) is stored in panels too: the embedding kernel reads row r as
+// lane r % 16 of panel r / 16, and the linear is the linalg kernel.
+// CHECK-LABEL: func.func @tied_embedding
+//       CHECK:   llmserve.weight "embed" {llmserve.layout = "panels16"}
+//       CHECK: func.func @llmserve_d0_embedding
+//       CHECK:   to memref<2x16x16xf32>
+//       CHECK:   %[[PANEL:.+]] = arith.divui %{{.+}}, %c16{{.*}} : index
+//       CHECK:   %[[LANE:.+]] = arith.remui %{{.+}}, %c16{{.*}} : index
+//       CHECK:   memref.load %{{.+}}[%[[PANEL]], %{{.+}}, %[[LANE]]] : memref<2x16x16xf32>
+//       CHECK: func.func @llmserve_d1_linear
+//       CHECK:   linalg.generic
+func.func @tied_embedding(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
+  %table = llmserve.weight "embed" : tensor<32x16xf32>
+  %x = llmserve.embedding %table, %ids : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %y = llmserve.linear %x, %table : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// A table read only by embedding keeps its row-major layout.
+// CHECK-LABEL: func.func @embedding_only
+//       CHECK:   llmserve.weight "embed" : tensor<32x16xf32>
+//       CHECK: func.func @llmserve_d0_embedding
+//       CHECK:   to memref<32x16xf32>
+//   CHECK-NOT:   arith.remui
+//       CHECK:   return
+func.func @embedding_only(%ids: tensor<?xi32>) -> tensor<?x16xf32> {
+  %table = llmserve.weight "embed" : tensor<32x16xf32>
+  %x = llmserve.embedding %table, %ids : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  return %x : tensor<?x16xf32>
+}
+
+// -----
+
 // A weight that is an argument keeps its row-major layout: 4x4 tiles of
 // 16-wide FMAs along K, each reduced at the end.
 // CHECK-LABEL: func.func @linear_row_major
