@@ -123,6 +123,32 @@ private:
     return {ceilDiv(emitter.dimExpr(binding, 0), rowsPerGroup), y, "1"};
   }
 
+  /// A slice of a bound buffer as a tensor for the kernel's linalg ops; a
+  /// writable one is the destination they write in place once bufferized.
+  Value tensorOf(Value slice, bool writable) {
+    auto type = cast<MemRefType>(slice.getType());
+    return bufferization::ToTensorOp::create(
+        b(), RankedTensorType::get(type.getShape(), type.getElementType()),
+        slice, /*restrict=*/true, writable);
+  }
+
+  /// Writes `result`, computed into tensorOf(slice, true), to `slice`: no
+  /// copy once bufferized in place.
+  void storeInto(Value result, Value slice) {
+    auto store =
+        bufferization::MaterializeInDestinationOp::create(b(), result, slice);
+    store.setRestrict(true);
+    store.setWritable(true);
+  }
+
+  /// A subview of `memref` with unit strides.
+  Value subview(Value memref, ArrayRef<OpFoldResult> offsets,
+                ArrayRef<OpFoldResult> sizes) {
+    return memref::SubViewOp::create(
+        b(), memref, offsets, sizes,
+        SmallVector<OpFoldResult>(offsets.size(), b().getIndexAttr(1)));
+  }
+
   /// An elementwise linalg.generic (llmserve-to-linalg): each workgroup
   /// takes kElementsPerGroup elements of the flattened bindings as tensors
   /// and applies the generic's body to them. One-shot bufferization writes
@@ -141,19 +167,11 @@ private:
     int64_t numBindings = g.getNumDpsInputs() + 1;
     auto [begin, end] =
         emitter.rowRange(emitter.numElements(0), kElementsPerGroup);
-    OpFoldResult offset = begin, size = a.subi(end, begin),
-                 stride = b().getIndexAttr(1);
+    OpFoldResult offset = begin, size = a.subi(end, begin);
     SmallVector<Value> slices;
     for (int64_t i = 0; i < numBindings; ++i)
-      slices.push_back(memref::SubViewOp::create(
-          b(), emitter.binding(i, {emitter.numElements(i)}), {offset}, {size},
-          {stride}));
-    auto tensorOf = [&](Value slice, bool writable) -> Value {
-      auto type = cast<MemRefType>(slice.getType());
-      return bufferization::ToTensorOp::create(
-          b(), RankedTensorType::get(type.getShape(), type.getElementType()),
-          slice, /*restrict=*/true, writable);
-    };
+      slices.push_back(subview(emitter.binding(i, {emitter.numElements(i)}),
+                               {offset}, {size}));
     SmallVector<Value> inputs;
     for (int64_t i = 0; i + 1 < numBindings; ++i)
       inputs.push_back(tensorOf(slices[i], /*writable=*/false));
@@ -164,10 +182,7 @@ private:
         {utils::IteratorType::parallel});
     IRMapping mapping;
     g.getRegion().cloneInto(&kernelGeneric.getRegion(), mapping);
-    auto store = bufferization::MaterializeInDestinationOp::create(
-        b(), kernelGeneric.getResult(0), slices.back());
-    store.setRestrict(true);
-    store.setWritable(true);
+    storeInto(kernelGeneric.getResult(0), slices.back());
 
     std::string numElements = emitter.dimExpr(0, 0);
     for (int64_t d = 1; d < g.getNumLoops(); ++d)
@@ -324,38 +339,24 @@ private:
     Value pEnd = arith::MinSIOp::create(
         b(), a.addi(pBegin, emitter.index(kPanelsPerGroup)),
         emitter.index(panels));
-    OpFoldResult zero = b().getIndexAttr(0), one = b().getIndexAttr(1);
+    OpFoldResult zero = b().getIndexAttr(0);
     OpFoldResult mSize = a.subi(mEnd, mBegin), pSize = a.subi(pEnd, pBegin);
     OpFoldResult depthSize = b().getIndexAttr(depth),
                  laneSize = b().getIndexAttr(kVectorWidth);
-    auto slice = [&](Value memref, ArrayRef<OpFoldResult> offsets,
-                     ArrayRef<OpFoldResult> sizes, bool writable) -> Value {
-      Value view = memref::SubViewOp::create(
-          b(), memref, offsets, sizes,
-          SmallVector<OpFoldResult>(offsets.size(), one));
-      auto type = cast<MemRefType>(view.getType());
-      return bufferization::ToTensorOp::create(
-          b(), RankedTensorType::get(type.getShape(), type.getElementType()),
-          view, /*restrict=*/true, writable);
-    };
-    Value xBlock =
-        slice(x, {mBegin, zero}, {mSize, depthSize}, /*writable=*/false);
-    Value wBlock = slice(w, {pBegin, zero, zero}, {pSize, depthSize, laneSize},
-                         /*writable=*/false);
-    Value yView = memref::SubViewOp::create(
-        b(), y, {mBegin, pBegin, zero}, {mSize, pSize, laneSize},
-        {one, one, one});
-    auto yType = cast<MemRefType>(yView.getType());
-    Value yBlock = bufferization::ToTensorOp::create(
-        b(), RankedTensorType::get(yType.getShape(), yType.getElementType()),
-        yView, /*restrict=*/true, /*writable=*/true);
+    Value xBlock = tensorOf(subview(x, {mBegin, zero}, {mSize, depthSize}),
+                           /*writable=*/false);
+    Value wBlock = tensorOf(subview(w, {pBegin, zero, zero},
+                                    {pSize, depthSize, laneSize}),
+                            /*writable=*/false);
+    Value yView = subview(y, {mBegin, pBegin, zero}, {mSize, pSize, laneSize});
+    Value yBlock = tensorOf(yView, /*writable=*/true);
 
     Value init =
         hasBias
             ? linalg::BroadcastOp::create(
                   b(),
-                  slice(bias, {pBegin, zero}, {pSize, laneSize},
-                        /*writable=*/false),
+                  tensorOf(subview(bias, {pBegin, zero}, {pSize, laneSize}),
+                           /*writable=*/false),
                   yBlock, /*dimensions=*/ArrayRef<int64_t>{0})
                   .getResult()[0]
             : linalg::FillOp::create(b(), ValueRange{emitter.f32(0)},
@@ -377,10 +378,7 @@ private:
               nested, loc,
               ValueRange{arith::AddFOp::create(nested, loc, args[2], product)});
         });
-    auto store = bufferization::MaterializeInDestinationOp::create(
-        b(), contraction.getResult(0), yView);
-    store.setRestrict(true);
-    store.setWritable(true);
+    storeInto(contraction.getResult(0), yView);
 
     Grid grid = rowGrid(0, kLinearRowsPerGroup);
     grid[1] = std::to_string((panels + kPanelsPerGroup - 1) / kPanelsPerGroup);
@@ -397,12 +395,13 @@ private:
     emitter.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
   }
 
-  /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a weight that
-  /// is also read otherwise, or a function argument): an MR x NR tile of
-  /// outputs keeps one vector accumulator per output, fed by VL-wide loads of
-  /// MR rows of x and NR rows of W along K, and reduces each accumulator at
-  /// the end. Edge tiles use the same per-output arithmetic with MR or NR of
-  /// 1, so a row's result does not depend on the rows beside it.
+  /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a function
+  /// argument, a weight also read otherwise, or N not a multiple of 16): an
+  /// MR x NR tile of outputs keeps one vector accumulator per output, fed by
+  /// VL-wide loads of MR rows of x and NR rows of W along K, and reduces each
+  /// accumulator at the end. Edge tiles use the same per-output arithmetic
+  /// with MR or NR of 1, so a row's result does not depend on the rows beside
+  /// it.
   FailureOr<Grid> linearDot(LinearOp o) {
     bool hasBias = bool(o.getBias());
     Value x = emitter.binding(0), w = emitter.binding(1);
