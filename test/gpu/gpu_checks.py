@@ -18,8 +18,9 @@
         kernels on sm_90), whose results must be bitwise equal;
         serves the llama fixture on both devices and sends 64 concurrent
         greedy requests, whose continuations must be the CPU's, and on the GPU
-        the same at concurrency 1 as at 64; runs
-        compute-sanitizer (memcheck) over a generation and the GPU unit tests.
+        the same at concurrency 1 as at 64, and from kernels.ptx through the
+        driver's JIT as from the cubin; runs compute-sanitizer (memcheck,
+        racecheck, initcheck) over generations and the GPU unit tests.
     gpu_checks.py all <build-dir> <out-dir>     both, on one machine
 
 Exit status: 0 when every check passed, 1 when one failed, 77 (ctest's skip)
@@ -34,6 +35,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -288,15 +290,20 @@ def check_llama(llmrun, out):
     # steps of many shapes.
     prompts = [prompt] * 8 + [prompt[:4 + i % (len(prompt) - 3)] for i in range(CONCURRENCY - 8)]
     texts = {}
+    jit = tempfile.TemporaryDirectory()
     runs = (("cpu", "cpu", ()), ("sm90", "sm90", ()),
-            ("sm90 uncaptured", "sm90", ("--no-cuda-graphs",)), ("sm90-bf16", "sm90-bf16", ()))
+            ("sm90 uncaptured", "sm90", ("--no-cuda-graphs",)), ("sm90-bf16", "sm90-bf16", ()),
+            ("sm90 ptx", ptx_only(out, "sm90", jit.name), ()),
+            ("sm90-bf16 ptx", ptx_only(out, "sm90-bf16", jit.name), ()))
     for device, bundle, flags in runs:
-        with ServerProcess(llmrun, os.path.join(out, f"llama.{bundle}.llmb"),
+        with ServerProcess(llmrun, bundle if os.path.isabs(bundle) else
+                           os.path.join(out, f"llama.{bundle}.llmb"),
                            "--max-num-seqs", str(CONCURRENCY), *flags) as server:
             texts[device] = completions(server, prompts, CONCURRENCY)
             if device == "sm90":
                 texts["sm90 alone"] = completions(server, prompts[:8], 1)
-                print(server.output().splitlines()[0])  # the device line
+            if device in ("sm90", "sm90 ptx"):
+                print(server.output().splitlines()[0])  # the device line: which kernel file
             server.stop()
     mismatches = [i for i in range(CONCURRENCY) if texts["sm90"][i] != texts["cpu"][i]]
     for i in mismatches[:5]:
@@ -317,7 +324,24 @@ def check_llama(llmrun, out):
           f"{texts['sm90-bf16'][0]!r} (cpu {texts['cpu'][0]!r}); "
           f"{sum(a == b for a, b in zip(texts['sm90-bf16'], texts['cpu']))} of {CONCURRENCY} "
           "prompts equal")
-    return not mismatches and alone and uncaptured and bf16
+    # The driver compiles kernels.ptx itself on a device other than
+    # compute capability 9.0; the PTX must then compute what the cubin does.
+    ptx = texts["sm90 ptx"] == texts["sm90"] and texts["sm90-bf16 ptx"] == texts["sm90-bf16"]
+    print(f"{'ok' if ptx else 'FAIL'} llama: kernels.ptx through the driver's JIT gives the "
+          "cubin's continuations (f32 and bf16)")
+    return not mismatches and alone and uncaptured and bf16 and ptx
+
+
+def ptx_only(out, bundle, into):
+    """A copy of llama.<bundle>.llmb without its cubin (links to the other
+    files), which the executor loads from kernels.ptx."""
+    source = os.path.join(out, f"llama.{bundle}.llmb")
+    copy = os.path.join(into, f"llama.{bundle}-ptx.llmb")
+    os.makedirs(copy)
+    for name in os.listdir(source):
+        if not name.endswith(".cubin"):
+            os.symlink(os.path.join(source, name), os.path.join(copy, name))
+    return copy
 
 
 def check_sanitizer(build, llmrun, out):
@@ -325,21 +349,29 @@ def check_sanitizer(build, llmrun, out):
     if not os.path.exists(sanitizer):
         print("SKIP compute-sanitizer: not installed")
         return True
+    def generate(bundle):
+        return [llmrun, "generate", os.path.join(out, f"llama.{bundle}.llmb"),
+                "--prompt", "And it came to pass", "--max-tokens", "16", "--ignore-eos"]
     ok = True
-    for what, command in (
-            ("llmrun generate", [llmrun, "generate", os.path.join(out, "llama.sm90.llmb"),
-                                 "--prompt", "And it came to pass", "--max-tokens", "16",
-                                 "--ignore-eos"]),
+    for tool, what, command in (
+            ("memcheck", "llmrun generate", generate("sm90")),
+            ("memcheck", "llmrun generate bf16", generate("sm90-bf16")),
             # Without the two tests whose driver errors are the point
             # (memcheck reports every failed driver call).
-            ("cuda_gpu_tests", [os.path.join(build, "bin", "cuda_gpu_tests"),
-                                "--gtest_filter=-Gpu.PtxThatDoesNotCompileReportsTheJitLog:"
-                                "Gpu.AKernelMissingFromTheModuleIsNamed"])):
-        result = subprocess.run([sanitizer, "--tool", "memcheck", "--error-exitcode", "3",
+            ("memcheck", "cuda_gpu_tests", [os.path.join(build, "bin", "cuda_gpu_tests"),
+                                            "--gtest_filter=-Gpu.PtxThatDoesNotCompileReportsTheJitLog:"
+                                            "Gpu.AKernelMissingFromTheModuleIsNamed"]),
+            # Shared-memory hazards in the tiled linear and attention kernels.
+            ("racecheck", "llmrun generate", generate("sm90")),
+            ("racecheck", "llmrun generate bf16", generate("sm90-bf16")),
+            # Reads of device memory nothing wrote (padded decode rows, KV).
+            ("initcheck", "llmrun generate", generate("sm90")),
+            ("initcheck", "llmrun generate bf16", generate("sm90-bf16"))):
+        result = subprocess.run([sanitizer, "--tool", tool, "--error-exitcode", "3",
                                  *command], capture_output=True, text=True)
         passed = result.returncode == 0
         lines = (result.stdout + result.stderr).strip().splitlines()
-        print(f"{'ok' if passed else 'FAIL'} compute-sanitizer memcheck {what}: "
+        print(f"{'ok' if passed else 'FAIL'} compute-sanitizer {tool} {what}: "
               f"{lines[-1] if lines else ''}")
         if not passed:  # each error's first lines: what and where
             reports = [i for i, line in enumerate(lines) if line.startswith("========= ")
