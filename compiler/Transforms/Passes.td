@@ -47,7 +47,7 @@ def ApplyCpuSchedule : Pass<"llmserve-apply-cpu-schedule", "ModuleOp"> {
     `compiler/Pipeline/schedules/cpu-kernels.mlir` to the kernels module
     (after one-shot bufferization). Elementwise linalg.generic kernels are
     tiled by 16 elements and vectorized, the last tile masked. The linear
-    contraction on packed weights is tiled into 8-row by 2-panel register
+    contraction on packed weights is tiled into 8-row by 3-panel register
     tiles (peeled, so every tile is static), vectorized, lowered to outer
     products and FMAs, and its accumulators are hoisted out of the k loop.
     A failure of a schedule is a failure of the pass.
@@ -58,6 +58,22 @@ def ApplyCpuSchedule : Pass<"llmserve-apply-cpu-schedule", "ModuleOp"> {
     "::mlir::scf::SCFDialect", "::mlir::transform::TransformDialect",
     "::mlir::vector::VectorDialect"
   ];
+}
+
+def FormDispatchRegions : Pass<"llmserve-form-dispatch-regions", "ModuleOp"> {
+  let summary = "Fuse linears with the elementwise generic that consumes them";
+  let description = [{
+    For each f32 2-D elementwise `linalg.generic` with identity maps that
+    does not read its init (`llmserve-to-linalg`'s `silu_mul` and `gelu`),
+    the `llmserve.linear` ops whose only user it is, which read one input
+    and weights of one shape that the CPU target keeps in 16-column panels
+    (checkpoint weights with N a multiple of 16), join it in one
+    `llmserve.dispatch_region`: the shared input, the weights and biases and
+    the generic's other operands are the region's inputs, the generic's
+    result its result. `llmserve-to-cpu-kernels` compiles the region to one
+    kernel whose workgroups apply the generic's body to their block of the
+    linears' outputs in cache; the linears' outputs are never stored.
+  }];
 }
 
 def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {

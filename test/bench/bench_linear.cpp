@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -91,21 +92,43 @@ double read_bandwidth(size_t bytes, int threads, double budget) {
   return double(kPasses) * n * sizeof(v16) / seconds;
 }
 
-} // namespace
+constexpr const char *kUsage =
+    "usage: llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]\n";
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: llmc-bench-linear <linear_bench.llmb> "
-                         "[--threads N] [--seconds S]\n");
+/// A flag's value as a positive number (a whole one if `whole`), or nullopt.
+std::optional<double> parse_positive(const char *text, bool whole) {
+  char *end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end || !(value > 0) || value > 1e6 ||
+      (whole && value != static_cast<int>(value)))
+    return std::nullopt;
+  return value;
+}
+
+int run(int argc, char **argv) {
+  if (argc < 2 || argv[1][0] == '-') {
+    std::fputs(kUsage, stderr);
     return 2;
   }
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   double budget = 1.0;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads"))
-      threads = std::stoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--seconds"))
-      budget = std::stod(argv[i + 1]);
+  for (int i = 2; i < argc; i += 2) {
+    const bool is_threads = !std::strcmp(argv[i], "--threads");
+    if ((!is_threads && std::strcmp(argv[i], "--seconds")) || i + 1 == argc) {
+      std::fprintf(stderr, "llmc-bench-linear: %s: %s\n%s", argv[i],
+                   i + 1 == argc ? "needs a value" : "unknown option", kUsage);
+      return 2;
+    }
+    const std::optional<double> value = parse_positive(argv[i + 1], is_threads);
+    if (!value) {
+      std::fprintf(stderr, "llmc-bench-linear: %s %s: not a positive %s\n", argv[i],
+                   argv[i + 1], is_threads ? "integer" : "number");
+      return 2;
+    }
+    if (is_threads)
+      threads = static_cast<int>(*value);
+    else
+      budget = *value;
   }
   // OpenBLAS 0.3.21 does not recognise every AVX-512 CPU (Sapphire Rapids
   // comes up as "Prescott", an SSE3 kernel); compare against its AVX-512
@@ -182,4 +205,15 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "llmc-bench-linear: error: %s\n", e.what());
+    return 1;
+  }
 }

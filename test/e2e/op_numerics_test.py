@@ -85,6 +85,37 @@ def case_linear_checkpoint(bias, m, k, n):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+def case_gated_mlp(m, k, n):
+    """silu(x·Wgᵀ) * (x·Wuᵀ) with checkpoint weights: llmc puts the two
+    linears and silu_mul in one dispatch region (one kernel)."""
+    x, wg, wu = f32(m, k), f32(n, k), f32(n, k)
+    ty = f"tensor<{m}x{n}xf32>"
+    body = "\n".join([
+        f'  %wg = llmserve.weight "wg" : {mlir_type(wg)}',
+        f'  %wu = llmserve.weight "wu" : {mlir_type(wu)}',
+        f"  %g = llmserve.linear %a0, %wg : {mlir_type(x)}, {mlir_type(wg)} -> {ty}",
+        f"  %u = llmserve.linear %a0, %wu : {mlir_type(x)}, {mlir_type(wu)} -> {ty}",
+        f"  %y = llmserve.silu_mul %g, %u : {ty}"])
+    gate, up = t(x) @ t(wg).T, t(x) @ t(wu).T
+    ref = gate / (1 + torch.exp(-gate)) * up
+    return [x], module([x], body, [("%y", ty)]), [ref], {"wg": wg, "wu": wu}
+
+
+def case_linear_bias_gelu(m, k, n):
+    """gelu(x·Wᵀ + b) with checkpoint weights (GPT-2's c_fc): one dispatch
+    region."""
+    x, w, b = f32(m, k), f32(n, k), f32(n)
+    ty = f"tensor<{m}x{n}xf32>"
+    body = "\n".join([
+        f'  %w = llmserve.weight "w" : {mlir_type(w)}',
+        f'  %b = llmserve.weight "b" : tensor<{n}xf32>',
+        f"  %l = llmserve.linear %a0, %w bias %b : {mlir_type(x)}, {mlir_type(w)}, "
+        f"tensor<{n}xf32> -> {ty}",
+        f"  %y = llmserve.gelu %l approximation tanh : {ty}"])
+    ref = torch.nn.functional.gelu(t(x) @ t(w).T + t(b), approximate="tanh")
+    return [x], module([x], body, [("%y", ty)]), [ref], {"w": w, "b": b}
+
+
 def case_tied_embedding():
     """One checkpoint weight as an embedding table and as the linear weight
     (tied word embeddings): stored in panels, read by both kernels."""
@@ -424,6 +455,10 @@ CASES = {
     "linear_panels_bias": lambda: case_linear_checkpoint(True, m=77, k=600, n=176),
     "embedding": case_embedding,
     "embedding_tied_linear": case_tied_embedding,
+    # 70 rows: two row blocks; 112 columns: 7 panels, a full block of 6 and
+    # one (3-panel tiles and a single); k = 300: a full and a partial chunk.
+    "gated_mlp_region": lambda: case_gated_mlp(m=70, k=300, n=112),
+    "linear_bias_gelu_region": lambda: case_linear_bias_gelu(m=13, k=40, n=48),
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),
     "rms_norm_residual": lambda: norm_case("rms_norm", True),

@@ -180,6 +180,7 @@ LogicalResult compileForCpu(ModuleOp module, MLIRContext &context,
                          std::string &manifest) {
   PassManager outline(&context);
   outline.addPass(mlir::llmserve::createLlmserveToLinalg());
+  outline.addPass(mlir::llmserve::createFormDispatchRegions());
   outline.addPass(mlir::llmserve::createLlmserveToCpuKernels());
   if (failed(outline.run(module)))
     return failure();

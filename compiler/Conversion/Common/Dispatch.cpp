@@ -15,11 +15,13 @@ using namespace mlir::llmserve;
 SmallVector<Operation *> mlir::llmserve::opsToOutline(ModuleOp module) {
   SmallVector<Operation *> ops;
   for (auto func : module.getOps<func::FuncOp>())
-    func.walk([&](Operation *op) {
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
       bool compute = (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op)) ||
                      isa<linalg::GenericOp>(op);
       if (compute && !op->hasAttr(kDispatchAttrName))
         ops.push_back(op);
+      // A dispatch region is one dispatch: its ops are its kernel's.
+      return isa<DispatchRegionOp>(op) ? WalkResult::skip() : WalkResult::advance();
     });
   return ops;
 }

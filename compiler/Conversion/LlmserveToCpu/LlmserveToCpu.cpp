@@ -95,6 +95,7 @@ public:
             .Case([&](KvWriteOp o) { return kvWrite(o); })
             .Case([&](PagedAttentionOp o) { return pagedAttention(o); })
             .Case([&](linalg::GenericOp g) { return elementwiseGeneric(g); })
+            .Case([&](DispatchRegionOp r) { return linearEpilogue(r); })
             .Case<SiluMulOp, GeluOp>([&](auto) {
               return op->emitOpError("has no CPU kernel of its own: "
                                      "llmserve-to-linalg makes it a "
@@ -154,13 +155,15 @@ private:
   /// and applies the generic's body to them. One-shot bufferization writes
   /// the result in place into the output binding, and the CPU schedule
   /// (cpu-kernels.mlir) tiles and vectorizes the generic.
+  static bool isElementwise(linalg::GenericOp g) {
+    return g.getNumDpsInits() == 1 && !g.hasIndexSemantics() &&
+           g.getNumParallelLoops() == g.getNumLoops() &&
+           llvm::all_of(g.getIndexingMapsArray(),
+                        [](AffineMap map) { return map.isIdentity(); });
+  }
+
   FailureOr<Grid> elementwiseGeneric(linalg::GenericOp g) {
-    bool elementwise =
-        g.getNumDpsInits() == 1 && !g.hasIndexSemantics() &&
-        g.getNumParallelLoops() == g.getNumLoops() &&
-        llvm::all_of(g.getIndexingMapsArray(),
-                     [](AffineMap map) { return map.isIdentity(); });
-    if (!elementwise)
+    if (!isElementwise(g))
       return g.emitOpError("has no CPU kernel (only elementwise generics "
                            "with identity maps do)"),
              failure();
@@ -288,101 +291,244 @@ private:
   /// Whether `weight` is stored in the panel layout the linalg linear kernel
   /// reads (and if so marks it, so the bundle writer asks the runtime to pack
   /// it at load): a weight with a whole number of 16-row panels, read as the
-  /// weight of a linear op and otherwise only as linear weights or embedding
-  /// tables.
-  bool usePanelLayout(Value weight) {
+  /// weight of a linear op (also inside a dispatch region) and otherwise only
+  /// as linear weights or embedding tables.
+  static bool usePanelLayout(Value weight) {
     auto op = weight.getDefiningOp<WeightOp>();
-    auto isLinearWeight = [](OpOperand &use) {
-      return isa<LinearOp>(use.getOwner()) && use.getOperandNumber() == 1;
-    };
-    bool panels =
-        op &&
-        cast<RankedTensorType>(weight.getType()).getDimSize(0) % kVectorWidth ==
-            0 &&
-        llvm::any_of(weight.getUses(), isLinearWeight) &&
-        llvm::all_of(weight.getUses(), [&](OpOperand &use) {
-          return isLinearWeight(use) || (isa<EmbeddingOp>(use.getOwner()) &&
-                                         use.getOperandNumber() == 0);
-        });
-    if (panels)
-      op->setAttr(kLayoutAttrName, b().getStringAttr(kPanelLayout));
-    return panels;
+    if (!op ||
+        cast<RankedTensorType>(weight.getType()).getDimSize(0) % kVectorWidth != 0)
+      return false;
+    bool asLinearWeight = false, otherwise = false;
+    forEachUse(weight, [&](OpOperand &use) {
+      if (isa<LinearOp>(use.getOwner()) && use.getOperandNumber() == 1)
+        asLinearWeight = true;
+      else if (!isa<EmbeddingOp>(use.getOwner()) || use.getOperandNumber() != 0)
+        otherwise = true;
+    });
+    if (!asLinearWeight || otherwise)
+      return false;
+    op->setAttr(kLayoutAttrName, StringAttr::get(op->getContext(), kPanelLayout));
+    return true;
+  }
+
+  /// `fn` on every use of `value`, and inside a dispatch region on every use
+  /// of the block argument the region reads `value` through.
+  static void forEachUse(Value value, function_ref<void(OpOperand &)> fn) {
+    for (OpOperand &use : value.getUses()) {
+      auto region = dyn_cast<DispatchRegionOp>(use.getOwner());
+      if (!region) {
+        fn(use);
+        continue;
+      }
+      forEachUse(region.getBody().getArgument(use.getOperandNumber()), fn);
+    }
   }
 
   FailureOr<Grid> linear(LinearOp o) {
     return usePanelLayout(o.getWeight()) ? linearPanels(o) : linearDot(o);
   }
 
-  /// x·Wᵀ (+ b) with W in panels of 16 columns ([N/16][K][16]), as linalg
-  /// on tensor views of the workgroup's block: y, viewed as [M][N/16][16], is
-  /// initialised with zeros or the bias, then the contraction
-  /// y[m, p, l] += x[m, k] * w[p, k, l] accumulates into it. The CPU schedule
-  /// (cpu-kernels.mlir) turns this into register tiles of outer products.
-  FailureOr<Grid> linearPanels(LinearOp o) {
-    bool hasBias = bool(o.getBias());
-    auto weightType = cast<RankedTensorType>(o.getWeight().getType());
-    int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
-    int64_t panels = n / kVectorWidth;
-    Value rows = emitter.dimSize(0, 0);
-    Value x = emitter.binding(0);
-    Value w = emitter.binding(1, {emitter.index(panels), emitter.index(depth),
-                                  emitter.index(kVectorWidth)});
-    Value bias = hasBias ? emitter.binding(2, {emitter.index(panels),
-                                               emitter.index(kVectorWidth)})
-                         : Value();
-    Value y = emitter.binding(hasBias ? 3 : 2,
-                              {rows, emitter.index(panels),
-                               emitter.index(kVectorWidth)});
+  /// The outputs of a panel linear one workgroup computes: rows
+  /// [mBegin, mBegin + mSize) and panels [pBegin, pBegin + pSize).
+  struct PanelBlock {
+    Value mBegin, pBegin;
+    OpFoldResult mSize, pSize;
+  };
+
+  PanelBlock panelBlock(Value rows, int64_t panels) {
     auto [mBegin, mEnd] = emitter.rowRange(rows, kLinearRowsPerGroup);
     Value pBegin =
         a.muli(emitter.workgroupId(1), emitter.index(kPanelsPerGroup));
     Value pEnd = arith::MinSIOp::create(
         b(), a.addi(pBegin, emitter.index(kPanelsPerGroup)),
         emitter.index(panels));
+    return {mBegin, pBegin, a.subi(mEnd, mBegin), a.subi(pEnd, pBegin)};
+  }
+
+  /// The block's [rows][panels][16] slice of binding `binding`, an [M, N]
+  /// tensor viewed as [M][N/16][16].
+  Value panelView(int binding, int64_t panels, const PanelBlock &block) {
+    Value view = emitter.binding(binding, {emitter.dimSize(binding, 0),
+                                           emitter.index(panels),
+                                           emitter.index(kVectorWidth)});
     OpFoldResult zero = b().getIndexAttr(0);
-    OpFoldResult mSize = a.subi(mEnd, mBegin), pSize = a.subi(pEnd, pBegin);
+    return subview(view, {block.mBegin, block.pBegin, zero},
+                   {block.mSize, block.pSize, b().getIndexAttr(kVectorWidth)});
+  }
+
+  /// x·Wᵀ (+ b) for the block, W in panels of 16 columns ([N/16][K][16]), as
+  /// linalg on tensor views: the tensor `destination()` makes
+  /// ([rows][panels][16]) is initialised with zeros or the bias, then the
+  /// contraction
+  /// y[m, p, l] += x[m, k] * w[p, k, l] accumulates into it. The CPU schedule
+  /// (cpu-kernels.mlir) turns this into register tiles of outer products.
+  Value contractPanels(int xBinding, int wBinding, std::optional<int> biasBinding,
+                       int64_t panels, int64_t depth, const PanelBlock &block,
+                       function_ref<Value()> destination) {
+    Value x = emitter.binding(xBinding);
+    Value w = emitter.binding(wBinding, {emitter.index(panels), emitter.index(depth),
+                                         emitter.index(kVectorWidth)});
+    OpFoldResult zero = b().getIndexAttr(0);
     OpFoldResult depthSize = b().getIndexAttr(depth),
                  laneSize = b().getIndexAttr(kVectorWidth);
-    Value xBlock = tensorOf(subview(x, {mBegin, zero}, {mSize, depthSize}),
-                           /*writable=*/false);
-    Value wBlock = tensorOf(subview(w, {pBegin, zero, zero},
-                                    {pSize, depthSize, laneSize}),
+    Value xBlock = tensorOf(subview(x, {block.mBegin, zero}, {block.mSize, depthSize}),
                             /*writable=*/false);
-    Value yView = subview(y, {mBegin, pBegin, zero}, {mSize, pSize, laneSize});
-    Value yBlock = tensorOf(yView, /*writable=*/true);
-
-    Value init =
-        hasBias
-            ? linalg::BroadcastOp::create(
-                  b(),
-                  tensorOf(subview(bias, {pBegin, zero}, {pSize, laneSize}),
-                           /*writable=*/false),
-                  yBlock, /*dimensions=*/ArrayRef<int64_t>{0})
-                  .getResult()[0]
-            : linalg::FillOp::create(b(), ValueRange{emitter.f32(0)},
-                                     ValueRange{yBlock})
-                  .getResult(0);
+    Value wBlock = tensorOf(subview(w, {block.pBegin, zero, zero},
+                                    {block.pSize, depthSize, laneSize}),
+                            /*writable=*/false);
+    Value y = destination();
+    Value init;
+    if (biasBinding) {
+      Value bias = emitter.binding(
+          *biasBinding, {emitter.index(panels), emitter.index(kVectorWidth)});
+      Value biasBlock = tensorOf(subview(bias, {block.pBegin, zero}, {block.pSize, laneSize}),
+                                 /*writable=*/false);
+      init = linalg::BroadcastOp::create(b(), biasBlock, y,
+                                         /*dimensions=*/ArrayRef<int64_t>{0})
+                 .getResult()[0];
+    } else {
+      init = linalg::FillOp::create(b(), ValueRange{emitter.f32(0)},
+                                    ValueRange{y})
+                 .getResult(0);
+    }
     MLIRContext *ctx = b().getContext();
     AffineExpr m, p, l, k;
     bindDims(ctx, m, p, l, k);
-    auto contraction = linalg::GenericOp::create(
-        b(), init.getType(), ValueRange{xBlock, wBlock}, init,
-        SmallVector<AffineMap>{AffineMap::get(4, 0, {m, k}, ctx),
-                               AffineMap::get(4, 0, {p, k, l}, ctx),
-                               AffineMap::get(4, 0, {m, p, l}, ctx)},
-        {utils::IteratorType::parallel, utils::IteratorType::parallel,
-         utils::IteratorType::parallel, utils::IteratorType::reduction},
-        [](OpBuilder &nested, Location loc, ValueRange args) {
-          Value product = arith::MulFOp::create(nested, loc, args[0], args[1]);
-          linalg::YieldOp::create(
-              nested, loc,
-              ValueRange{arith::AddFOp::create(nested, loc, args[2], product)});
-        });
-    storeInto(contraction.getResult(0), yView);
+    return linalg::GenericOp::create(
+               b(), init.getType(), ValueRange{xBlock, wBlock}, init,
+               SmallVector<AffineMap>{AffineMap::get(4, 0, {m, k}, ctx),
+                                      AffineMap::get(4, 0, {p, k, l}, ctx),
+                                      AffineMap::get(4, 0, {m, p, l}, ctx)},
+               {utils::IteratorType::parallel, utils::IteratorType::parallel,
+                utils::IteratorType::parallel, utils::IteratorType::reduction},
+               [](OpBuilder &nested, Location loc, ValueRange args) {
+                 Value product = arith::MulFOp::create(nested, loc, args[0], args[1]);
+                 linalg::YieldOp::create(
+                     nested, loc,
+                     ValueRange{arith::AddFOp::create(nested, loc, args[2], product)});
+               })
+        .getResult(0);
+  }
 
-    Grid grid = rowGrid(0, kLinearRowsPerGroup);
+  Grid panelGrid(int rowsBinding, int64_t panels) {
+    Grid grid = rowGrid(rowsBinding, kLinearRowsPerGroup);
     grid[1] = std::to_string((panels + kPanelsPerGroup - 1) / kPanelsPerGroup);
     return grid;
+  }
+
+  FailureOr<Grid> linearPanels(LinearOp o) {
+    auto weightType = cast<RankedTensorType>(o.getWeight().getType());
+    int64_t panels = weightType.getDimSize(0) / kVectorWidth;
+    bool hasBias = bool(o.getBias());
+    int output = hasBias ? 3 : 2;
+    PanelBlock block = panelBlock(emitter.dimSize(0, 0), panels);
+    Value yView;
+    Value y = contractPanels(0, 1, hasBias ? std::optional<int>(2) : std::nullopt,
+                             panels, weightType.getDimSize(1), block, [&] {
+                               yView = panelView(output, panels, block);
+                               return tensorOf(yView, /*writable=*/true);
+                             });
+    storeInto(y, yView);
+    return panelGrid(0, panels);
+  }
+
+  /// A dispatch region (llmserve-form-dispatch-regions) of panel linears that
+  /// read one input and an elementwise generic over their results: per
+  /// workgroup block, each linear's contraction (the last one into the
+  /// output's slice, the others into a block-sized buffer on the stack),
+  /// then the generic's body on the block, in place. Bindings are the
+  /// region's inputs, then its result.
+  FailureOr<Grid> linearEpilogue(DispatchRegionOp region) {
+    Block &body = region.getBody().front();
+    SmallVector<LinearOp> linears;
+    linalg::GenericOp epilogue;
+    for (Operation &op : body.without_terminator()) {
+      if (auto linear = dyn_cast<LinearOp>(op); linear && !epilogue) {
+        linears.push_back(linear);
+        continue;
+      }
+      if (auto generic = dyn_cast<linalg::GenericOp>(op); generic && !epilogue) {
+        epilogue = generic;
+        continue;
+      }
+      return region.emitOpError("has no CPU kernel: expected linears then one "
+                                "elementwise linalg.generic, got ")
+                 << op.getName(),
+             failure();
+    }
+    auto yield = cast<YieldOp>(body.getTerminator());
+    auto argumentNumber = [&](Value v) -> std::optional<int> {
+      auto argument = dyn_cast<BlockArgument>(v);
+      return argument ? std::optional<int>(argument.getArgNumber()) : std::nullopt;
+    };
+    if (linears.empty() || !epilogue || !isElementwise(epilogue) ||
+        epilogue.getNumLoops() != 2 || yield.getNumOperands() != 1 ||
+        yield.getOperand(0) != epilogue.getResult(0) ||
+        epilogue.payloadUsesValueFromOperand(epilogue.getDpsInitOperand(0)))
+      return region.emitOpError("has no CPU kernel: expected linears then one "
+                                "2-D elementwise linalg.generic, which does not "
+                                "read its init, yielding its result"),
+             failure();
+    std::optional<int> xBinding = argumentNumber(linears.front().getInput());
+    for (LinearOp linear : linears)
+      if (!xBinding || argumentNumber(linear.getInput()) != xBinding ||
+          !argumentNumber(linear.getWeight()) ||
+          (linear.getBias() && !argumentNumber(linear.getBias())) ||
+          !usePanelLayout(region.getInputs()[*argumentNumber(linear.getWeight())]) ||
+          linear.getWeight().getType() != linears.front().getWeight().getType())
+        return linear.emitOpError("cannot be fused on the CPU: the linears of a "
+                                  "dispatch region read the region's first "
+                                  "input and weights of one shape in panels"),
+               failure();
+
+    auto weightType = cast<RankedTensorType>(linears.front().getWeight().getType());
+    int64_t panels = weightType.getDimSize(0) / kVectorWidth;
+    int output = region.getInputs().size();
+    PanelBlock block = panelBlock(emitter.dimSize(*xBinding, 0), panels);
+    Value yView;
+    DenseMap<Value, Value> blockOf;
+    for (LinearOp linear : linears) {
+      auto destination = [&]() -> Value {
+        if (linear == linears.back()) {
+          yView = panelView(output, panels, block);
+          return tensorOf(yView, /*writable=*/true);
+        }
+        // A whole workgroup block: 64 x 6 x 16 floats, 24 KiB.
+        auto type = MemRefType::get(
+            {kLinearRowsPerGroup, kPanelsPerGroup, kVectorWidth}, b().getF32Type());
+        OpFoldResult zero = b().getIndexAttr(0);
+        return tensorOf(subview(memref::AllocaOp::create(b(), type), {zero, zero, zero},
+                                {block.mSize, block.pSize, b().getIndexAttr(kVectorWidth)}),
+                        /*writable=*/true);
+      };
+      std::optional<int> bias =
+          linear.getBias() ? argumentNumber(linear.getBias()) : std::nullopt;
+      blockOf[linear.getResult()] =
+          contractPanels(*xBinding, *argumentNumber(linear.getWeight()), bias, panels,
+                         weightType.getDimSize(1), block, destination);
+    }
+    SmallVector<Value> inputs;
+    for (Value input : epilogue.getDpsInputs()) {
+      if (Value computed = blockOf.lookup(input)) {
+        inputs.push_back(computed);
+        continue;
+      }
+      std::optional<int> binding = argumentNumber(input);
+      if (!binding)
+        return epilogue.emitOpError("reads a value the CPU kernel of its "
+                                    "dispatch region does not have"),
+               failure();
+      inputs.push_back(tensorOf(panelView(*binding, panels, block), /*writable=*/false));
+    }
+    Value init = blockOf.lookup(linears.back().getResult());
+    auto kernelGeneric = linalg::GenericOp::create(
+        b(), init.getType(), inputs, init,
+        SmallVector<AffineMap>(inputs.size() + 1, b().getMultiDimIdentityMap(3)),
+        SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel));
+    IRMapping mapping;
+    epilogue.getRegion().cloneInto(&kernelGeneric.getRegion(), mapping);
+    storeInto(kernelGeneric.getResult(0), yView);
+    return panelGrid(*xBinding, panels);
   }
 
   /// Full `size`-wide tiles of [begin, end), then the rest one at a time.

@@ -15,7 +15,12 @@
 //                element of x times a panel row of w), its accumulators held
 //                in registers across the k loop. Every output lane
 //                accumulates over k in the same order whatever its tile, so
-//                a row's result does not depend on the rows beside it.
+//                a row's result does not depend on the rows beside it. A
+//                kernel may hold several such contractions (a dispatch
+//                region's linears): they are scheduled together.
+//   epilogue     A rank-3 all-parallel linalg.generic over the [rows]
+//                [panels][16] block of a dispatch region's linears: one
+//                vector<16xf32> computation per panel row.
 module attributes {transform.with_named_sequence} {
 
   transform.named_sequence @match_elementwise(
@@ -27,6 +32,21 @@ module attributes {transform.with_named_sequence} {
           : (!transform.any_op) -> !transform.param<i64>
       %one = transform.param.constant 1 : i64 -> !transform.param<i64>
       transform.match.param.cmpi eq %rank, %one : !transform.param<i64>
+      transform.match.structured.dim %generic[all] {parallel} : !transform.any_op
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+
+  transform.named_sequence @match_epilogue(
+      %op: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%generic: !transform.any_op):
+      %rank = transform.match.structured.rank %generic
+          : (!transform.any_op) -> !transform.param<i64>
+      %three = transform.param.constant 3 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %three : !transform.param<i64>
       transform.match.structured.dim %generic[all] {parallel} : !transform.any_op
       transform.match.structured.yield
     }
@@ -54,9 +74,27 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  // The panel rows of the block (the lane dimension is 16 wide, static).
+  transform.named_sequence @vectorize_epilogue(
+      %generic: !transform.any_op {transform.consumed}) {
+    %tile, %loops:2 = transform.structured.tile_using_for %generic
+        tile_sizes [1, 1] : (!transform.any_op)
+        -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.structured.vectorize %tile : !transform.any_op
+    // vector<1x1x16xf32> computations become vector<16xf32> ones.
+    %function = transform.get_parent_op %loops#0 {op_name = "func.func"}
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %function {
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+    } : !transform.any_op
+    transform.yield
+  }
+
+  // Every contraction of %function (and the fills or bias broadcasts that
+  // initialise them) at once; no other linalg op is left in it.
   transform.named_sequence @schedule_linear(
-      %contraction: !transform.any_op {transform.consumed}) {
-    %function = transform.get_parent_op %contraction {op_name = "func.func"}
+      %function: !transform.any_op {transform.consumed}) {
+    %contraction = transform.collect_matching @match_linear in %function
         : (!transform.any_op) -> !transform.any_op
     // The initialisation of y, one 16-lane panel row at a time.
     %init = transform.structured.match ops{["linalg.fill", "linalg.broadcast"]}
@@ -71,15 +109,18 @@ module attributes {transform.with_named_sequence} {
     %chunk, %chunk_loop = transform.structured.tile_using_for %contraction
         tile_sizes [0, 0, 0, 256] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     // Rows: tiles of 8, then the rest one at a time.
-    %rows8, %row_loop = transform.structured.tile_using_for %chunk
-        tile_sizes [8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %row_loop_for = transform.cast %row_loop : !transform.any_op to !transform.op<"scf.for">
-    %full_rows, %rest_rows = transform.loop.peel %row_loop_for
-        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
-    %rest = transform.structured.match ops{["linalg.generic"]} in %rest_rows
-        : (!transform.any_op) -> !transform.any_op
-    %rows1, %row1_loop = transform.structured.tile_using_for %rest
-        tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.foreach %chunk : !transform.any_op {
+    ^bb0(%one_chunk: !transform.any_op):
+      %rows8, %row_loop = transform.structured.tile_using_for %one_chunk
+          tile_sizes [8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+      %row_loop_for = transform.cast %row_loop : !transform.any_op to !transform.op<"scf.for">
+      %full_rows, %rest_rows = transform.loop.peel %row_loop_for
+          : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+      %rest = transform.structured.match ops{["linalg.generic"]} in %rest_rows
+          : (!transform.any_op) -> !transform.any_op
+      %rows1, %row1_loop = transform.structured.tile_using_for %rest
+          tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    }
     // Panels: threes, then the rest one at a time, in each row tile.
     %row_tiles = transform.structured.match ops{["linalg.generic"]} in %function
         : (!transform.any_op) -> !transform.any_op
@@ -140,11 +181,20 @@ module attributes {transform.with_named_sequence} {
       transform.include @vectorize_elementwise failures(propagate) (%generic)
           : (!transform.any_op) -> ()
     }
+    %epilogues = transform.collect_matching @match_epilogue in %kernels
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %epilogues : !transform.any_op {
+    ^bb0(%generic: !transform.any_op):
+      transform.include @vectorize_epilogue failures(propagate) (%generic)
+          : (!transform.any_op) -> ()
+    }
     %linears = transform.collect_matching @match_linear in %kernels
         : (!transform.any_op) -> !transform.any_op
-    transform.foreach %linears : !transform.any_op {
-    ^bb0(%contraction: !transform.any_op):
-      transform.include @schedule_linear failures(propagate) (%contraction)
+    %linear_kernels = transform.get_parent_op %linears
+        {deduplicate, op_name = "func.func"} : (!transform.any_op) -> !transform.any_op
+    transform.foreach %linear_kernels : !transform.any_op {
+    ^bb0(%function: !transform.any_op):
+      transform.include @schedule_linear failures(propagate) (%function)
           : (!transform.any_op) -> ()
     }
     %functions = transform.structured.match ops{["func.func"]} in %kernels

@@ -442,3 +442,23 @@ LogicalResult LogprobsOp::verify() {
                        "top_tokens and top_logprobs) must be static");
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// DispatchRegionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DispatchRegionOp::verify() {
+  Block &body = getBody().front();
+  if (getNumResults() == 0)
+    return emitOpError("yields no value");
+  if (body.getArgumentTypes() != getInputs().getTypes())
+    return emitOpError("has entry block arguments of types (")
+           << body.getArgumentTypes() << ") for inputs of types ("
+           << getInputs().getTypes() << ")";
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields values of types (")
+           << yield.getValues().getTypes() << ") for results of types ("
+           << getResultTypes() << ")";
+  return success();
+}

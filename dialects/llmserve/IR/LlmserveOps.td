@@ -10,6 +10,7 @@
 
 include "llmserve/IR/LlmserveBase.td"
 include "llmserve/IR/LlmserveEnums.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -543,6 +544,56 @@ def Llmserve_SampleOp : Llmserve_Op<"sample", [Pure]> {
     type($top_k) `,` type($min_p) `,` type($seed) `,` type($rng_offset)
     `->` type($result)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch regions
+//===----------------------------------------------------------------------===//
+
+def Llmserve_DispatchRegionOp : Llmserve_Op<"dispatch_region",
+    [IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "ops that run as one kernel";
+  let description = [{
+    The ops of `body` run as one dispatch: the kernel reads `inputs` (the
+    entry block's arguments, in order) and writes the values the body yields;
+    what the ops pass between them never leaves the kernel. Formed by
+    `llmserve-form-dispatch-regions`, which puts an elementwise
+    `linalg.generic` together with the `llmserve.linear` ops whose only user
+    it is, so the kernel applies the elementwise body to each block of the
+    linears' outputs while it is in cache.
+
+    Example (a gated MLP's gate and up projections with SiLU):
+
+    ```mlir
+    %h = llmserve.dispatch_region(%x, %wg, %wu)
+        : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<?x128xf32> {
+    ^bb0(%in: tensor<?x64xf32>, %gate_w: tensor<128x64xf32>, %up_w: tensor<128x64xf32>):
+      %gate = llmserve.linear %in, %gate_w : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+      %up = llmserve.linear %in, %up_w : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+      %0 = linalg.generic {...} ins(%gate, %up : ...) outs(%gate : ...) {...} -> tensor<?x128xf32>
+      llmserve.yield %0 : tensor<?x128xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+}
+
+def Llmserve_YieldOp : Llmserve_Op<"yield",
+    [Pure, ReturnLike, Terminator, HasParent<"DispatchRegionOp">]> {
+  let summary = "the values a dispatch region writes";
+  let description = [{
+    Ends a `llmserve.dispatch_region`: its operands are the region's results.
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+  // The parent's verifier checks the yielded types.
+  let hasVerifier = 0;
 }
 
 #endif // LLMSERVE_IR_LLMSERVEOPS_TD

@@ -1,4 +1,4 @@
-// RUN: %llmserve-opt %s --pass-pipeline='builtin.module(llmserve-to-linalg,llmserve-to-cpu-kernels,builtin.module(one-shot-bufferize,llmserve-apply-cpu-schedule,canonicalize))' -split-input-file | FileCheck %s
+// RUN: %llmserve-opt %s --pass-pipeline='builtin.module(llmserve-to-linalg,llmserve-form-dispatch-regions,llmserve-to-cpu-kernels,builtin.module(one-shot-bufferize,llmserve-apply-cpu-schedule,canonicalize))' -split-input-file | FileCheck %s
 
 // After bufferization the elementwise kernel's generic writes in place into
 // the output buffer's slice; the schedule tiles it by 16 elements and
@@ -65,4 +65,38 @@ func.func @linear(%x: tensor<?x512xf32>) -> tensor<?x64xf32> {
   %w = llmserve.weight "w" : tensor<64x512xf32>
   %y = llmserve.linear %x, %w : tensor<?x512xf32>, tensor<64x512xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A gated MLP's dispatch region: both contractions get the linear schedule
+// (the gate's accumulates into the block buffer on the stack, the up's into
+// the output), then the SiLU epilogue runs on the block one vector<16xf32>
+// panel row at a time, reading the gate from the stack buffer and the up
+// projection from the output, where it writes. No linalg op is left.
+// CHECK-LABEL: module @kernels
+//       CHECK:   func.func @llmserve_d0_dispatch_region
+//   CHECK-NOT:     linalg.
+//       CHECK:     %[[STACK:.+]] = memref.alloca() : memref<64x6x16xf32>
+//       CHECK:     vector.store %{{.+}}, %[[STACK]]
+//       CHECK:     scf.for %{{.+}} iter_args({{.+}}) -> ({{(vector<16xf32>, ){23}vector}}<16xf32>) {
+//  CHECK-COUNT-24:   vector.fma
+//       CHECK:     vector.store %{{.+}}, %[[STACK]]
+//       CHECK:     scf.for %{{.+}} iter_args({{.+}}) -> ({{(vector<16xf32>, ){23}vector}}<16xf32>) {
+//  CHECK-COUNT-24:   vector.fma
+//       CHECK:     %[[GATE:.+]] = vector.load %[[STACK]][{{.+}}] : memref<64x6x16xf32>, vector<16xf32>
+//   CHECK-NOT:     scf.for
+//       CHECK:     %[[UP:.+]] = vector.load %[[Y:.+]][%[[ROW:.+]], %[[PANEL:.+]], %c0] : memref<?x3x16xf32>, vector<16xf32>
+//  CHECK-NEXT:     arith.negf %[[GATE]] : vector<16xf32>
+//  CHECK-NEXT:     math.exp
+//       CHECK:     arith.mulf %{{.+}}, %[[UP]] : vector<16xf32>
+//  CHECK-NEXT:     vector.store %{{.+}}, %[[Y]][%[[ROW]], %[[PANEL]], %c0] : memref<?x3x16xf32>, vector<16xf32>
+//   CHECK-NOT:   vector<1x1x16xf32>
+func.func @gated_mlp(%x: tensor<?x64xf32>) -> tensor<?x48xf32> {
+  %wg = llmserve.weight "gate" : tensor<48x64xf32>
+  %wu = llmserve.weight "up" : tensor<48x64xf32>
+  %g = llmserve.linear %x, %wg : tensor<?x64xf32>, tensor<48x64xf32> -> tensor<?x48xf32>
+  %u = llmserve.linear %x, %wu : tensor<?x64xf32>, tensor<48x64xf32> -> tensor<?x48xf32>
+  %h = llmserve.silu_mul %g, %u : tensor<?x48xf32>
+  return %h : tensor<?x48xf32>
 }

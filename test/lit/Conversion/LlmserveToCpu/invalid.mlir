@@ -21,3 +21,49 @@ func.func @silu_mul_not_in_linalg(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %y = llmserve.silu_mul %x, %x : tensor<8x8xf32>
   return %y : tensor<8x8xf32>
 }
+
+// -----
+
+// A dispatch region's CPU kernel is panel linears then one elementwise generic.
+func.func @region_of_other_ops(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %w = llmserve.weight "w" : tensor<32xf32>
+  // expected-error @below {{'llmserve.dispatch_region' op has no CPU kernel: expected linears then one elementwise linalg.generic, got llmserve.rms_norm}}
+  %h = llmserve.dispatch_region(%x, %w) : (tensor<?x32xf32>, tensor<32xf32>) -> tensor<?x32xf32> {
+  ^bb0(%in: tensor<?x32xf32>, %win: tensor<32xf32>):
+    %n = llmserve.rms_norm %in, %win epsilon 1.0e-05 : tensor<?x32xf32>, tensor<32xf32>
+    llmserve.yield %n : tensor<?x32xf32>
+  }
+  return %h : tensor<?x32xf32>
+}
+
+// -----
+
+func.func @region_without_epilogue(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %w = llmserve.weight "w" : tensor<32x32xf32>
+  // expected-error @below {{'llmserve.dispatch_region' op has no CPU kernel: expected linears then one 2-D elementwise linalg.generic, which does not read its init, yielding its result}}
+  %h = llmserve.dispatch_region(%x, %w) : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32> {
+  ^bb0(%in: tensor<?x32xf32>, %win: tensor<32x32xf32>):
+    %y = llmserve.linear %in, %win : tensor<?x32xf32>, tensor<32x32xf32> -> tensor<?x32xf32>
+    llmserve.yield %y : tensor<?x32xf32>
+  }
+  return %h : tensor<?x32xf32>
+}
+
+// -----
+
+// The weight is a function argument, so it is not in panels.
+func.func @region_weight_not_in_panels(%x: tensor<?x32xf32>, %w: tensor<32x32xf32>) -> tensor<?x32xf32> {
+  %h = llmserve.dispatch_region(%x, %w) : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32> {
+  ^bb0(%in: tensor<?x32xf32>, %win: tensor<32x32xf32>):
+    // expected-error @below {{'llmserve.linear' op cannot be fused on the CPU: the linears of a dispatch region read the region's first input and weights of one shape in panels}}
+    %y = llmserve.linear %in, %win : tensor<?x32xf32>, tensor<32x32xf32> -> tensor<?x32xf32>
+    %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%y : tensor<?x32xf32>) outs(%y : tensor<?x32xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      linalg.yield %a : f32
+    } -> tensor<?x32xf32>
+    llmserve.yield %g : tensor<?x32xf32>
+  }
+  return %h : tensor<?x32xf32>
+}

@@ -14,9 +14,9 @@
 //       CHECK:   func.func @llmserve_d0_linear(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
 //       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x32xf32>
 //       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)> to memref<8x32x16xf32>
-//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)> to memref<?x8x16xf32>
 //       CHECK:     %[[X:.+]] = bufferization.to_tensor %{{.+}} restrict : memref<?x32xf32, strided<[32, 1], offset: ?>> to tensor<?x32xf32>
 //       CHECK:     %[[W:.+]] = bufferization.to_tensor %{{.+}} restrict : memref<?x32x16xf32, strided<[512, 16, 1], offset: ?>> to tensor<?x32x16xf32>
+//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)> to memref<?x8x16xf32>
 //       CHECK:     %[[Y:.+]] = bufferization.to_tensor %[[YVIEW:.+]] restrict writable : memref<?x?x16xf32, strided<[128, 16, 1], offset: ?>> to tensor<?x?x16xf32>
 //       CHECK:     %[[ZEROS:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[Y]] : tensor<?x?x16xf32>)
 //       CHECK:     %[[SUM:.+]] = linalg.generic
@@ -229,4 +229,54 @@ func.func @elementwise_generic(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
     linalg.yield %e : f32
   } -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A dispatch region of two panel linears and the elementwise generic over
+// their outputs (llmserve-form-dispatch-regions) is one kernel. Per block:
+// the first contraction accumulates into a block buffer on the stack, the
+// last into the output's slice, and the generic reads both and writes the
+// output's slice in place. Bindings: the region's inputs, then its result.
+// CHECK-LABEL: func.func @dispatch_region
+//       CHECK:   llmserve.weight "gate" {llmserve.layout = "panels16"}
+//       CHECK:   llmserve.weight "up" {llmserve.layout = "panels16"}
+//       CHECK:   llmserve.dispatch_region
+//       CHECK:   llmserve.dispatch = {grid = ["ceildiv($0,64)", "1", "1"], kernel = "d0_dispatch_region", symbol = "llmserve_d0_dispatch_region"}
+//       CHECK: func.func @llmserve_d0_dispatch_region(
+//       CHECK:   %[[STACK:.+]] = memref.alloca() : memref<64x6x16xf32>
+//       CHECK:   %[[TMP_VIEW:.+]] = memref.subview %[[STACK]][0, 0, 0]
+//       CHECK:   %[[TMP:.+]] = bufferization.to_tensor %[[TMP_VIEW]] restrict writable
+//       CHECK:   %[[ZERO_G:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[TMP]] : tensor<?x?x16xf32>)
+//       CHECK:   %[[GATE:.+]] = linalg.generic
+//  CHECK-SAME:     outs(%[[ZERO_G]] : tensor<?x?x16xf32>)
+//       CHECK:   %[[Y:.+]] = bufferization.to_tensor %[[YVIEW:.+]] restrict writable : memref<?x?x16xf32, strided<[80, 16, 1], offset: ?>>
+//       CHECK:   %[[ZERO_U:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[Y]] : tensor<?x?x16xf32>)
+//       CHECK:   %[[UP:.+]] = linalg.generic
+//  CHECK-SAME:     outs(%[[ZERO_U]] : tensor<?x?x16xf32>)
+//       CHECK:   %[[H:.+]] = linalg.generic
+//  CHECK-SAME:     iterator_types = ["parallel", "parallel", "parallel"]
+//  CHECK-SAME:     ins(%[[GATE]], %[[UP]] : tensor<?x?x16xf32>, tensor<?x?x16xf32>) outs(%[[UP]] : tensor<?x?x16xf32>)
+//       CHECK:     math.exp
+//       CHECK:   bufferization.materialize_in_destination %[[H]] in restrict writable %[[YVIEW]]
+func.func @dispatch_region(%x: tensor<?x32xf32>) -> tensor<?x80xf32> {
+  %wg = llmserve.weight "gate" : tensor<80x32xf32>
+  %wu = llmserve.weight "up" : tensor<80x32xf32>
+  %h = llmserve.dispatch_region(%x, %wg, %wu)
+      : (tensor<?x32xf32>, tensor<80x32xf32>, tensor<80x32xf32>) -> tensor<?x80xf32> {
+  ^bb0(%in: tensor<?x32xf32>, %g: tensor<80x32xf32>, %u: tensor<80x32xf32>):
+    %gate = llmserve.linear %in, %g : tensor<?x32xf32>, tensor<80x32xf32> -> tensor<?x80xf32>
+    %up = llmserve.linear %in, %u : tensor<?x32xf32>, tensor<80x32xf32> -> tensor<?x80xf32>
+    %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%gate, %up : tensor<?x80xf32>, tensor<?x80xf32>) outs(%gate : tensor<?x80xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %n = arith.negf %a : f32
+      %e = math.exp %n : f32
+      %p = arith.mulf %e, %b : f32
+      linalg.yield %p : f32
+    } -> tensor<?x80xf32>
+    llmserve.yield %s : tensor<?x80xf32>
+  }
+  return %h : tensor<?x80xf32>
 }

@@ -922,3 +922,60 @@ func.func @logprobs_dynamic_top(%l: tensor<2x100xf32>, %t: tensor<?xi32>, %n: te
       : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x?xi32>, tensor<?x?xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// dispatch_region, yield
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @dispatch_region_no_result(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'llmserve.dispatch_region' op yields no value}}
+  llmserve.dispatch_region(%x) : (tensor<4xf32>) -> () {
+  ^bb0(%in: tensor<4xf32>):
+    "llmserve.yield"() : () -> ()
+  }
+  return
+}
+
+// -----
+
+func.func @dispatch_region_arguments(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'llmserve.dispatch_region' op has entry block arguments of types ('tensor<8xf32>') for inputs of types ('tensor<4xf32>')}}
+  %r = llmserve.dispatch_region(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%in: tensor<8xf32>):
+    llmserve.yield %in : tensor<8xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @dispatch_region_yield(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'llmserve.dispatch_region' op yields values of types ('tensor<4xf16>') for results of types ('tensor<4xf32>')}}
+  %r = llmserve.dispatch_region(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%in: tensor<4xf32>):
+    %h = arith.truncf %in : tensor<4xf32> to tensor<4xf16>
+    llmserve.yield %h : tensor<4xf16>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @dispatch_region_captures(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %r = llmserve.dispatch_region() : () -> tensor<4xf32> {
+    // expected-error @+1 {{'llmserve.yield' op using value defined outside the region}}
+    llmserve.yield %x : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @yield_outside_region(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'llmserve.yield' op expects parent op 'llmserve.dispatch_region'}}
+  "llmserve.yield"(%x) : (tensor<4xf32>) -> ()
+  return
+}

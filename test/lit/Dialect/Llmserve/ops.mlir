@@ -201,3 +201,28 @@ func.func @logprobs(%logits: tensor<?x32000xf32>, %tok: tensor<?xi32>, %n: tenso
       : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
   return %lp, %top, %toplp : tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @dispatch_region
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[WG:.*]]: tensor<128x64xf32>, %[[WU:.*]]: tensor<128x64xf32>)
+func.func @dispatch_region(%x: tensor<?x64xf32>, %wg: tensor<128x64xf32>, %wu: tensor<128x64xf32>)
+    -> tensor<?x128xf32> {
+  // CHECK: %[[H:.*]] = llmserve.dispatch_region(%[[X]], %[[WG]], %[[WU]]) : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<?x128xf32> {
+  // CHECK-NEXT: ^bb0(%[[IN:.*]]: tensor<?x64xf32>, %[[G:.*]]: tensor<128x64xf32>, %[[U:.*]]: tensor<128x64xf32>):
+  // CHECK-NEXT: %[[GATE:.*]] = llmserve.linear %[[IN]], %[[G]]
+  // CHECK-NEXT: %[[UP:.*]] = llmserve.linear %[[IN]], %[[U]]
+  // CHECK-NEXT: %[[S:.*]] = llmserve.silu_mul %[[GATE]], %[[UP]] : tensor<?x128xf32>
+  // CHECK-NEXT: llmserve.yield %[[S]] : tensor<?x128xf32>
+  // CHECK-NEXT: }
+  %h = llmserve.dispatch_region(%x, %wg, %wu)
+      : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<?x128xf32> {
+  ^bb0(%in: tensor<?x64xf32>, %g: tensor<128x64xf32>, %u: tensor<128x64xf32>):
+    %gate = llmserve.linear %in, %g : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+    %up = llmserve.linear %in, %u : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+    %s = llmserve.silu_mul %gate, %up : tensor<?x128xf32>
+    llmserve.yield %s : tensor<?x128xf32>
+  }
+  // CHECK: return %[[H]]
+  return %h : tensor<?x128xf32>
+}
