@@ -11,6 +11,7 @@
 
 #include "compiler/Transforms/Passes.h"
 
+#include "compiler/Conversion/Common/Dispatch.h"
 #include "compiler/Conversion/Passes.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -38,11 +39,7 @@ bool isF32(Value v) {
 /// An f32 2-D elementwise generic with identity maps that does not read its
 /// init (llmserve-to-linalg's silu_mul and gelu).
 bool isFusableEpilogue(linalg::GenericOp g) {
-  return g.getNumDpsInits() == 1 && g.getNumLoops() == 2 &&
-         g.getNumParallelLoops() == 2 && !g.hasIndexSemantics() &&
-         llvm::all_of(g.getIndexingMapsArray(),
-                      [](AffineMap map) { return map.isIdentity(); }) &&
-         isF32(g.getResult(0)) &&
+  return isElementwise(g) && g.getNumLoops() == 2 && isF32(g.getResult(0)) &&
          !g.payloadUsesValueFromOperand(g.getDpsInitOperand(0)) &&
          !g->hasAttr(kDispatchAttrName);
 }

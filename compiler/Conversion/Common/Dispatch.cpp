@@ -42,6 +42,13 @@ SmallVector<RankedTensorType> mlir::llmserve::dispatchBindingTypes(Operation *op
   return types;
 }
 
+bool mlir::llmserve::isElementwise(linalg::GenericOp generic) {
+  return generic.getNumDpsInits() == 1 && !generic.hasIndexSemantics() &&
+         generic.getNumParallelLoops() == generic.getNumLoops() &&
+         llvm::all_of(generic.getIndexingMapsArray(),
+                      [](AffineMap map) { return map.isIdentity(); });
+}
+
 std::string mlir::llmserve::dispatchKernelName(Operation *op, int64_t index) {
   return "d" + std::to_string(index) + "_" + op->getName().stripDialect().str();
 }

@@ -10,6 +10,7 @@
 #ifndef LLMSERVE_CONVERSION_COMMON_DISPATCH_H
 #define LLMSERVE_CONVERSION_COMMON_DISPATCH_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -28,6 +29,10 @@ SmallVector<Value> dispatchOperands(Operation *op);
 /// op's results (kv_write's result is its cache, updated in place, so not
 /// bound twice).
 SmallVector<RankedTensorType> dispatchBindingTypes(Operation *op);
+
+/// Whether `generic` is elementwise: one output, every loop parallel,
+/// identity indexing maps (the generics llmserve-to-linalg makes).
+bool isElementwise(linalg::GenericOp generic);
 
 /// Kernel `index` of the module, for `op`: "d<index>_<op>".
 std::string dispatchKernelName(Operation *op, int64_t index);

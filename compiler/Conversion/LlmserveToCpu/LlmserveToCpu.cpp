@@ -155,13 +155,6 @@ private:
   /// and applies the generic's body to them. One-shot bufferization writes
   /// the result in place into the output binding, and the CPU schedule
   /// (cpu-kernels.mlir) tiles and vectorizes the generic.
-  static bool isElementwise(linalg::GenericOp g) {
-    return g.getNumDpsInits() == 1 && !g.hasIndexSemantics() &&
-           g.getNumParallelLoops() == g.getNumLoops() &&
-           llvm::all_of(g.getIndexingMapsArray(),
-                        [](AffineMap map) { return map.isIdentity(); });
-  }
-
   FailureOr<Grid> elementwiseGeneric(linalg::GenericOp g) {
     if (!isElementwise(g))
       return g.emitOpError("has no CPU kernel (only elementwise generics "
@@ -357,9 +350,8 @@ private:
   }
 
   /// x·Wᵀ (+ b) for the block, W in panels of 16 columns ([N/16][K][16]), as
-  /// linalg on tensor views: the tensor `destination()` makes
-  /// ([rows][panels][16]) is initialised with zeros or the bias, then the
-  /// contraction
+  /// linalg on tensor views: the [rows][panels][16] tensor `destination()`
+  /// makes is initialised with zeros or the bias, then the contraction
   /// y[m, p, l] += x[m, k] * w[p, k, l] accumulates into it. The CPU schedule
   /// (cpu-kernels.mlir) turns this into register tiles of outer products.
   Value contractPanels(int xBinding, int wBinding, std::optional<int> biasBinding,
@@ -477,8 +469,8 @@ private:
           !usePanelLayout(region.getInputs()[*argumentNumber(linear.getWeight())]) ||
           linear.getWeight().getType() != linears.front().getWeight().getType())
         return linear.emitOpError("cannot be fused on the CPU: the linears of a "
-                                  "dispatch region read the region's first "
-                                  "input and weights of one shape in panels"),
+                                  "dispatch region read one input of the "
+                                  "region and weights of one shape in panels"),
                failure();
 
     auto weightType = cast<RankedTensorType>(linears.front().getWeight().getType());
