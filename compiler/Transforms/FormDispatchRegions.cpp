@@ -73,8 +73,9 @@ SmallVector<LinearOp> fusableLinears(linalg::GenericOp g) {
 
 void formRegion(linalg::GenericOp g, ArrayRef<LinearOp> linears) {
   // The shared input first: the region's rows are its rows.
+  LinearOp first = linears.front();
   llvm::SetVector<Value> inputs;
-  inputs.insert(LinearOp(linears.front()).getInput());
+  inputs.insert(first.getInput());
   for (LinearOp linear : linears) {
     inputs.insert(linear.getWeight());
     if (Value bias = linear.getBias())

@@ -85,9 +85,11 @@ def case_linear_checkpoint(bias, m, k, n):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
-def case_gated_mlp(m, k, n):
+def case_gated_mlp(m, k, n, return_up=False):
     """silu(x·Wgᵀ) * (x·Wuᵀ) with checkpoint weights: llmc puts the two
-    linears and silu_mul in one dispatch region (one kernel)."""
+    linears and silu_mul in one dispatch region (one kernel). With
+    `return_up`, the up projection is also a result, so it stays outside and
+    the region's epilogue reads it as an input."""
     x, wg, wu = f32(m, k), f32(n, k), f32(n, k)
     ty = f"tensor<{m}x{n}xf32>"
     body = "\n".join([
@@ -98,7 +100,11 @@ def case_gated_mlp(m, k, n):
         f"  %y = llmserve.silu_mul %g, %u : {ty}"])
     gate, up = t(x) @ t(wg).T, t(x) @ t(wu).T
     ref = gate / (1 + torch.exp(-gate)) * up
-    return [x], module([x], body, [("%y", ty)]), [ref], {"wg": wg, "wu": wu}
+    results, refs = [("%y", ty)], [ref]
+    if return_up:
+        results.append(("%u", ty))
+        refs.append(up)
+    return [x], module([x], body, results), refs, {"wg": wg, "wu": wu}
 
 
 def case_linear_bias_gelu(m, k, n):
@@ -458,6 +464,7 @@ CASES = {
     # 70 rows: two row blocks; 112 columns: 7 panels, a full block of 6 and
     # one (3-panel tiles and a single); k = 300: a full and a partial chunk.
     "gated_mlp_region": lambda: case_gated_mlp(m=70, k=300, n=112),
+    "gated_mlp_region_input": lambda: case_gated_mlp(m=9, k=32, n=48, return_up=True),
     "linear_bias_gelu_region": lambda: case_linear_bias_gelu(m=13, k=40, n=48),
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),

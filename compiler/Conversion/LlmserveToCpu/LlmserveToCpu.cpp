@@ -499,18 +499,14 @@ private:
           contractPanels(*xBinding, *argumentNumber(linear.getWeight()), bias, panels,
                          weightType.getDimSize(1), block, destination);
     }
+    // The epilogue reads the linears' blocks and the region's other inputs
+    // (the body holds no other op).
     SmallVector<Value> inputs;
     for (Value input : epilogue.getDpsInputs()) {
-      if (Value computed = blockOf.lookup(input)) {
-        inputs.push_back(computed);
-        continue;
-      }
-      std::optional<int> binding = argumentNumber(input);
-      if (!binding)
-        return epilogue.emitOpError("reads a value the CPU kernel of its "
-                                    "dispatch region does not have"),
-               failure();
-      inputs.push_back(tensorOf(panelView(*binding, panels, block), /*writable=*/false));
+      Value computed = blockOf.lookup(input);
+      inputs.push_back(computed ? computed
+                                : tensorOf(panelView(*argumentNumber(input), panels, block),
+                                           /*writable=*/false));
     }
     Value init = blockOf.lookup(linears.back().getResult());
     auto kernelGeneric = linalg::GenericOp::create(

@@ -558,9 +558,10 @@ def Llmserve_DispatchRegionOp : Llmserve_Op<"dispatch_region",
     entry block's arguments, in order) and writes the values the body yields;
     what the ops pass between them never leaves the kernel. Formed by
     `llmserve-form-dispatch-regions`, which puts an elementwise
-    `linalg.generic` together with the `llmserve.linear` ops whose only user
-    it is, so the kernel applies the elementwise body to each block of the
-    linears' outputs while it is in cache.
+    `linalg.generic` (`llmserve-to-linalg`'s form of `silu_mul` or `gelu`)
+    together with the `llmserve.linear` ops whose only user it is, so the
+    kernel applies the elementwise body to each block of the linears'
+    outputs while it is in cache.
 
     Example (a gated MLP's gate and up projections with SiLU):
 
@@ -570,7 +571,7 @@ def Llmserve_DispatchRegionOp : Llmserve_Op<"dispatch_region",
     ^bb0(%in: tensor<?x64xf32>, %gate_w: tensor<128x64xf32>, %up_w: tensor<128x64xf32>):
       %gate = llmserve.linear %in, %gate_w : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
       %up = llmserve.linear %in, %up_w : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
-      %0 = linalg.generic {...} ins(%gate, %up : ...) outs(%gate : ...) {...} -> tensor<?x128xf32>
+      %0 = llmserve.silu_mul %gate, %up : tensor<?x128xf32>
       llmserve.yield %0 : tensor<?x128xf32>
     }
     ```
