@@ -49,8 +49,12 @@ def ApplyCpuSchedule : Pass<"llmserve-apply-cpu-schedule", "ModuleOp"> {
     tiled by 16 elements and vectorized, the last tile masked. The linear
     contraction on packed weights is tiled into 8-row by 3-panel register
     tiles (peeled, so every tile is static), vectorized, lowered to outer
-    products and FMAs, and its accumulators are hoisted out of the k loop.
-    A failure of a schedule is a failure of the pass.
+    products and FMAs, and its accumulators are hoisted out of the k loop;
+    a dispatch region's contractions are scheduled together, after its
+    elementwise epilogue is vectorized by panel row. The norms' row
+    reductions and row-wise generics run a row at a time in 16-wide vectors
+    with a static remainder, the running sum in a register. A failure of a
+    schedule is a failure of the pass.
   }];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",

@@ -173,8 +173,10 @@ class BatchInvariance(unittest.TestCase):
         uncached, metrics = self.outputs("--no-prefix-caching")
         self.assertEqual(metrics["llmserve:prefix_cache_hits_total"], 0)
         self.assertEqual(uncached, cached)
-        # 20 blocks of 16 tokens for 32 requests of up to 90 tokens.
-        preempted, metrics = self.outputs("--kv-cache-memory", str(20 * 16 * 512))
+        # 8 blocks of 16 tokens, one request's worth at the 128-token limit,
+        # for 32 requests of up to 90 tokens: any two long ones that overlap
+        # preempt one of them, however the requests interleave.
+        preempted, metrics = self.outputs("--kv-cache-memory", str(8 * 16 * 512))
         self.assertGreater(metrics["llmserve:num_preemptions_total"], 0)
         self.assertEqual(preempted, cached)
 

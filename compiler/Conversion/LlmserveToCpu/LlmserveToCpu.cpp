@@ -219,55 +219,127 @@ private:
     return rowGrid(1, kRowsPerGroup);
   }
 
-  /// Shared body of rms_norm and layer_norm: s = input (+ residual), stored
-  /// to residual_out when fused; then `normalize(row sums)` per element.
+  /// rms_norm and layer_norm as linalg on tensor views of the workgroup's
+  /// rows ([rows, D]): s = input (+ residual, which is stored to
+  /// residual_out); per row the sum of s² (layer_norm: the sum of s, then of
+  /// (s - mean)²) into a stack buffer; rsqrt(sum / D + epsilon) in place;
+  /// then (s - mean) · rsqrt · weight (+ bias) into the result. The CPU
+  /// schedule (cpu-kernels.mlir) walks each row in 16-wide vectors, so a
+  /// row's sums depend on D alone, not on the rows beside it.
   Grid norm(bool hasResidual, bool hasBias, bool centered, double epsilon) {
     int next = 0;
-    Value input = emitter.binding(next++), weight = emitter.binding(next++);
-    Value bias = hasBias ? emitter.binding(next++) : Value();
-    Value residual = hasResidual ? emitter.binding(next++) : Value();
-    Value result = emitter.binding(next++);
-    Value residualOut = hasResidual ? emitter.binding(next++) : Value();
-    Value width = emitter.dimSize(0, 1);
-    Value widthF = a.toF32(width);
-    Value zero = emitter.index(0);
+    int input = next++, weight = next++;
+    std::optional<int> bias = hasBias ? std::optional<int>(next++) : std::nullopt;
+    std::optional<int> residual = hasResidual ? std::optional<int>(next++) : std::nullopt;
+    int result = next++;
+    std::optional<int> residualOut =
+        hasResidual ? std::optional<int>(next++) : std::nullopt;
+    // A weight has a static shape.
+    int64_t width = cast<RankedTensorType>(op->getOperand(weight).getType()).getDimSize(0);
     auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
-    emitter.forLoop(begin, end, 1, [&](Value t) {
-      // Pass 1: the (residual-added) row, and its sum.
-      Value source = hasResidual ? residualOut : input;
-      Value sum = emitter.forLoop(
-          zero, width, 1, {emitter.f32(0)},
-          [&](Value d, ValueRange acc) -> SmallVector<Value> {
-            Value s = a.load(input, {t, d});
-            if (hasResidual) {
-              s = a.add(s, a.load(residual, {t, d}));
-              a.store(s, residualOut, {t, d});
-            }
-            return {a.add(acc[0], centered ? s : a.mul(s, s))};
-          })[0];
-      Value mean = centered ? a.div(sum, widthF) : emitter.f32(0);
-      Value meanSquare = sum;
-      if (centered) {
-        meanSquare = emitter.forLoop(
-            zero, width, 1, {emitter.f32(0)},
-            [&](Value d, ValueRange acc) -> SmallVector<Value> {
-              Value c = a.sub(a.load(source, {t, d}), mean);
-              return {a.add(acc[0], a.mul(c, c))};
-            })[0];
+    OpFoldResult rows = a.subi(end, begin);
+    auto rowsView = [&](int binding) {
+      return subview(emitter.binding(binding), {begin, b().getIndexAttr(0)},
+                     {rows, b().getIndexAttr(width)});
+    };
+    MLIRContext *ctx = b().getContext();
+    AffineExpr t, d;
+    bindDims(ctx, t, d);
+    AffineMap element = AffineMap::get(2, 0, {t, d}, ctx),
+              perRow = AffineMap::get(2, 0, {t}, ctx),
+              perColumn = AffineMap::get(2, 0, {d}, ctx);
+    auto parallel = utils::IteratorType::parallel;
+    auto reduction = utils::IteratorType::reduction;
+    // Bodies build with the generic's own builder.
+    using Body = function_ref<Value(Arith &, ValueRange)>;
+    // A [rows, D] generic of `inputs` (each with its map) into `init`.
+    auto rowGeneric = [&](ArrayRef<std::pair<Value, AffineMap>> inputs, Value init,
+                          AffineMap initMap, utils::IteratorType inner, Body body) {
+      SmallVector<Value> values;
+      SmallVector<AffineMap> maps;
+      for (auto [value, map] : inputs) {
+        values.push_back(value);
+        maps.push_back(map);
       }
-      Value variance = a.div(meanSquare, widthF);
-      Value inv = math::RsqrtOp::create(b(),
-                                        a.add(variance, emitter.f32(epsilon)));
-      emitter.forLoop(zero, width, 1, [&](Value d) {
-        Value s = a.load(source, {t, d});
-        if (centered)
-          s = a.sub(s, mean);
-        Value y = a.mul(a.mul(s, inv), a.load(weight, d));
-        if (hasBias)
-          y = a.add(y, a.load(bias, d));
-        a.store(y, result, {t, d});
+      maps.push_back(initMap);
+      return linalg::GenericOp::create(
+                 b(), init.getType(), values, init, maps,
+                 SmallVector<utils::IteratorType>{parallel, inner},
+                 [&](OpBuilder &nested, Location loc, ValueRange args) {
+                   ImplicitLocOpBuilder inner(loc, nested);
+                   Arith innerArith(inner);
+                   linalg::YieldOp::create(inner, body(innerArith, args));
+                 })
+          .getResult(0);
+    };
+    // Per row, the sum of `term(args)` over the row, into a stack buffer.
+    auto rowSum = [&](ArrayRef<std::pair<Value, AffineMap>> inputs, Body term) {
+      auto type = MemRefType::get({kRowsPerGroup}, b().getF32Type());
+      Value buffer = subview(memref::AllocaOp::create(b(), type), {b().getIndexAttr(0)},
+                             {rows});
+      Value zeros = linalg::FillOp::create(b(), ValueRange{emitter.f32(0)},
+                                           ValueRange{tensorOf(buffer, /*writable=*/true)})
+                        .getResult(0);
+      return rowGeneric(inputs, zeros, perRow, reduction, [&](Arith &x, ValueRange args) {
+        return x.add(args.back(), term(x, args.drop_back()));
       });
-    });
+    };
+
+    Value s = tensorOf(rowsView(input), /*writable=*/false);
+    if (residual) {
+      Value outView = rowsView(*residualOut);
+      s = rowGeneric({{s, element},
+                      {tensorOf(rowsView(*residual), /*writable=*/false), element}},
+                     tensorOf(outView, /*writable=*/true), element, parallel,
+                     [](Arith &x, ValueRange args) { return x.add(args[0], args[1]); });
+      storeInto(s, outView);
+    }
+    Value widthF = emitter.f32(static_cast<double>(width)), epsilonF = emitter.f32(epsilon);
+    Value sums, meanSource;
+    if (centered) {
+      meanSource = rowSum({{s, element}}, [](Arith &, ValueRange args) { return args[0]; });
+      sums = rowSum({{s, element}, {meanSource, perRow}}, [&](Arith &x, ValueRange args) {
+        Value c = x.sub(args[0], x.div(args[1], widthF));
+        return x.mul(c, c);
+      });
+    } else {
+      sums = rowSum({{s, element}},
+                    [](Arith &x, ValueRange args) { return x.mul(args[0], args[0]); });
+    }
+    // rsqrt(sum / D + epsilon) per row, in place (a rank-1 elementwise generic).
+    Value inv = linalg::GenericOp::create(
+                    b(), sums.getType(), ValueRange{}, sums,
+                    SmallVector<AffineMap>{b().getMultiDimIdentityMap(1)},
+                    SmallVector<utils::IteratorType>{parallel},
+                    [&](OpBuilder &nested, Location loc, ValueRange args) {
+                      ImplicitLocOpBuilder inner(loc, nested);
+                      Arith x(inner);
+                      Value variance = x.div(args[0], widthF);
+                      linalg::YieldOp::create(
+                          inner, ValueRange{math::RsqrtOp::create(
+                                     inner, x.add(variance, epsilonF))});
+                    })
+                    .getResult(0);
+
+    SmallVector<std::pair<Value, AffineMap>> inputs = {
+        {s, element},
+        {inv, perRow},
+        {tensorOf(emitter.binding(weight), /*writable=*/false), perColumn}};
+    if (centered)
+      inputs.push_back({meanSource, perRow});
+    if (bias)
+      inputs.push_back({tensorOf(emitter.binding(*bias), /*writable=*/false), perColumn});
+    Value resultView = rowsView(result);
+    Value y = rowGeneric(inputs, tensorOf(resultView, /*writable=*/true), element, parallel,
+                         [&](Arith &x, ValueRange args) {
+                           Value v = args[0];
+                           if (centered)
+                             v = x.sub(v, x.div(args[3], widthF));
+                           Value scaled = x.mul(x.mul(v, args[1]), args[2]);
+                           // The bias is the last input (args end with the init).
+                           return bias ? x.add(scaled, args[inputs.size() - 1]) : scaled;
+                         });
+    storeInto(y, resultView);
     return rowGrid(0, kRowsPerGroup);
   }
 

@@ -21,6 +21,12 @@
 //   epilogue     A rank-3 all-parallel linalg.generic over the [rows]
 //                [panels][16] block of a dispatch region's linears: one
 //                vector<16xf32> computation per panel row.
+//   rows         The norms: rank-2 generics over a workgroup's [rows, D]
+//                (all parallel, or a reduction along D into one sum per row)
+//                and the fills of their sums: one row at a time, each row in
+//                16-wide vectors and a static remainder (D is static), the
+//                running sum carried in a register. A row's sums depend on D
+//                alone.
 module attributes {transform.with_named_sequence} {
 
   transform.named_sequence @match_elementwise(
@@ -48,6 +54,22 @@ module attributes {transform.with_named_sequence} {
       %three = transform.param.constant 3 : i64 -> !transform.param<i64>
       transform.match.param.cmpi eq %rank, %three : !transform.param<i64>
       transform.match.structured.dim %generic[all] {parallel} : !transform.any_op
+      transform.match.structured.yield
+    }
+    transform.yield %op : !transform.any_op
+  }
+
+  transform.named_sequence @match_row_reduction(
+      %op: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.match.operation_name %op ["linalg.generic"] : !transform.any_op
+    transform.match.structured %op : !transform.any_op {
+    ^bb0(%generic: !transform.any_op):
+      %rank = transform.match.structured.rank %generic
+          : (!transform.any_op) -> !transform.param<i64>
+      %two = transform.param.constant 2 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %two : !transform.param<i64>
+      transform.match.structured.dim %generic[0] {parallel} : !transform.any_op
+      transform.match.structured.dim %generic[1] {reduction} : !transform.any_op
       transform.match.structured.yield
     }
     transform.yield %op : !transform.any_op
@@ -87,6 +109,55 @@ module attributes {transform.with_named_sequence} {
     transform.apply_patterns to %function {
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
     } : !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @peel_remainder(
+      %loop: !transform.any_op {transform.readonly}) {
+    %for = transform.cast %loop : !transform.any_op to !transform.op<"scf.for">
+    %full, %rest = transform.loop.peel %for
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+
+  // A norm kernel: its fills, then its rank-2 generics, a row at a time.
+  transform.named_sequence @schedule_rows(
+      %function: !transform.any_op {transform.consumed}) {
+    %fills = transform.structured.match ops{["linalg.fill"]} in %function
+        : (!transform.any_op) -> !transform.any_op
+    %fill_rows, %fill_loop = transform.structured.tile_using_for %fills
+        tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %generics = transform.structured.match ops{["linalg.generic"]} in %function
+        : (!transform.any_op) -> !transform.any_op
+    %rows, %row_loops = transform.structured.tile_using_for %generics
+        tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %chunks, %chunk_loops = transform.structured.tile_using_for %rows
+        tile_sizes [0, 16] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    // A row of a multiple of 16 has no remainder to peel.
+    transform.foreach %chunk_loops : !transform.any_op {
+    ^bb0(%chunk_loop: !transform.any_op):
+      transform.include @peel_remainder failures(suppress) (%chunk_loop)
+          : (!transform.any_op) -> ()
+    }
+    transform.apply_patterns to %function {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    %static_tiles = transform.structured.match interface{LinalgOp} in %function
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %static_tiles : !transform.any_op
+    transform.apply_patterns to %function {
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    // The row's running sum stays in a register across its chunks.
+    %loops = transform.structured.match ops{["scf.for"]} in %function
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_licm to %loops : !transform.any_op
+    transform.apply_cse to %function : !transform.any_op
+    %hoisted = transform.structured.hoist_redundant_vector_transfers %function
+        : (!transform.any_op) -> !transform.any_op
     transform.yield
   }
 
@@ -186,6 +257,15 @@ module attributes {transform.with_named_sequence} {
     transform.foreach %epilogues : !transform.any_op {
     ^bb0(%generic: !transform.any_op):
       transform.include @vectorize_epilogue failures(propagate) (%generic)
+          : (!transform.any_op) -> ()
+    }
+    %row_reductions = transform.collect_matching @match_row_reduction in %kernels
+        : (!transform.any_op) -> !transform.any_op
+    %row_kernels = transform.get_parent_op %row_reductions
+        {deduplicate, op_name = "func.func"} : (!transform.any_op) -> !transform.any_op
+    transform.foreach %row_kernels : !transform.any_op {
+    ^bb0(%function: !transform.any_op):
+      transform.include @schedule_rows failures(propagate) (%function)
           : (!transform.any_op) -> ()
     }
     %linears = transform.collect_matching @match_linear in %kernels

@@ -100,3 +100,55 @@ func.func @gated_mlp(%x: tensor<?x64xf32>) -> tensor<?x48xf32> {
   %h = llmserve.silu_mul %g, %u : tensor<?x48xf32>
   return %h : tensor<?x48xf32>
 }
+
+// -----
+
+// rms_norm with the residual, D = 40: every op a row at a time, the row in
+// 16-wide vectors (two) and a static remainder of 8. The sum of squares
+// folds each chunk into the row's running sum in index order (an ordered
+// vector.reduction), carried across the chunks in a register; rsqrt per row
+// in place; then s · rsqrt · weight. No linalg op is left.
+// CHECK-LABEL: module @kernels
+//       CHECK:   func.func @llmserve_d0_rms_norm
+//   CHECK-NOT:     linalg.
+//       CHECK:     scf.for
+//       CHECK:       scf.for %{{.+}} = %c0 to %c32 step %c16 {
+//       CHECK:         arith.addf %{{.+}}, %{{.+}} : vector<16xf32>
+//       CHECK:       arith.addf %{{.+}}, %{{.+}} : vector<8xf32>
+//       CHECK:     %[[SUMS:.+]] = memref.alloca() : memref<4xf32>
+//       CHECK:     scf.for
+//       CHECK:       scf.for %{{.+}} = %c0 to %c32 step %c16 iter_args(%{{.+}} = %{{.+}}) -> (vector<1xf32>) {
+//       CHECK:         %[[SQ:.+]] = arith.mulf %[[V:.+]], %[[V]] : vector<16xf32>
+//       CHECK:         vector.reduction <add>, %[[SQ]], %{{.+}} : vector<16xf32> into f32
+//       CHECK:       vector.reduction <add>, %{{.+}}, %{{.+}} : vector<8xf32> into f32
+//       CHECK:     math.rsqrt %{{.+}} : vector<16xf32>
+//       CHECK:     scf.for
+//       CHECK:       scf.for %{{.+}} = %c0 to %c32 step %c16 {
+//       CHECK:         arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
+//       CHECK:       arith.mulf %{{.+}}, %{{.+}} : vector<8xf32>
+func.func @rms_norm(%x: tensor<?x40xf32>, %r: tensor<?x40xf32>) -> (tensor<?x40xf32>, tensor<?x40xf32>) {
+  %w = llmserve.weight "w" : tensor<40xf32>
+  %y, %s = llmserve.rms_norm %x, %w residual %r epsilon 1.0e-05 : tensor<?x40xf32>, tensor<40xf32>, tensor<?x40xf32>
+  return %y, %s : tensor<?x40xf32>, tensor<?x40xf32>
+}
+
+// -----
+
+// layer_norm with D = 48 (no remainder): two row sums (of s, then of
+// (s - mean)²), then (s - mean) · rsqrt · weight + bias.
+// CHECK-LABEL: module @kernels
+//       CHECK:   func.func @llmserve_d0_layer_norm
+//   CHECK-NOT:     linalg.
+//   CHECK-NOT:     vector<8xf32>
+//       CHECK:     vector.reduction <add>
+//       CHECK:     arith.subf
+//       CHECK:     vector.reduction <add>
+//       CHECK:     math.rsqrt
+//       CHECK:     arith.subf
+//       CHECK:     arith.addf
+func.func @layer_norm(%x: tensor<?x48xf32>) -> tensor<?x48xf32> {
+  %w = llmserve.weight "w" : tensor<48xf32>
+  %b = llmserve.weight "b" : tensor<48xf32>
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x48xf32>, tensor<48xf32>, tensor<48xf32>
+  return %y : tensor<?x48xf32>
+}

@@ -280,3 +280,33 @@ func.func @dispatch_region(%x: tensor<?x32xf32>) -> tensor<?x80xf32> {
   }
   return %h : tensor<?x80xf32>
 }
+
+// -----
+
+// rms_norm with the residual is linalg on tensor views of the workgroup's
+// rows: the residual add into residual_out, the per-row sum of squares into
+// a stack buffer of 4 (the rows of a workgroup), rsqrt(sum / D + epsilon) in
+// place, then s · rsqrt · weight into the result (the weight broadcast over
+// the rows, the rsqrt over the columns).
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[COL:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[EL:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @rms_norm_residual
+//       CHECK: func.func @llmserve_d0_rms_norm(
+//       CHECK:   %[[S:.+]] = linalg.generic {indexing_maps = [#[[EL]], #[[EL]], #[[EL]]], iterator_types = ["parallel", "parallel"]}
+//       CHECK:     arith.addf
+//       CHECK:   bufferization.materialize_in_destination %[[S]]
+//       CHECK:   %[[BUF:.+]] = memref.alloca() : memref<4xf32>
+//       CHECK:   %[[ZERO:.+]] = linalg.fill
+//       CHECK:   %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[EL]], #[[ROW]]], iterator_types = ["parallel", "reduction"]}
+//  CHECK-SAME:       ins(%[[S]] : tensor<?x64xf32>) outs(%[[ZERO]] : tensor<?xf32>)
+//       CHECK:   %[[INV:.+]] = linalg.generic {{.+}} outs(%[[SUM]] : tensor<?xf32>)
+//       CHECK:     math.rsqrt
+//       CHECK:   %[[Y:.+]] = linalg.generic {indexing_maps = [#[[EL]], #[[ROW]], #[[COL]], #[[EL]]], iterator_types = ["parallel", "parallel"]}
+//  CHECK-SAME:       ins(%[[S]], %[[INV]], %{{.+}} : tensor<?x64xf32>, tensor<?xf32>, tensor<64xf32>)
+//       CHECK:   bufferization.materialize_in_destination %[[Y]]
+func.func @rms_norm_residual(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %w = llmserve.weight "w" : tensor<64xf32>
+  %y, %s = llmserve.rms_norm %x, %w residual %r epsilon 1.0e-05 : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>
+  return %y, %s : tensor<?x64xf32>, tensor<?x64xf32>
+}
