@@ -210,6 +210,9 @@ TEST_F(GenerationTest, ChoicesEchoStopStringsAndUsage) {
 
 TEST_F(GenerationTest, DroppingAGenerationAbortsIt) {
   EngineLoop loop(engine_, 8);
+  // Held, the engine cannot finish the 60 tokens before the drop aborts
+  // them, however the threads are scheduled.
+  executor_.hold();
   {
     Generation generation(parse_completion_request({{"prompt", "ab"}, {"max_tokens", 60},
                                                     {"ignore_eos", true}},
@@ -217,6 +220,7 @@ TEST_F(GenerationTest, DroppingAGenerationAbortsIt) {
                           64, tokenizer_, loop);
     EXPECT_EQ(loop.num_in_flight(), 1);
   }
+  executor_.release();
   // Up to 10 s: the engine thread may be descheduled on a loaded machine.
   for (int i = 0; i < 1000 && loop.num_in_flight() > 0; ++i)
     std::this_thread::sleep_for(10ms);
