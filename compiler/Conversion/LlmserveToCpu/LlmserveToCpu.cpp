@@ -1,15 +1,15 @@
 //===- LlmserveToCpu.cpp - Outline llmserve ops into CPU kernels ----------===//
 //
-// Every compute op of an entry function becomes one dispatch: a kernel in the
-// nested `kernels` module, written against the bundle ABI (bindings, push
-// constants, workgroup id), and an `llmserve.dispatch` attribute on the op
-// that names the kernel and its grid. The entry function itself stays at the
+// Every compute op (or dispatch region) of an entry function becomes one
+// dispatch: a kernel in the nested `kernels` module, written against the
+// bundle ABI (bindings, push constants, workgroup id), and an
+// `llmserve.dispatch` attribute on the op that names the kernel and its grid. The entry function itself stays at the
 // tensor level: it is the host program the bundle writer serialises.
 //
-// Binding order is the op's operands then its results (kv_write's result is
-// its cache operand, updated in place, and is not bound twice). Push
-// constants are the dynamic sizes of the bindings, in binding order. Grid
-// expressions refer to push constant k as `$k`.
+// Binding order is the op's operands (a region's inputs) then its results
+// (kv_write's result is its cache operand, updated in place, and is not
+// bound twice). Push constants are the dynamic sizes of the bindings, in
+// binding order. Grid expressions refer to push constant k as `$k`.
 //
 // Kernels process rows independently with a fixed reduction order, so a
 // row's result does not depend on which other rows share the step (batch
