@@ -50,8 +50,11 @@ GpuGrid buildAttentionMergeKernel(GpuKernelEmitter &e, PagedAttentionOp op);
 /// expressions in the op's push constants.
 SmallVector<std::string> attentionScratchShape(GpuKernelEmitter &e,
                                                PagedAttentionOp op);
-/// Keys per chunk of the split context (a multiple of every key tile).
-inline constexpr int64_t kAttentionChunk = 256;
+/// Keys per chunk of the split context (a multiple of every key tile). 64
+/// rather than 256 gives a batch-1 decode step 4 times the blocks (a warp
+/// walks its keys one at a time): 2.65 against 4.50 ms for TinyLlama on an
+/// H100 (docs/benchmarks.md), for a scratch buffer 4 times larger.
+inline constexpr int64_t kAttentionChunk = 64;
 /// The scratch buffer's binding: after q, the caches, block_table,
 /// context_len, query_start, out and lse.
 inline constexpr int kAttentionScratchBinding = 8;

@@ -112,7 +112,7 @@ func.func @rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64x
 // Attention: tiles of rows of one sequence and one KV head; with 4 query
 // heads per KV head (GQA) a tile holds 4 rows, so the grid is
 // ceil(T/4) + S tiles by 2 KV heads, none when T = S. Keys go in chunks of
-// 256, each walked in tiles of 32 keys gathered through the block table into
+// 64, each walked in tiles of 32 keys gathered through the block table into
 // shared memory between barriers and folded into the total (fma). A
 // decode-only step runs a block per (sequence, KV head, chunk of the longest
 // addressable context) writing chunk states ([S, 8 heads, chunks, 2 + 16])
@@ -120,9 +120,9 @@ func.func @rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64x
 // CHECK-LABEL: func.func @attention
 //       CHECK:   llmserve.paged_attention
 //  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["(ceildiv($0,4)+$5)*min($0-$5,1)", "2", "1"], kernel = "d0_paged_attention"
-//  CHECK-SAME:       {block = array<i64: 128, 1, 1>, grid = ["$5*(1-min($0-$5,1))", "2", "ceildiv($4*4,256)"], kernel = "d0_paged_attention_decode"
+//  CHECK-SAME:       {block = array<i64: 128, 1, 1>, grid = ["$5*(1-min($0-$5,1))", "2", "ceildiv($4*4,64)"], kernel = "d0_paged_attention_decode"
 //  CHECK-SAME:       {block = array<i64: 32, 1, 1>, grid = ["$5*(1-min($0-$5,1))", "8", "1"], kernel = "d0_paged_attention_merge"
-//  CHECK-SAME:     llmserve.scratch = {{\[}}["$5", "8", "ceildiv($4*4,256)", "18"]]
+//  CHECK-SAME:     llmserve.scratch = {{\[}}["$5", "8", "ceildiv($4*4,64)", "18"]]
 //       CHECK: gpu.func @llmserve_d0_paged_attention(
 //  CHECK-SAME:     %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: i64
 //  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
