@@ -5,8 +5,6 @@
 // CPU has it and AVX2 otherwise.
 //
 //   fma-peak [--threads N] [--seconds S]
-#include <immintrin.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,48 +20,37 @@ constexpr long kStepsPerRound = 1 << 20;
 
 using Clock = std::chrono::steady_clock;
 
-/// FLOPs done in `seconds` by one thread's chains of 512-bit FMAs.
-__attribute__((target("avx512f"))) double chains512(double seconds, float *sink) {
-  __m512 acc[kChains];
+/// FLOPs done in `seconds` by one thread's chains of `Lanes`-wide FMAs
+/// (`acc * a + b` in one expression contracts to an FMA); inlined into a
+/// function compiled for the instruction set that has them.
+template <int Lanes>
+[[gnu::always_inline]] inline double chains(double seconds, float *sink) {
+  using Vector = float __attribute__((ext_vector_type(Lanes)));
+  Vector acc[kChains];
   for (int i = 0; i < kChains; ++i)
-    acc[i] = _mm512_set1_ps(float(i));
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    acc[i] = Vector(float(i));
+  const Vector a = Vector(0.999999f), b = Vector(1e-7f);
   long rounds = 0;
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   do {
     for (long s = 0; s < kStepsPerRound; ++s)
 #pragma clang loop unroll(full)
       for (int i = 0; i < kChains; ++i)
-        acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+        acc[i] = acc[i] * a + b;
     ++rounds;
   } while (Clock::now() < end);
   for (int i = 0; i < kChains; ++i)
-    *sink += _mm512_reduce_add_ps(acc[i]);
-  return double(rounds) * kStepsPerRound * kChains * 16 * 2;
+    for (int lane = 0; lane < Lanes; ++lane)
+      *sink += acc[i][lane];
+  return double(rounds) * kStepsPerRound * kChains * Lanes * 2;
 }
 
-/// The same with 256-bit FMAs.
+__attribute__((target("avx512f"))) double chains512(double seconds, float *sink) {
+  return chains<16>(seconds, sink);
+}
+
 __attribute__((target("avx2,fma"))) double chains256(double seconds, float *sink) {
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i)
-    acc[i] = _mm256_set1_ps(float(i));
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  long rounds = 0;
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  do {
-    for (long s = 0; s < kStepsPerRound; ++s)
-#pragma clang loop unroll(full)
-      for (int i = 0; i < kChains; ++i)
-        acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-    ++rounds;
-  } while (Clock::now() < end);
-  float lanes[8];
-  for (int i = 0; i < kChains; ++i) {
-    _mm256_storeu_ps(lanes, acc[i]);
-    for (float lane : lanes)
-      *sink += lane;
-  }
-  return double(rounds) * kStepsPerRound * kChains * 8 * 2;
+  return chains<8>(seconds, sink);
 }
 
 /// GFLOP/s of `threads` threads running the chains at once.
