@@ -236,7 +236,10 @@ private:
         hasResidual ? std::optional<int>(next++) : std::nullopt;
     // A weight has a static shape.
     int64_t width = cast<RankedTensorType>(op->getOperand(weight).getType()).getDimSize(0);
-    auto [begin, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    auto [first, end] = emitter.rowRange(emitter.dimSize(0, 0), kRowsPerGroup);
+    // A plain variable: the lambdas below capture it (C++17 lambdas cannot
+    // capture structured bindings).
+    Value begin = first;
     OpFoldResult rows = a.subi(end, begin);
     auto rowsView = [&](int binding) {
       return subview(emitter.binding(binding), {begin, b().getIndexAttr(0)},
@@ -250,11 +253,18 @@ private:
               perColumn = AffineMap::get(2, 0, {d}, ctx);
     auto parallel = utils::IteratorType::parallel;
     auto reduction = utils::IteratorType::reduction;
-    // Bodies build with the generic's own builder.
+    // A generic's body, built with the generic's own builder.
     using Body = function_ref<Value(Arith &, ValueRange)>;
+    auto yielding = [](Body body) {
+      return [body](OpBuilder &nested, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder builder(loc, nested);
+        Arith arith(builder);
+        linalg::YieldOp::create(builder, body(arith, args));
+      };
+    };
     // A [rows, D] generic of `inputs` (each with its map) into `init`.
     auto rowGeneric = [&](ArrayRef<std::pair<Value, AffineMap>> inputs, Value init,
-                          AffineMap initMap, utils::IteratorType inner, Body body) {
+                          AffineMap initMap, utils::IteratorType columns, Body body) {
       SmallVector<Value> values;
       SmallVector<AffineMap> maps;
       for (auto [value, map] : inputs) {
@@ -262,14 +272,9 @@ private:
         maps.push_back(map);
       }
       maps.push_back(initMap);
-      return linalg::GenericOp::create(
-                 b(), init.getType(), values, init, maps,
-                 SmallVector<utils::IteratorType>{parallel, inner},
-                 [&](OpBuilder &nested, Location loc, ValueRange args) {
-                   ImplicitLocOpBuilder inner(loc, nested);
-                   Arith innerArith(inner);
-                   linalg::YieldOp::create(inner, body(innerArith, args));
-                 })
+      return linalg::GenericOp::create(b(), init.getType(), values, init, maps,
+                                       SmallVector<utils::IteratorType>{parallel, columns},
+                                       yielding(body))
           .getResult(0);
     };
     // Per row, the sum of `term(args)` over the row, into a stack buffer.
@@ -311,14 +316,10 @@ private:
                     b(), sums.getType(), ValueRange{}, sums,
                     SmallVector<AffineMap>{b().getMultiDimIdentityMap(1)},
                     SmallVector<utils::IteratorType>{parallel},
-                    [&](OpBuilder &nested, Location loc, ValueRange args) {
-                      ImplicitLocOpBuilder inner(loc, nested);
-                      Arith x(inner);
+                    yielding([&](Arith &x, ValueRange args) -> Value {
                       Value variance = x.div(args[0], widthF);
-                      linalg::YieldOp::create(
-                          inner, ValueRange{math::RsqrtOp::create(
-                                     inner, x.add(variance, epsilonF))});
-                    })
+                      return math::RsqrtOp::create(x.b, x.add(variance, epsilonF));
+                    }))
                     .getResult(0);
 
     SmallVector<std::pair<Value, AffineMap>> inputs = {
