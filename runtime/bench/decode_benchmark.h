@@ -6,7 +6,7 @@
 #define LLMSERVE_BENCH_DECODE_BENCHMARK_H
 
 #include "core/executor.h"
-#include "cpu/manifest.h"
+#include "bundle/manifest.h"
 
 #include <cstddef>
 #include <cstdint>

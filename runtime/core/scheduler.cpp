@@ -228,29 +228,8 @@ void Scheduler::build_batch() {
     max_blocks = std::max(max_blocks, static_cast<int32_t>(r->blocks.size()));
   }
   StepBatch &b = batch_;
-  int32_t num_seqs = static_cast<int32_t>(scheduled_.size());
-  b.num_tokens = num_tokens;
-  b.num_seqs = num_seqs;
-  b.max_blocks_per_seq = max_blocks;
-  b.token_ids.resize(num_tokens);
-  b.positions.resize(num_tokens);
-  b.slot_mapping.resize(num_tokens);
-  b.query_start.resize(num_seqs + 1);
-  b.context_len.resize(num_seqs);
-  b.logits_rows.resize(num_seqs);
-  b.block_table.resize(size_t(num_seqs) * max_blocks);
-  b.temperature.resize(num_seqs);
-  b.top_p.resize(num_seqs);
-  b.top_k.resize(num_seqs);
-  b.min_p.resize(num_seqs);
-  b.seed.resize(num_seqs);
-  b.presence_penalty.resize(num_seqs);
-  b.frequency_penalty.resize(num_seqs);
-  b.repetition_penalty.resize(num_seqs);
-  b.penalty_start.resize(num_seqs + 1);
-  b.penalty_tokens.clear();
-  b.penalty_counts.clear();
-  b.num_logprobs.resize(num_seqs);
+  const int32_t num_seqs = static_cast<int32_t>(scheduled_.size());
+  resize_step_batch(b, num_tokens, num_seqs, max_blocks);
 
   const int32_t block_size = pool_.block_size();
   int32_t t = 0;

@@ -1,7 +1,7 @@
 #include "cpu/cpu_executor.h"
 
-#include "cpu/entry_inputs.h"
-#include "cpu/step_batch.h"
+#include "bundle/entry_inputs.h"
+#include "bundle/step_batch.h"
 
 #include <algorithm>
 #include <array>
@@ -16,26 +16,24 @@ size_t align_up(size_t n) {
   return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
 }
 
+Bundle cpu_bundle(Bundle bundle) {
+  const std::string &target = bundle.manifest().target;
+  if (target != "cpu")
+    throw std::invalid_argument(bundle.dir() + ": the bundle targets " + target +
+                                ", not the CPU");
+  return bundle;
+}
+
 } // namespace
 
 CpuExecutor::CpuExecutor(Bundle bundle, int num_threads)
-    : bundle_(std::move(bundle)), pool_(num_threads) {
+    : bundle_(cpu_bundle(std::move(bundle))), kernels_(bundle_), pool_(num_threads) {
   const Manifest &m = bundle_.manifest();
-  if (m.target != "cpu")
-    throw std::invalid_argument(bundle_.dir() + ": the bundle targets " + m.target +
-                                ", not the CPU");
   buffers_.assign(m.buffers.size(), nullptr);
   for (size_t id = 0; id < m.buffers.size(); ++id)
     buffers_[id] = bundle_.weight(static_cast<int>(id));
-  for (const EntryPoint &e : m.entry_points) {
-    std::vector<int> scratch = e.results;
-    for (const Dispatch &d : e.dispatches)
-      for (int id : d.bindings)
-        if (m.buffers[id].kind == BufferKind::Activation &&
-            std::find(scratch.begin(), scratch.end(), id) == scratch.end())
-          scratch.push_back(id);
-    scratch_buffers_.push_back(std::move(scratch));
-  }
+  for (const EntryPoint &e : m.entry_points)
+    scratch_buffers_.push_back(m.scratch_buffers(e));
 }
 
 KvCacheSpec CpuExecutor::kv_cache_spec() const {
@@ -76,7 +74,7 @@ void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
   if (num_kv_blocks_ == 0)
     throw std::logic_error("execute() before allocate_kv_cache()");
   const EntryPoint &step = entry("step");
-  check_step_batch(batch, bundle_.manifest(), num_kv_blocks_);
+  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
 
   Symbols symbols;
   symbols.T = batch.num_tokens;
@@ -159,7 +157,7 @@ void CpuExecutor::run(const EntryPoint &e, const Symbols &symbols,
       for (const Expression &c : d.push_constants)
         push_constants_.push_back(c.evaluate(symbols));
       KernelLaunch launch;
-      launch.kernel = bundle_.kernel(d.kernel);
+      launch.kernel = kernels_.kernel(d.kernel);
       launch.bindings = bindings_.data();
       launch.push_constants = push_constants_.data();
       for (int axis = 0; axis < 3; ++axis)

@@ -5,9 +5,10 @@
 #define LLMSERVE_CPU_CPU_EXECUTOR_H
 
 #include "core/executor.h"
-#include "cpu/aligned_buffer.h"
-#include "cpu/bundle.h"
-#include "cpu/host_tensor.h"
+#include "bundle/aligned_buffer.h"
+#include "bundle/bundle.h"
+#include "bundle/host_tensor.h"
+#include "cpu/kernel_library.h"
 #include "cpu/thread_pool.h"
 
 #include <string_view>
@@ -45,6 +46,7 @@ private:
   void run(const EntryPoint &e, const Symbols &symbols, const void *const *arguments);
 
   Bundle bundle_;
+  KernelLibrary kernels_;
   ThreadPool pool_;
   int64_t num_kv_blocks_ = 0;
   std::vector<AlignedBuffer> kv_cache_;

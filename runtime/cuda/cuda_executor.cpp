@@ -1,7 +1,7 @@
 #include "cuda/cuda_executor.h"
 
-#include "cpu/entry_inputs.h"
-#include "cpu/step_batch.h"
+#include "bundle/entry_inputs.h"
+#include "bundle/step_batch.h"
 #include "cuda/decode_padding.h"
 
 #include <algorithm>
@@ -117,7 +117,7 @@ CudaExecutor::CudaExecutor(Bundle bundle, CudaExecutorOptions options)
                                 std::to_string(l.max_tokens) + ", sequences " +
                                 std::to_string(l.max_seqs) + ", blocks per sequence " +
                                 std::to_string(l.max_blocks_per_seq) + ")");
-  step_scratch_ = scratch_buffers(*step_);
+  step_scratch_ = manifest_.scratch_buffers(*step_);
   // The largest step is either the limits or the largest padded decode step;
   // a sequence's penalty history holds each distinct token of its context
   // at most once.
@@ -280,16 +280,6 @@ const EntryPoint &CudaExecutor::entry(std::string_view name) const {
   throw std::invalid_argument(bundle_dir_ + ": no entry point '" + std::string(name) + "'");
 }
 
-std::vector<int> CudaExecutor::scratch_buffers(const EntryPoint &e) const {
-  std::vector<int> scratch = e.results;
-  for (const Dispatch &d : e.dispatches)
-    for (int id : d.bindings)
-      if (manifest_.buffers[id].kind == BufferKind::Activation &&
-          std::find(scratch.begin(), scratch.end(), id) == scratch.end())
-        scratch.push_back(id);
-  return scratch;
-}
-
 BufferLayout CudaExecutor::layout_of(const std::vector<int> &ids,
                                      const Symbols &symbols) const {
   std::vector<size_t> sizes;
@@ -352,7 +342,7 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
     throw std::logic_error(bundle_dir_ + ": the bundle has no step entry point");
   if (num_kv_blocks_ == 0)
     throw std::logic_error("execute() before allocate_kv_cache()");
-  check_step_batch(batch, manifest_, num_kv_blocks_);
+  check_step_batch(batch, manifest_.step_bounds(num_kv_blocks_));
   const StepLimits &l = options_.limits;
   if (batch.num_tokens > l.max_tokens || batch.num_seqs > l.max_seqs ||
       batch.max_blocks_per_seq > l.max_blocks_per_seq)
@@ -448,7 +438,7 @@ std::vector<HostTensor> CudaExecutor::run_entry(std::string_view name, Symbols s
   if (arguments.total > 0)
     CU_CALL(cuMemcpyHtoDAsync_v2, argument_memory.address(), staging.data(), arguments.total,
             stream_);
-  const std::vector<int> scratch_ids = scratch_buffers(e);
+  const std::vector<int> scratch_ids = manifest_.scratch_buffers(e);
   const BufferLayout scratch = layout_of(scratch_ids, symbols);
   DeviceBuffer arena(scratch.total);
   for (size_t i = 0; i < e.arguments.size(); ++i)

@@ -7,8 +7,8 @@
 #define LLMSERVE_CUDA_CUDA_EXECUTOR_H
 
 #include "core/executor.h"
-#include "cpu/bundle.h"
-#include "cpu/host_tensor.h"
+#include "bundle/bundle.h"
+#include "bundle/host_tensor.h"
 #include "cuda/buffer_layout.h"
 #include "cuda/cuda_driver.h"
 #include "cuda/device_memory.h"
@@ -105,8 +105,6 @@ private:
   void load_module(const std::string &dir);
   void upload_weights(const Bundle &bundle);
   const EntryPoint &entry(std::string_view name) const;
-  // Activations and results of `e`, in order of first use.
-  std::vector<int> scratch_buffers(const EntryPoint &e) const;
   BufferLayout layout_of(const std::vector<int> &ids, const Symbols &symbols) const;
   // Sets the address of every argument and scratch buffer of the step.
   void bind_step(const BufferLayout &arguments, const BufferLayout &scratch);

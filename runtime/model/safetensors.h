@@ -64,12 +64,6 @@ private:
   std::vector<std::pair<std::string, const char *>> unreadable_; // sorted
 };
 
-// Writes `tensors` (in that order) to `path` with {"format": "pt"} metadata,
-// the way safetensors and Hugging Face write them. Writes to a temporary file
-// renamed into place, so a failed write leaves no partial file at `path`.
-void write_safetensors(const std::string &path,
-                       const std::vector<TensorView> &tensors);
-
 } // namespace llmserve
 
 #endif // LLMSERVE_MODEL_SAFETENSORS_H

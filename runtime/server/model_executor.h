@@ -6,7 +6,7 @@
 
 #include "core/engine.h"
 #include "core/executor.h"
-#include "cpu/manifest.h"
+#include "bundle/manifest.h"
 #include "server/serve_options.h"
 
 #include <memory>

@@ -4,7 +4,7 @@
 #define LLMSERVE_SERVER_SERVE_OPTIONS_H
 
 #include "core/engine.h"
-#include "cpu/manifest.h"
+#include "bundle/manifest.h"
 
 #include <cstdint>
 #include <string>

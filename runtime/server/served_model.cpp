@@ -1,6 +1,6 @@
 #include "server/served_model.h"
 
-#include "cpu/bundle.h"
+#include "bundle/bundle.h"
 
 #include <algorithm>
 #include <filesystem>

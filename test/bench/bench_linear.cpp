@@ -4,7 +4,7 @@
 //
 //   llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]
 #include "cpu/cpu_executor.h"
-#include "model/safetensors.h"
+#include "support/safetensors_writer.h"
 
 #include <cblas.h>
 

@@ -9,7 +9,7 @@
 #include "core/engine.h"
 #include "core/radix_cache.h"
 #include "core/scheduler.h"
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 
 #include <benchmark/benchmark.h>
 
@@ -129,23 +129,8 @@ void BM_FillStepContract(benchmark::State &state) {
   StepBatch b;
   for (auto _ : state) {
     int32_t S = captured.num_seqs, T = captured.num_tokens, MB = captured.max_blocks_per_seq;
-    b.token_ids.resize(T);
-    b.positions.resize(T);
-    b.slot_mapping.resize(T);
-    b.query_start.resize(S + 1);
-    b.context_len.resize(S);
-    b.logits_rows.resize(S);
-    b.block_table.assign(size_t(S) * MB, -1);
-    b.temperature.resize(S);
-    b.top_p.resize(S);
-    b.top_k.resize(S);
-    b.min_p.resize(S);
-    b.seed.resize(S);
-    b.presence_penalty.resize(S);
-    b.frequency_penalty.resize(S);
-    b.repetition_penalty.resize(S);
-    b.penalty_start.assign(S + 1, 0);
-    b.num_logprobs.resize(S);
+    resize_step_batch(b, T, S, MB);
+    std::fill(b.block_table.begin(), b.block_table.end(), -1);
     int32_t t = 0;
     for (int32_t i = 0; i < S; ++i) {
       const Seq &q = seqs[i];

@@ -4,7 +4,7 @@
 #include "commands.h"
 
 #include "cpu/cpu_executor.h"
-#include "cpu/npy.h"
+#include "bundle/npy.h"
 #include "cuda/cuda_executor.h"
 #include "model/convert.h"
 #include "server/model_executor.h"

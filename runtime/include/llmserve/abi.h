@@ -1,6 +1,7 @@
 // The contract between llmc (which writes kernel bundles) and the runtime
-// (which loads and runs them). Both include this header and nothing else of
-// each other; docs/bundle.md describes the same format in prose.
+// (which loads and runs them). Both include this header (and the step
+// contract's rows in step_arguments.def) and nothing else of each other;
+// docs/bundle.md describes the same format in prose.
 #ifndef LLMSERVE_ABI_H
 #define LLMSERVE_ABI_H
 
@@ -11,7 +12,7 @@ namespace llmserve::abi {
 // Bumped on any incompatible change of manifest.json.
 inline constexpr int kBundleFormatVersion = 2;
 // Bumped on any incompatible change of the kernel calling convention or of the
-// step contract below.
+// step contract (step_arguments.def).
 inline constexpr int kKernelAbiVersion = 2;
 
 inline constexpr const char *kManifestFile = "manifest.json";
@@ -46,29 +47,50 @@ inline constexpr const char *kSymMaxBlocks = "MB";     // block_table row width
 inline constexpr const char *kSymNumKvBlocks = "NB";   // KV blocks per pool
 inline constexpr const char *kSymPenaltyEntries = "P"; // penalty_tokens length
 
-// The step contract: names of the `step` entry point's arguments, in order,
-// with their element types and shapes. Sampling parameters are per sequence.
-// Sequence s's history for penalties is entries [penalty_start[s],
-// penalty_start[s+1]) of penalty_tokens / penalty_counts: each a distinct
-// token of its prompt or output and its count in the output (0: prompt only).
-// num_logprobs[s] < 0 asks for no log-probs; k >= 0 for the sampled token's
-// and the top k (at most kMaxTopLogprobs).
+// An array of the step contract and its tensor type: element type ("i32",
+// "i64", "f32") and shape, comma-separated size expressions.
 struct ContractArray {
   const char *name;
   const char *dtype;
-  const char *shape; // comma-separated expressions
+  const char *shape;
 };
+
+// How long a step-contract argument is, in the step's sizes.
+enum class Extent {
+  Tokens,         // T
+  Seqs,           // S
+  SeqsPlusOne,    // S+1: CSR offsets
+  SeqBlocks,      // S rows of MB
+  PenaltyEntries, // P
+};
+
+constexpr const char *extent_shape(Extent extent) {
+  switch (extent) {
+  case Extent::Tokens:
+    return "T";
+  case Extent::Seqs:
+    return "S";
+  case Extent::SeqsPlusOne:
+    return "S+1";
+  case Extent::SeqBlocks:
+    return "S,MB";
+  case Extent::PenaltyEntries:
+    return "P";
+  }
+  return "";
+}
+
+// The contract's element types, as the manifest spells them.
+template <typename T> inline constexpr const char *kElementType = nullptr;
+template <> inline constexpr const char *kElementType<int32_t> = "i32";
+template <> inline constexpr const char *kElementType<int64_t> = "i64";
+template <> inline constexpr const char *kElementType<float> = "f32";
+
+// The `step` entry point's arguments, in order (step_arguments.def).
 inline constexpr ContractArray kStepArguments[] = {
-    {"token_ids", "i32", "T"},          {"positions", "i32", "T"},
-    {"query_start", "i32", "S+1"},      {"context_len", "i32", "S"},
-    {"block_table", "i32", "S,MB"},     {"slot_mapping", "i32", "T"},
-    {"logits_rows", "i32", "S"},        {"temperature", "f32", "S"},
-    {"top_p", "f32", "S"},              {"top_k", "i32", "S"},
-    {"min_p", "f32", "S"},              {"seed", "i64", "S"},
-    {"presence_penalty", "f32", "S"},   {"frequency_penalty", "f32", "S"},
-    {"repetition_penalty", "f32", "S"}, {"penalty_start", "i32", "S+1"},
-    {"penalty_tokens", "i32", "P"},     {"penalty_counts", "i32", "P"},
-    {"num_logprobs", "i32", "S"},
+#define LLMSERVE_STEP_ARGUMENT(name, type, extent, padding)                    \
+  {#name, kElementType<type>, extent_shape(Extent::extent)},
+#include "llmserve/step_arguments.def"
 };
 inline constexpr int kNumStepArguments =
     sizeof(kStepArguments) / sizeof(kStepArguments[0]);

@@ -1,6 +1,6 @@
 #include "bench/offline_benchmark.h"
 
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // every step the block accounting must be exact; every request must produce
 // exactly what the model gives it run alone.
 #include "core/engine.h"
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 #include "reference.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 #include "core/engine.h"
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 #include "reference.h"
 
 #include <gmock/gmock.h>

@@ -6,7 +6,7 @@
 
 #include "core/request.h"
 #include "core/sampling_params.h"
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #include "core/scheduler.h"
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

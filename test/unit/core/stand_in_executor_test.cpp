@@ -1,4 +1,4 @@
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -61,7 +61,7 @@ protected:
   std::string error_of(const StepBatch &b) {
     try {
       model.execute(b, out);
-    } catch (const std::logic_error &e) {
+    } catch (const std::invalid_argument &e) {
       return e.what();
     }
     return "accepted";
@@ -150,36 +150,37 @@ TEST_F(StandInExecutorTest, NamesWhatBreaksTheStepContract) {
     const char *error;
   };
   const Case cases[] = {
-      {[](StepBatch &b) { b.num_seqs = 11; }, "need 1 <= S <= T"},
-      {[](StepBatch &b) { b.seed.resize(1); }, "seed has 1 entries, expected 2"},
-      {[](StepBatch &b) { b.block_table.push_back(-1); }, "block_table has 5 entries, expected 4"},
-      {[](StepBatch &b) { b.query_start[2] = 9; }, "query_start must run from 0 to num_tokens = 10"},
+      {[](StepBatch &b) { b.num_seqs = 11; }, "query_start has 3 entries, expected S+1 = 12"},
+      {[](StepBatch &b) { resize_step_batch(b, 0, 0, 0); }, "need 1 <= S <= T"},
+      {[](StepBatch &b) { b.seed.resize(1); }, "seed has 1 entries, expected S = 2"},
+      {[](StepBatch &b) { b.block_table.push_back(-1); }, "block_table has 5 entries, expected S*MB = 4"},
+      {[](StepBatch &b) { b.query_start[2] = 9; }, "query_start runs from 0 to 9, expected 0 to T = 10"},
       {[](StepBatch &b) { b.query_start[1] = 0; }, "query_start[1] = 0: sequence 0 has no token"},
       {[](StepBatch &b) { b.context_len[1] = 3; }, "context_len[1] = 3 is less than the sequence's 4 query tokens"},
-      {[](StepBatch &b) { b.context_len[0] = 9; }, "context_len[0] = 9 needs 3 blocks, max_blocks_per_seq is 2"},
+      {[](StepBatch &b) { b.context_len[0] = 9; }, "context_len[0] = 9 is outside [0, 9)"},
       {[](StepBatch &b) { b.block_table[3] = 1; }, "block_table[3] = 1: entries past the context must be -1"},
-      {[](StepBatch &b) { b.block_table[2] = 8; }, "block_table[2] = 8: outside the pool of 8"},
+      {[](StepBatch &b) { b.block_table[2] = 8; }, "block_table[2] = 8 is outside [-1, 8)"},
       {[](StepBatch &b) { b.block_table[1] = 2; }, "sequence 0 lists block 2 twice"},
       {[](StepBatch &b) { b.block_table[2] = 5; }, "slot_mapping[4] = 20: writes block 5, which another sequence of the step also reads"},
       {[](StepBatch &b) { b.logits_rows[0] = 4; }, "logits_rows[0] = 4: must be the sequence's last token, row 5"},
       {[](StepBatch &b) { b.top_p[1] = 0.0f; }, "sampling parameters of sequence 1 out of range"},
       {[](StepBatch &b) { b.positions[1] = 7; }, "positions[1] = 7: sequence 0 expects 1"},
-      {[](StepBatch &b) { b.token_ids[2] = 100; }, "token_ids[2] = 100: vocabulary has 100"},
+      {[](StepBatch &b) { b.token_ids[2] = 100; }, "token_ids[2] = 100 is outside [0, 100)"},
       {[](StepBatch &b) { b.slot_mapping[4] = 22; }, "slot_mapping[4] = 22: position 4 of sequence 0 belongs in slot 20"},
-      {[](StepBatch &b) { b.repetition_penalty.pop_back(); }, "repetition_penalty has 1 entries, expected 2"},
-      {[](StepBatch &b) { b.penalty_start = {0, 1, 1}; }, "penalty_start must run from 0 to 0"},
+      {[](StepBatch &b) { b.repetition_penalty.pop_back(); }, "repetition_penalty has 1 entries, expected S = 2"},
+      {[](StepBatch &b) { b.penalty_start = {0, 1, 1}; }, "penalty_start runs from 0 to 1, expected 0 to P = 0"},
       {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4, 5}, b.penalty_counts = {0, 1}; },
-       "penalty_start must run from 0 to 2"},
+       "penalty_start runs from 0 to 1, expected 0 to P = 2"},
       {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4}, b.penalty_counts = {0}; },
-       "penalty_start[2] = 1: decreases"},
+       "penalty_start decreases at 2"},
       {[](StepBatch &b) { b.penalty_start = {0, 2, 2}, b.penalty_tokens = {4, 4}, b.penalty_counts = {0, 1}; },
        "sequence 0 lists a penalty token twice"},
       {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {4}, b.penalty_counts = {-1}; },
-       "penalty_tokens[0] = 4 with count -1: out of range"},
+       "penalty_counts[0] = -1 is outside [0, 2147483647)"},
       {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {100}, b.penalty_counts = {1}; },
-       "penalty_tokens[0] = 100 with count 1: out of range"},
-      {[](StepBatch &b) { b.penalty_counts.push_back(1); }, "penalty_counts has 1 entries, expected 0"},
-      {[](StepBatch &b) { b.num_logprobs[1] = 21; }, "num_logprobs[1] = 21: out of [-1, 20]"},
+       "penalty_tokens[0] = 100 is outside [0, 100)"},
+      {[](StepBatch &b) { b.penalty_counts.push_back(1); }, "penalty_counts has 1 entries, expected P = 0"},
+      {[](StepBatch &b) { b.num_logprobs[1] = 21; }, "num_logprobs[1] = 21 is outside [-1, 21)"},
   };
   for (const Case &c : cases) {
     StandInExecutor fresh(100, 4);
@@ -189,7 +190,7 @@ TEST_F(StandInExecutorTest, NamesWhatBreaksTheStepContract) {
     std::string error = "accepted";
     try {
       fresh.execute(b, out);
-    } catch (const std::logic_error &e) {
+    } catch (const std::invalid_argument &e) {
       error = e.what();
     }
     EXPECT_THAT(error, HasSubstr(c.error));

@@ -1,6 +1,6 @@
 #include "cpu/cpu_executor.h"
 
-#include "test_bundle.h"
+#include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -147,7 +147,7 @@ TEST_F(OpsExecutor, ReportsTheDispatchWhoseGridFails) {
               HasSubstr("entry point 'add' dispatch 1 (kernel 'add'): expression "
                         "'ceildiv(T,S)' divides by 0"));
   m["entry_points"][0]["dispatches"][1]["grid"][0] = "S-T";
-  test::write_text(dir / "manifest.json", m.dump());
+  test::write_file(dir / "manifest.json", m.dump());
   CpuExecutor negative_grid(Bundle(dir.string()), 1);
   EXPECT_THAT(error_of([&] {
                 negative_grid.run_entry("add", s, {f32({2}, {1, 2}), f32({2}, {1, 2})});
@@ -354,6 +354,14 @@ TEST_F(StepExecutor, RefusesInconsistentBatches) {
          b.penalty_start = {0, 2, 1}, b.penalty_tokens = {3}, b.penalty_counts = {1};
        },
        "penalty_start decreases at 2"},
+      {[](StepBatch &b) {
+         b.penalty_start = {0, 0, 1}, b.penalty_tokens = {8}, b.penalty_counts = {1};
+       },
+       "penalty_tokens[0] = 8 is outside [0, 8)"},
+      {[](StepBatch &b) {
+         b.penalty_start = {0, 0, 1}, b.penalty_tokens = {3}, b.penalty_counts = {-1};
+       },
+       "penalty_counts[0] = -1 is outside [0, 2147483647)"},
       {[](StepBatch &b) { b.num_logprobs[0] = 21; }, "num_logprobs[0] = 21 is outside [-1, 21)"},
   };
   for (const auto &[breakit, error] : cases) {
@@ -369,7 +377,7 @@ TEST_F(StepExecutor, BundleWithoutStepCannotExecute) {
   const path dir = test::ops_bundle(test::fresh_dir());
   test::json m = test::ops_manifest();
   m.erase("kv_cache");
-  test::write_text(dir / "manifest.json", m.dump());
+  test::write_file(dir / "manifest.json", m.dump());
   CpuExecutor executor(Bundle(dir.string()), 1);
   EXPECT_THAT(error_of([&] { executor.kv_cache_spec(); }), HasSubstr("the bundle has no KV cache"));
   executor.allocate_kv_cache(1);

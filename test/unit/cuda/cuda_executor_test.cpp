@@ -5,7 +5,7 @@
 #include "cuda/cuda_executor.h"
 
 #include "cpu/cpu_executor.h"
-#include "test_bundle.h"
+#include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -148,7 +148,7 @@ TEST_F(Gpu, AnEmptyGridLaunchesNothing) {
 
 TEST_F(Gpu, PtxThatDoesNotCompileReportsTheJitLog) {
   const path dir = ops_bundle(test::fresh_dir(), /*cubin=*/false);
-  test::write_text(dir / abi::kCudaPtxFile,
+  test::write_file(dir / abi::kCudaPtxFile,
                    ".version 8.0\n.target sm_90\n.address_size 64\n"
                    ".visible .entry broken() { not_an_instruction; }\n");
   const std::string error = error_of([&] { CudaExecutor(Bundle(dir.string()), no_step()); });

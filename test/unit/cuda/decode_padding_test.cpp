@@ -1,8 +1,8 @@
 #include "cuda/decode_padding.h"
 
-#include "cpu/manifest.h"
-#include "cpu/step_batch.h"
-#include "test_bundle.h"
+#include "bundle/manifest.h"
+#include "bundle/step_batch.h"
+#include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -114,10 +114,10 @@ TEST(PadDecodeBatch, GivesAValidStepOverThePoolWithTheSink) {
   const Manifest manifest = Manifest::parse(m.dump(), "manifest.json");
   StepBatch b = decode_batch();
   b.block_table = {4, 0, 2, /**/ 1, -1, -1, /**/ 3, 5, -1};
-  check_step_batch(b, manifest, 6); // the engine's 6 blocks
+  check_step_batch(b, manifest.step_bounds(6)); // the engine's 6 blocks
   const StepBatch p = pad_decode_batch(b, 8, 4, {6, test::kBlockSize});
-  EXPECT_NO_THROW(check_step_batch(p, manifest, 7));
-  EXPECT_THROW(check_step_batch(p, manifest, 6), std::invalid_argument); // the sink is block 6
+  EXPECT_NO_THROW(check_step_batch(p, manifest.step_bounds(7)));
+  EXPECT_THROW(check_step_batch(p, manifest.step_bounds(6)), std::invalid_argument); // the sink is block 6
 }
 
 TEST(PadDecodeBatch, RefusesBatchesThatDoNotFit) {

@@ -3,7 +3,7 @@
 // process; needs no GPU (the driver is pointed at a file that is not there).
 #include "cuda/cuda_executor.h"
 
-#include "test_bundle.h"
+#include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,7 @@
 #include "model/checkpoint.h"
 
-#include "temp_dir.h"
+#include "support/safetensors_writer.h"
+#include "support/temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using test::fresh_dir;
-using test::write_bytes;
+using test::write_file;
 
 const float kA[] = {1.0f, 2.0f, 3.0f, 4.0f};
 const float kB[] = {5.0f, 6.0f};
@@ -24,7 +25,7 @@ TensorView view(const std::string &name, const float *data, int64_t n) {
 }
 
 void write_index(const fs::path &dir, const std::string &weight_map) {
-  write_bytes(dir / "model.safetensors.index.json",
+  write_file(dir / "model.safetensors.index.json",
               R"({"metadata":{"total_size":24},"weight_map":)" + weight_map + "}");
 }
 
@@ -103,7 +104,7 @@ TEST(CheckpointErrors, ReleaseOfAnotherCheckpointsTensor) {
 
 TEST(CheckpointErrors, UnreadableDtypeIsNamed) {
   fs::path dir = fresh_dir();
-  write_bytes(dir / "model.safetensors",
+  write_file(dir / "model.safetensors",
               test::safetensors_bytes(R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
                                       std::string(8, '\0')));
   Checkpoint ckpt = Checkpoint::open(dir.string());
@@ -120,20 +121,20 @@ TEST(CheckpointErrors, Directory) {
   fs::path dir = fresh_dir();
   EXPECT_THAT(open_error(dir / "absent"), HasSubstr("absent: not a directory"));
   EXPECT_THAT(open_error(dir), HasSubstr("no model.safetensors or model.safetensors.index.json"));
-  write_bytes(dir / "pytorch_model.bin", "pickle");
+  write_file(dir / "pytorch_model.bin", "pickle");
   EXPECT_THAT(open_error(dir), HasSubstr("(PyTorch .bin weights are not read"));
   std::filesystem::remove(dir / "pytorch_model.bin");
-  write_bytes(dir / "model.safetensors", "junk");
+  write_file(dir / "model.safetensors", "junk");
   EXPECT_THAT(open_error(dir), HasSubstr("model.safetensors: file is 4 bytes"));
 }
 
 TEST(CheckpointErrors, Index) {
   fs::path dir = sharded_checkpoint();
-  write_bytes(dir / "model.safetensors.index.json", "{\"weight_map\": ");
+  write_file(dir / "model.safetensors.index.json", "{\"weight_map\": ");
   EXPECT_THAT(open_error(dir), HasSubstr("model.safetensors.index.json: not a valid JSON object"));
-  write_bytes(dir / "model.safetensors.index.json", "[]");
+  write_file(dir / "model.safetensors.index.json", "[]");
   EXPECT_THAT(open_error(dir), HasSubstr("not a valid JSON object"));
-  write_bytes(dir / "model.safetensors.index.json", R"({"metadata":{}})");
+  write_file(dir / "model.safetensors.index.json", R"({"metadata":{}})");
   EXPECT_THAT(open_error(dir), HasSubstr("index.json: missing object field 'weight_map'"));
   write_index(dir, R"({"a":3})");
   EXPECT_THAT(open_error(dir), HasSubstr("tensor 'a': shard 3 is not a file name"));
@@ -155,7 +156,7 @@ TEST(CheckpointErrors, Shards) {
   write_safetensors((dir / "model-00002-of-00002.safetensors").string(), {view("a", kA, 4)});
   write_index(dir, R"({"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"})");
   EXPECT_THAT(open_error(dir), HasSubstr(": tensor 'a' is in both "));
-  write_bytes(dir / "model-00002-of-00002.safetensors", "12345678");
+  write_file(dir / "model-00002-of-00002.safetensors", "12345678");
   EXPECT_THAT(open_error(dir), HasSubstr("model-00002-of-00002.safetensors: header length"));
 }
 

@@ -1,6 +1,7 @@
 #include "model/safetensors.h"
 
-#include "temp_dir.h"
+#include "support/safetensors_writer.h"
+#include "support/temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 using test::fresh_dir;
 using test::safetensors_bytes;
-using test::write_bytes;
+using test::write_file;
 
 TensorView view(const std::string &name, DType dtype, std::vector<int64_t> shape,
                 const void *data, size_t nbytes) {
@@ -26,7 +27,7 @@ TensorView view(const std::string &name, DType dtype, std::vector<int64_t> shape
 // name the file.
 std::string open_error(const std::string &bytes) {
   auto path = (fresh_dir() / "bad.safetensors").string();
-  write_bytes(path, bytes);
+  write_file(path, bytes);
   try {
     SafetensorsFile::open(path);
   } catch (const std::runtime_error &e) {
@@ -78,7 +79,7 @@ TEST(Safetensors, WriterPadsHeaderToEightBytesWithFormatMetadata) {
   const float a[] = {1.0f};
   auto path = fresh_dir() / "w.safetensors";
   write_safetensors(path.string(), {view("a", DType::F32, {1}, a, 4)});
-  std::string bytes = test::read_bytes(path);
+  std::string bytes = test::read_file(path);
   uint64_t header_length;
   std::memcpy(&header_length, bytes.data(), 8);
   EXPECT_EQ(header_length % 8, 0u);
@@ -125,9 +126,9 @@ TEST(Safetensors, ReleaseKeepsContentsReadable) {
 TEST(Safetensors, ReadsHeaderPaddedWithSpacesAndEmptyFile) {
   std::string header = two_tensor_header() + "    ";
   auto dir = fresh_dir();
-  write_bytes(dir / "p.safetensors", safetensors_bytes(header, std::string(14, '\0')));
+  write_file(dir / "p.safetensors", safetensors_bytes(header, std::string(14, '\0')));
   EXPECT_EQ(SafetensorsFile::open((dir / "p.safetensors").string()).tensors().size(), 2u);
-  write_bytes(dir / "e.safetensors", safetensors_bytes(R"({"__metadata__":{"k":"v"}})", ""));
+  write_file(dir / "e.safetensors", safetensors_bytes(R"({"__metadata__":{"k":"v"}})", ""));
   EXPECT_TRUE(SafetensorsFile::open((dir / "e.safetensors").string()).tensors().empty());
 }
 
@@ -136,7 +137,7 @@ TEST(Safetensors, KeepsUnreadableDtypesOutOfTensors) {
       R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},)"
       R"("m":{"dtype":"BOOL","shape":[2],"data_offsets":[8,10]}})";
   auto path = (fresh_dir() / "u.safetensors").string();
-  write_bytes(path, safetensors_bytes(header, std::string(10, '\0')));
+  write_file(path, safetensors_bytes(header, std::string(10, '\0')));
   SafetensorsFile file = SafetensorsFile::open(path);
   EXPECT_TRUE(file.tensors().empty());
   EXPECT_STREQ(file.unreadable_dtype("d"), "F64");
@@ -253,7 +254,7 @@ TEST(SafetensorsErrors, LayoutMustTileTheDataSection) {
               HasSubstr("overlap tensor"));
   // Offsets need not follow name order.
   auto path = (fresh_dir() / "swapped.safetensors").string();
-  write_bytes(path, safetensors_bytes(two_tensor_header("[6,14]", "[0,6]"), data));
+  write_file(path, safetensors_bytes(two_tensor_header("[6,14]", "[0,6]"), data));
   EXPECT_EQ(SafetensorsFile::open(path).tensors().size(), 2u);
   EXPECT_THAT(open_error(safetensors_bytes(two_tensor_header("[2,10]", "[10,16]"),
                                            std::string(16, '\0'))),
@@ -271,10 +272,10 @@ TEST(SafetensorsErrors, EveryTruncationIsAnError) {
   const std::string bytes = safetensors_bytes(two_tensor_header(), std::string(14, '\x11'));
   auto path = (fresh_dir() / "t.safetensors").string();
   for (size_t n = 0; n < bytes.size(); ++n) {
-    write_bytes(path, bytes.substr(0, n));
+    write_file(path, bytes.substr(0, n));
     EXPECT_THROW(SafetensorsFile::open(path), std::runtime_error) << "prefix " << n;
   }
-  write_bytes(path, bytes);
+  write_file(path, bytes);
   EXPECT_EQ(SafetensorsFile::open(path).tensors().size(), 2u);
 }
 
@@ -293,7 +294,7 @@ TEST(SafetensorsErrors, CorruptHeadersNeverEscapeTheFile) {
       corrupt[at] = trial % 2 ? static_cast<char>(rng())
                               : alphabet[rng() % (sizeof alphabet - 1)];
     }
-    write_bytes(path, corrupt);
+    write_file(path, corrupt);
     try {
       SafetensorsFile file = SafetensorsFile::open(path);
       ++opened;

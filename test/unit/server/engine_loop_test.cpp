@@ -3,7 +3,7 @@
 #include "server/engine_loop.h"
 #include "server/generation.h"
 
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 #include "tokenizer/test_tokenizers.h"
 
 #include <gtest/gtest.h>

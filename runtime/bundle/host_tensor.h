@@ -1,7 +1,7 @@
 // A dense row-major tensor in host memory: what CpuExecutor::run_entry takes
 // and returns, and what an .npy file holds.
-#ifndef LLMSERVE_CPU_HOST_TENSOR_H
-#define LLMSERVE_CPU_HOST_TENSOR_H
+#ifndef LLMSERVE_BUNDLE_HOST_TENSOR_H
+#define LLMSERVE_BUNDLE_HOST_TENSOR_H
 
 #include "model/dtype.h"
 
@@ -22,4 +22,4 @@ std::string describe(DType dtype, const std::vector<int64_t> &shape);
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CPU_HOST_TENSOR_H
+#endif // LLMSERVE_BUNDLE_HOST_TENSOR_H

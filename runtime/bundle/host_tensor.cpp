@@ -1,4 +1,4 @@
-#include "cpu/host_tensor.h"
+#include "bundle/host_tensor.h"
 
 namespace llmserve {
 

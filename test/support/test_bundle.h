@@ -1,12 +1,14 @@
 // Bundles for the tests, built by hand the way llmc writes them: a manifest
 // (as JSON, so a test can break one field), the kernels of test_kernels.c
 // compiled to a shared object at build time, and safetensors weights.
-#ifndef LLMSERVE_TEST_CPU_TEST_BUNDLE_H
-#define LLMSERVE_TEST_CPU_TEST_BUNDLE_H
+#ifndef LLMSERVE_TEST_SUPPORT_TEST_BUNDLE_H
+#define LLMSERVE_TEST_SUPPORT_TEST_BUNDLE_H
 
 #include "llmserve/abi.h"
 #include "model/convert.h"
 #include "model/safetensors.h"
+#include "support/safetensors_writer.h"
+#include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,20 +23,6 @@ namespace llmserve::test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// A directory named after the running test, emptied on construction.
-inline fs::path fresh_dir(const std::string &suffix = "") {
-  const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(::testing::TempDir()) / "llmserve_cpu" /
-                 (std::string(info->test_suite_name()) + "." + info->name() + suffix);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-inline void write_text(const fs::path &path, const std::string &text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 // Owns the bytes of a tensor to write with write_safetensors.
 struct TestTensor {
@@ -74,7 +62,7 @@ inline void write_weights(const fs::path &path, const std::vector<TestTensor> &t
 // kernels as kernels.cpu.so.
 inline void write_bundle(const fs::path &dir, const json &manifest, bool with_kernels = true) {
   fs::create_directories(dir);
-  write_text(dir / abi::kManifestFile, manifest.dump(2));
+  write_file(dir / abi::kManifestFile, manifest.dump(2));
   if (with_kernels)
     fs::copy_file(LLMSERVE_TEST_KERNELS_SO, dir / abi::kCpuKernelsFile,
                   fs::copy_options::overwrite_existing);
@@ -277,4 +265,4 @@ inline fs::path step_bundle(const fs::path &dir, const fs::path &checkpoint) {
 
 } // namespace llmserve::test
 
-#endif // LLMSERVE_TEST_CPU_TEST_BUNDLE_H
+#endif // LLMSERVE_TEST_SUPPORT_TEST_BUNDLE_H

@@ -1,16 +1,15 @@
-// A kernel bundle loaded on the host: its manifest, the kernels of
-// kernels.cpu.so (target "cpu"), and every weight buffer bound to memory in
-// the dtype and layout the kernels read (the CUDA executor uploads those).
-#ifndef LLMSERVE_CPU_BUNDLE_H
-#define LLMSERVE_CPU_BUNDLE_H
+// A kernel bundle loaded on the host: its manifest and every weight buffer
+// bound to memory in the dtype and layout the kernels read. The executor of
+// the bundle's target loads its kernels (cpu/kernel_library.h for "cpu"; the
+// CUDA executor loads an sm_90 bundle's module and uploads the weights).
+#ifndef LLMSERVE_BUNDLE_BUNDLE_H
+#define LLMSERVE_BUNDLE_BUNDLE_H
 
-#include "cpu/aligned_buffer.h"
-#include "cpu/manifest.h"
-#include "llmserve/abi.h"
+#include "bundle/aligned_buffer.h"
+#include "bundle/manifest.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,8 +30,6 @@ public:
 
   const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
-  // The function of manifest().kernels[index]; target "cpu" only.
-  abi::CpuKernelFn kernel(int index) const { return kernels_[index]; }
   // Base address of weight buffer `buffer_id`, read-only; nullptr for a
   // buffer that is not a weight.
   void *weight(int buffer_id) const { return weights_[buffer_id]; }
@@ -45,7 +42,6 @@ public:
   size_t converted_weight_bytes() const { return converted_weight_bytes_; }
 
 private:
-  void load_kernels();
   void bind_weights(const std::string &checkpoint_dir);
   const TensorView &find_tensor(const std::string &name) const;
   // Base address of weight buffer `b`: in the mapped file or converted.
@@ -53,14 +49,8 @@ private:
   void check_weight_shape(const Buffer &b, const TensorView &t,
                           const std::vector<int64_t> &want) const;
 
-  struct CloseLibrary {
-    void operator()(void *handle) const;
-  };
-
   std::string dir_;
   Manifest manifest_;
-  std::unique_ptr<void, CloseLibrary> library_;
-  std::vector<abi::CpuKernelFn> kernels_;
 
   // One of these holds the mapped weights, which zero-copy buffers point into.
   std::optional<Checkpoint> checkpoint_;
@@ -74,4 +64,4 @@ private:
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CPU_BUNDLE_H
+#endif // LLMSERVE_BUNDLE_BUNDLE_H

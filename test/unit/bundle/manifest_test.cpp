@@ -1,6 +1,6 @@
-#include "cpu/manifest.h"
+#include "bundle/manifest.h"
 
-#include "test_bundle.h"
+#include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -84,7 +84,7 @@ TEST(Manifest, SizesBuffers) {
 
 TEST(Manifest, LoadsFromFile) {
   const auto dir = test::fresh_dir();
-  test::write_text(dir / "manifest.json", test::ops_manifest().dump());
+  test::write_file(dir / "manifest.json", test::ops_manifest().dump());
   EXPECT_EQ(Manifest::load((dir / "manifest.json").string()).entry_points.size(), 5u);
   EXPECT_THAT(
       [&] {

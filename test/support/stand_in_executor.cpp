@@ -1,7 +1,8 @@
-#include "core/stand_in_executor.h"
+#include "support/stand_in_executor.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -17,18 +18,12 @@ uint64_t mix(uint64_t z) {
 }
 
 [[noreturn]] void violation(const std::string &what) {
-  throw std::logic_error("step contract: " + what);
+  throw std::invalid_argument("step batch: " + what);
 }
 
 std::string at(const char *array, int64_t index, int64_t value) {
   return std::string(array) + "[" + std::to_string(index) +
          "] = " + std::to_string(value);
-}
-
-void check_size(const char *array, size_t size, int64_t expected) {
-  if (static_cast<int64_t>(size) != expected)
-    violation(std::string(array) + " has " + std::to_string(size) +
-              " entries, expected " + std::to_string(expected));
 }
 
 } // namespace
@@ -76,57 +71,22 @@ int32_t StandInExecutor::sample(uint64_t context, float temperature,
 }
 
 void StandInExecutor::check_batch(const StepBatch &b) {
+  const int32_t num_blocks = static_cast<int32_t>(block_seen_seq_.size());
+  check_step_batch(b, {vocab_size_, std::numeric_limits<int32_t>::max(), block_size_,
+                       num_blocks});
   const int32_t T = b.num_tokens, S = b.num_seqs, MB = b.max_blocks_per_seq;
   if (T < 1 || S < 1 || MB < 1 || S > T)
     violation("num_tokens = " + std::to_string(T) + ", num_seqs = " +
               std::to_string(S) + ", max_blocks_per_seq = " +
               std::to_string(MB) + ": need 1 <= S <= T and MB >= 1");
-  check_size("token_ids", b.token_ids.size(), T);
-  check_size("positions", b.positions.size(), T);
-  check_size("slot_mapping", b.slot_mapping.size(), T);
-  check_size("query_start", b.query_start.size(), int64_t(S) + 1);
-  check_size("context_len", b.context_len.size(), S);
-  check_size("logits_rows", b.logits_rows.size(), S);
-  check_size("block_table", b.block_table.size(), int64_t(S) * MB);
-  check_size("temperature", b.temperature.size(), S);
-  check_size("top_p", b.top_p.size(), S);
-  check_size("top_k", b.top_k.size(), S);
-  check_size("min_p", b.min_p.size(), S);
-  check_size("seed", b.seed.size(), S);
-  check_size("presence_penalty", b.presence_penalty.size(), S);
-  check_size("frequency_penalty", b.frequency_penalty.size(), S);
-  check_size("repetition_penalty", b.repetition_penalty.size(), S);
-  check_size("penalty_start", b.penalty_start.size(), int64_t(S) + 1);
-  check_size("penalty_counts", b.penalty_counts.size(),
-             int64_t(b.penalty_tokens.size()));
-  check_size("num_logprobs", b.num_logprobs.size(), S);
-  if (b.query_start[0] != 0 || b.query_start[S] != T)
-    violation("query_start must run from 0 to num_tokens = " +
-              std::to_string(T));
-  const int64_t P = static_cast<int64_t>(b.penalty_tokens.size());
-  if (b.penalty_start[0] != 0 || b.penalty_start[S] != P)
-    violation("penalty_start must run from 0 to " + std::to_string(P));
   for (int32_t s = 0; s < S; ++s) {
-    if (b.penalty_start[s + 1] < b.penalty_start[s])
-      violation(at("penalty_start", s + 1, b.penalty_start[s + 1]) +
-                ": decreases");
     std::vector<int32_t> row(b.penalty_tokens.begin() + b.penalty_start[s],
                              b.penalty_tokens.begin() + b.penalty_start[s + 1]);
     std::sort(row.begin(), row.end());
     if (std::adjacent_find(row.begin(), row.end()) != row.end())
-      violation("sequence " + std::to_string(s) +
-                " lists a penalty token twice");
-    for (int32_t e = b.penalty_start[s]; e < b.penalty_start[s + 1]; ++e)
-      if (b.penalty_tokens[e] < 0 || b.penalty_tokens[e] >= vocab_size_ ||
-          b.penalty_counts[e] < 0)
-        violation(at("penalty_tokens", e, b.penalty_tokens[e]) + " with count " +
-                  std::to_string(b.penalty_counts[e]) + ": out of range");
-    if (b.num_logprobs[s] < -1 || b.num_logprobs[s] > abi::kMaxTopLogprobs)
-      violation(at("num_logprobs", s, b.num_logprobs[s]) + ": out of [-1, " +
-                std::to_string(abi::kMaxTopLogprobs) + "]");
+      violation("sequence " + std::to_string(s) + " lists a penalty token twice");
   }
 
-  const int32_t num_blocks = static_cast<int32_t>(block_seen_seq_.size());
   // Pass 1: each sequence's block table row; note blocks listed twice.
   for (int32_t s = 0; s < S; ++s) {
     int32_t q_len = b.query_start[s + 1] - b.query_start[s];
@@ -137,10 +97,8 @@ void StandInExecutor::check_batch(const StepBatch &b) {
     if (ctx < q_len)
       violation(at("context_len", s, ctx) + " is less than the sequence's " +
                 std::to_string(q_len) + " query tokens");
+    // check_step_batch: the used blocks fit the row and are in the pool.
     int32_t used = (ctx + block_size_ - 1) / block_size_;
-    if (used > MB)
-      violation(at("context_len", s, ctx) + " needs " + std::to_string(used) +
-                " blocks, max_blocks_per_seq is " + std::to_string(MB));
     for (int32_t j = 0; j < MB; ++j) {
       int32_t block = b.block_table[size_t(s) * MB + j];
       if (j >= used) {
@@ -149,9 +107,6 @@ void StandInExecutor::check_batch(const StepBatch &b) {
                     ": entries past the context must be -1");
         continue;
       }
-      if (block < 0 || block >= num_blocks)
-        violation(at("block_table", int64_t(s) * MB + j, block) +
-                  ": outside the pool of " + std::to_string(num_blocks));
       if (block_seen_step_[block] != num_steps_) {
         block_seen_step_[block] = num_steps_;
         block_seen_seq_[block] = s;
@@ -172,7 +127,7 @@ void StandInExecutor::check_batch(const StepBatch &b) {
       violation("sampling parameters of sequence " + std::to_string(s) +
                 " out of range");
   }
-  // Pass 2: every new token's position, token id and slot.
+  // Pass 2: every new token's position and slot.
   for (int32_t s = 0; s < S; ++s) {
     int32_t begin = b.query_start[s], end = b.query_start[s + 1];
     int32_t first_position = b.context_len[s] - (end - begin);
@@ -181,9 +136,6 @@ void StandInExecutor::check_batch(const StepBatch &b) {
       if (b.positions[t] != pos)
         violation(at("positions", t, b.positions[t]) + ": sequence " +
                   std::to_string(s) + " expects " + std::to_string(pos));
-      if (b.token_ids[t] < 0 || b.token_ids[t] >= vocab_size_)
-        violation(at("token_ids", t, b.token_ids[t]) + ": vocabulary has " +
-                  std::to_string(vocab_size_));
       int32_t block = b.block_table[size_t(s) * MB + pos / block_size_];
       int32_t slot = block * block_size_ + pos % block_size_;
       if (b.slot_mapping[t] != slot)

@@ -1,6 +1,7 @@
-// Files for tests: a fresh directory per test, and raw safetensors bytes.
-#ifndef LLMSERVE_TEST_MODEL_TEMP_DIR_H
-#define LLMSERVE_TEST_MODEL_TEMP_DIR_H
+// Files for tests: a fresh directory per test, whole-file reads and writes,
+// and raw safetensors bytes.
+#ifndef LLMSERVE_TEST_SUPPORT_TEMP_DIR_H
+#define LLMSERVE_TEST_SUPPORT_TEMP_DIR_H
 
 #include <gtest/gtest.h>
 
@@ -12,20 +13,20 @@
 namespace llmserve::test {
 
 // A directory named after the running test, emptied on construction.
-inline std::filesystem::path fresh_dir() {
+inline std::filesystem::path fresh_dir(const std::string &suffix = "") {
   const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::path(::testing::TempDir()) / "llmserve_model" /
-             (std::string(info->test_suite_name()) + "." + info->name());
+  auto dir = std::filesystem::path(::testing::TempDir()) / "llmserve_tests" /
+             (std::string(info->test_suite_name()) + "." + info->name() + suffix);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }
 
-inline void write_bytes(const std::filesystem::path &path, const std::string &bytes) {
+inline void write_file(const std::filesystem::path &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-inline std::string read_bytes(const std::filesystem::path &path) {
+inline std::string read_file(const std::filesystem::path &path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -46,4 +47,4 @@ inline std::string safetensors_bytes(const std::string &header, const std::strin
 
 } // namespace llmserve::test
 
-#endif // LLMSERVE_TEST_MODEL_TEMP_DIR_H
+#endif // LLMSERVE_TEST_SUPPORT_TEMP_DIR_H

@@ -1,6 +1,6 @@
-#include "cpu/npy.h"
+#include "bundle/npy.h"
 
-#include "test_bundle.h"
+#include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -64,10 +64,10 @@ TEST(Npy, ReadsWhatNumpyWrites) {
   const std::string data(reinterpret_cast<const char *>(values), sizeof values);
   // numpy.save of np.array([[1.5], [-2.0]], dtype=np.float32), and the same
   // in format 2.0 with double quotes and no trailing comma.
-  test::write_text(dir / "v1.npy",
+  test::write_file(dir / "v1.npy",
                    npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }"
                                 "          \n", data));
-  test::write_text(dir / "v2.npy",
+  test::write_file(dir / "v2.npy",
                    npy_bytes(2, "{\"shape\": (2,1), \"descr\": \"<f4\", \"fortran_order\": False}\n",
                              data));
   for (const char *name : {"v1.npy", "v2.npy"}) {
@@ -82,15 +82,15 @@ TEST(Npy, RefusesWhatItCannotRead) {
   const path dir = test::fresh_dir();
   const std::string four(4, '\0');
   const auto with_header = [&](const std::string &header, const std::string &data = "") {
-    test::write_text(dir / "t.npy", npy_bytes(1, header, data));
+    test::write_file(dir / "t.npy", npy_bytes(1, header, data));
     return read_error(dir / "t.npy");
   };
   EXPECT_THAT(read_error(dir / "absent.npy"), HasSubstr("absent.npy: cannot open"));
-  test::write_text(dir / "t.npy", "PK\x03\x04 a zip file");
+  test::write_file(dir / "t.npy", "PK\x03\x04 a zip file");
   EXPECT_THAT(read_error(dir / "t.npy"), HasSubstr("t.npy: not a .npy file"));
-  test::write_text(dir / "t.npy", npy_bytes(4, "{}", ""));
+  test::write_file(dir / "t.npy", npy_bytes(4, "{}", ""));
   EXPECT_THAT(read_error(dir / "t.npy"), HasSubstr(".npy format version 4 is not supported"));
-  test::write_text(dir / "t.npy", npy_bytes(1, "{'descr': '<f4'", "").substr(0, 14));
+  test::write_file(dir / "t.npy", npy_bytes(1, "{'descr': '<f4'", "").substr(0, 14));
   EXPECT_THAT(read_error(dir / "t.npy"), HasSubstr("truncated .npy header"));
   EXPECT_THAT(with_header("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", four),
               HasSubstr("dtype '>f4' is not supported"));

@@ -1,4 +1,4 @@
-#include "cpu/npy.h"
+#include "bundle/npy.h"
 
 #include <cctype>
 #include <cstring>

@@ -1,10 +1,10 @@
 // NumPy's .npy files (format versions 1 to 3), little-endian, C order, of the
 // dtypes numpy and llmserve share: float32, float16, int32, int64. How
 // `llmrun call` exchanges tensors with Python.
-#ifndef LLMSERVE_CPU_NPY_H
-#define LLMSERVE_CPU_NPY_H
+#ifndef LLMSERVE_BUNDLE_NPY_H
+#define LLMSERVE_BUNDLE_NPY_H
 
-#include "cpu/host_tensor.h"
+#include "bundle/host_tensor.h"
 
 #include <string>
 
@@ -18,4 +18,4 @@ void write_npy(const std::string &path, const HostTensor &tensor);
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CPU_NPY_H
+#endif // LLMSERVE_BUNDLE_NPY_H

@@ -1,7 +1,7 @@
 // Zero-filled heap memory aligned for vector loads, for the buffers the CPU
 // executor owns (converted weights, KV cache, activations).
-#ifndef LLMSERVE_CPU_ALIGNED_BUFFER_H
-#define LLMSERVE_CPU_ALIGNED_BUFFER_H
+#ifndef LLMSERVE_BUNDLE_ALIGNED_BUFFER_H
+#define LLMSERVE_BUNDLE_ALIGNED_BUFFER_H
 
 #include <cstddef>
 #include <cstdlib>
@@ -42,4 +42,4 @@ private:
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CPU_ALIGNED_BUFFER_H
+#endif // LLMSERVE_BUNDLE_ALIGNED_BUFFER_H

@@ -2,10 +2,11 @@
 // validates everything the executor relies on, so a Manifest that exists is
 // consistent: ids in range, dtypes known, kernels listed, the step entry point
 // matching the step contract of llmserve/abi.h.
-#ifndef LLMSERVE_CPU_MANIFEST_H
-#define LLMSERVE_CPU_MANIFEST_H
+#ifndef LLMSERVE_BUNDLE_MANIFEST_H
+#define LLMSERVE_BUNDLE_MANIFEST_H
 
-#include "cpu/expression.h"
+#include "bundle/expression.h"
+#include "bundle/step_batch.h"
 #include "model/dtype.h"
 
 #include <array>
@@ -116,6 +117,12 @@ struct Manifest {
 
   // nullptr if there is no entry point of that name.
   const EntryPoint *find_entry(std::string_view name) const;
+  // The buffers an executor lays out for each call of `e`: its results, then
+  // the activations its dispatches bind, in order of first use.
+  std::vector<int> scratch_buffers(const EntryPoint &e) const;
+  // What a step's arrays may index with a KV pool of `num_blocks` blocks;
+  // needs the model and kv_cache sections (which a `step` implies).
+  StepBounds step_bounds(int64_t num_blocks) const;
 };
 
 const char *buffer_kind_name(BufferKind kind);
@@ -124,4 +131,4 @@ std::string shape_text(const std::vector<Expression> &shape);
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CPU_MANIFEST_H
+#endif // LLMSERVE_BUNDLE_MANIFEST_H

@@ -1,8 +1,7 @@
-#include "cpu/bundle.h"
+#include "bundle/bundle.h"
 
+#include "llmserve/abi.h"
 #include "model/convert.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -29,8 +28,6 @@ std::string resolve(const std::string &dir, const std::string &path) {
 
 } // namespace
 
-void Bundle::CloseLibrary::operator()(void *handle) const { dlclose(handle); }
-
 Manifest Bundle::load_manifest(const std::string &dir) {
   const fs::path manifest_path = fs::path(dir) / abi::kManifestFile;
   if (!fs::is_directory(dir))
@@ -43,29 +40,7 @@ Manifest Bundle::load_manifest(const std::string &dir) {
 
 Bundle::Bundle(const std::string &dir, const std::string &checkpoint_dir)
     : dir_(dir), manifest_(load_manifest(dir)) {
-  // CUDA kernels are loaded by the CUDA executor, on the device.
-  if (manifest_.target == "cpu")
-    load_kernels();
   bind_weights(checkpoint_dir);
-}
-
-void Bundle::load_kernels() {
-  const fs::path path = fs::absolute(fs::path(dir_) / abi::kCpuKernelsFile);
-  if (!fs::exists(path))
-    throw std::runtime_error(dir_ + ": the bundle has no CPU kernels (no " +
-                             abi::kCpuKernelsFile + ")");
-  // RTLD_LOCAL: two bundles loaded at once must not resolve each other's
-  // symbols. RTLD_NOW: an unresolved import fails here, not mid-step.
-  library_.reset(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));
-  if (!library_)
-    throw std::runtime_error(path.string() + ": cannot load: " + dlerror());
-  for (const Kernel &k : manifest_.kernels) {
-    void *fn = dlsym(library_.get(), k.symbol.c_str());
-    if (!fn)
-      throw std::runtime_error(path.string() + ": no symbol '" + k.symbol +
-                               "' for kernel '" + k.name + "'");
-    kernels_.push_back(reinterpret_cast<abi::CpuKernelFn>(fn));
-  }
 }
 
 void Bundle::bind_weights(const std::string &checkpoint_dir) {

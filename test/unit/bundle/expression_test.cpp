@@ -1,4 +1,4 @@
-#include "cpu/expression.h"
+#include "bundle/expression.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // Checks of an entry point's inputs that both executors' run_entry share.
-#ifndef LLMSERVE_CPU_ENTRY_INPUTS_H
-#define LLMSERVE_CPU_ENTRY_INPUTS_H
+#ifndef LLMSERVE_BUNDLE_ENTRY_INPUTS_H
+#define LLMSERVE_BUNDLE_ENTRY_INPUTS_H
 
-#include "cpu/host_tensor.h"
-#include "cpu/manifest.h"
+#include "bundle/host_tensor.h"
+#include "bundle/manifest.h"
 
 #include <cstdint>
 #include <vector>
@@ -23,4 +23,4 @@ void check_entry_inputs(const Manifest &m, const EntryPoint &e, const Symbols &s
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CPU_ENTRY_INPUTS_H
+#endif // LLMSERVE_BUNDLE_ENTRY_INPUTS_H

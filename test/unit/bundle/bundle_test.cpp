@@ -1,6 +1,6 @@
-#include "cpu/bundle.h"
+#include "bundle/bundle.h"
 
-#include "test_bundle.h"
+#include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -29,19 +29,11 @@ std::vector<float> floats(const void *p, size_t n) {
   return v;
 }
 
-TEST(Bundle, LoadsKernelsAndEmbeddedWeights) {
+TEST(Bundle, LoadsEmbeddedWeights) {
   const path dir = test::ops_bundle(test::fresh_dir());
   const Bundle bundle(dir.string());
   EXPECT_EQ(bundle.manifest().entry_points.size(), 5u);
   EXPECT_EQ(bundle.weights_source(), (dir / "weights.safetensors").string());
-
-  // The kernels are the functions of the shared object: run one.
-  const float a[] = {1, 2, 3, 4, 5}, b[] = {10, 20, 30, 40, 50};
-  float out[5] = {};
-  void *bindings[] = {const_cast<float *>(a), const_cast<float *>(b), out};
-  const int64_t n = 5;
-  bundle.kernel(0)(bindings, &n, 1, 0, 0); // the second tile: element 4
-  EXPECT_EQ(floats(out, 5), (std::vector<float>{0, 0, 0, 0, 55}));
 
   // gain: f32 in the file, used where it lies.
   EXPECT_EQ(floats(bundle.weight(5), 4), test::kGain);
@@ -80,7 +72,7 @@ TEST(Bundle, CutsRowsOfATensorOrOfItsTranspose) {
       EXPECT_EQ(t_rows[r * 3 + c], test::kProj[c * 4 + (r + 1)]) << r << "," << c;
 
   m["buffers"][10]["rows"] = {2, 4};
-  test::write_text(dir / "manifest.json", m.dump());
+  test::write_file(dir / "manifest.json", m.dump());
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'proj_rows'): tensor 'proj' in " +
                                          (dir / "weights.safetensors").string() +
                                          " has shape [3, 4], expected [>=4, 4] for rows [2, 4)"));
@@ -103,7 +95,7 @@ TEST(Bundle, PacksPanelsOfSixteenColumns) {
       EXPECT_EQ(packed[k * 16 + n], n < 4 ? test::kProj[k * 4 + n] : 0.0f) << n << "," << k;
 
   m["buffers"][10]["layout"] = "tiles8";
-  test::write_text(dir / "manifest.json", m.dump());
+  test::write_file(dir / "manifest.json", m.dump());
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[10].layout: unknown layout \"tiles8\" "
                                          "(expected \"panels16\")"));
 }
@@ -171,33 +163,17 @@ TEST(Bundle, RefusesMissingPieces) {
   EXPECT_THAT(load_error(dir / "absent"), HasSubstr("absent: not a directory"));
   EXPECT_THAT(load_error(dir), HasSubstr("not a kernel bundle (no manifest.json)"));
 
-  test::write_bundle(dir, test::ops_manifest(), /*with_kernels=*/false);
-  EXPECT_THAT(load_error(dir), HasSubstr("the bundle has no CPU kernels (no kernels.cpu.so)"));
-
-  test::write_text(dir / "kernels.cpu.so", "not an ELF file");
-  EXPECT_THAT(load_error(dir), HasSubstr("kernels.cpu.so: cannot load: "));
-
-  test::write_text(dir / "manifest.json", "{\"format\": ");
+  test::write_file(dir / "manifest.json", "{\"format\": ");
   EXPECT_THAT(load_error(dir), HasSubstr("manifest.json: not valid JSON"));
 }
 
-TEST(Bundle, LoadsTheWeightsOfAnNvidiaBundleWithoutCpuKernels) {
+TEST(Bundle, LoadsTheWeightsOfAnNvidiaBundle) {
   const path dir = test::fresh_dir();
   test::write_bundle(dir, test::for_sm90(test::ops_manifest()), /*with_kernels=*/false);
   test::write_weights(dir / "weights.safetensors", test::ops_weights());
   const Bundle bundle(dir.string());
   EXPECT_EQ(bundle.manifest().target, "sm_90");
   EXPECT_EQ(floats(bundle.weight(5), 4), test::kGain);
-}
-
-TEST(Bundle, RefusesMissingKernelSymbol) {
-  const path dir = test::fresh_dir();
-  json m = test::ops_manifest();
-  m["kernels"][2]["symbol"] = "llmserve_not_there";
-  test::write_bundle(dir, m);
-  test::write_weights(dir / "weights.safetensors", test::ops_weights());
-  EXPECT_THAT(load_error(dir),
-              HasSubstr("kernels.cpu.so: no symbol 'llmserve_not_there' for kernel 'matmul'"));
 }
 
 TEST(Bundle, RefusesMissingOrMisshapenWeights) {
@@ -242,7 +218,7 @@ TEST(Bundle, RefusesEmbeddedTensorOfUnreadableDtype) {
   std::string bytes;
   for (int i = 0; i < 8; ++i)
     bytes.push_back(static_cast<char>(header.size() >> (8 * i)));
-  test::write_text(dir / "weights.safetensors", bytes + header + std::string(32, '\0'));
+  test::write_file(dir / "weights.safetensors", bytes + header + std::string(32, '\0'));
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[5] (weight 'gain'): tensor 'gain' in " +
                                          (dir / "weights.safetensors").string() +
                                          " has dtype F64, which llmserve does not read"));

@@ -2,11 +2,12 @@
 // token is a hash of the whole context so far. It keeps a fake paged KV cache
 // (each slot remembers its position, token and the hash of the context up to
 // it), reads every sequence's context back through its block table, and
-// checks in every step that the step-contract arrays are consistent. So the
-// scheduler is tested for what it hands a kernel: a stale, foreign or
-// overwritten block changes the output or fails the step.
-#ifndef LLMSERVE_CORE_STAND_IN_EXECUTOR_H
-#define LLMSERVE_CORE_STAND_IN_EXECUTOR_H
+// checks in every step that the step-contract arrays are consistent: the
+// executors' own check_step_batch, then everything else the scheduler
+// promises. So the scheduler is tested for what it hands a kernel: a stale,
+// foreign or overwritten block changes the output or fails the step.
+#ifndef LLMSERVE_TEST_SUPPORT_STAND_IN_EXECUTOR_H
+#define LLMSERVE_TEST_SUPPORT_STAND_IN_EXECUTOR_H
 
 #include "core/executor.h"
 
@@ -22,8 +23,8 @@ public:
 
   KvCacheSpec kv_cache_spec() const override;
   void allocate_kv_cache(int32_t num_blocks) override;
-  // Throws std::logic_error naming the array, sequence and value when the
-  // batch breaks the step contract.
+  // Throws std::invalid_argument naming the array, sequence and value when
+  // the batch breaks the step contract.
   void execute(const StepBatch &batch, StepOutput &out) override;
 
   // The model, for computing what a request run alone produces:
@@ -65,4 +66,4 @@ private:
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CORE_STAND_IN_EXECUTOR_H
+#endif // LLMSERVE_TEST_SUPPORT_STAND_IN_EXECUTOR_H

@@ -1,4 +1,4 @@
-#include "cpu/manifest.h"
+#include "bundle/manifest.h"
 
 #include "llmserve/abi.h"
 
@@ -592,6 +592,21 @@ const EntryPoint *Manifest::find_entry(std::string_view name) const {
     if (e.name == name)
       return &e;
   return nullptr;
+}
+
+std::vector<int> Manifest::scratch_buffers(const EntryPoint &e) const {
+  std::vector<int> scratch = e.results;
+  for (const Dispatch &d : e.dispatches)
+    for (int id : d.bindings)
+      if (buffers[id].kind == BufferKind::Activation &&
+          std::find(scratch.begin(), scratch.end(), id) == scratch.end())
+        scratch.push_back(id);
+  return scratch;
+}
+
+StepBounds Manifest::step_bounds(int64_t num_blocks) const {
+  return {model->vocab_size, model->max_position_embeddings, kv_cache->block_size,
+          num_blocks};
 }
 
 } // namespace llmserve

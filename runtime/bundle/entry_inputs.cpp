@@ -1,4 +1,4 @@
-#include "cpu/entry_inputs.h"
+#include "bundle/entry_inputs.h"
 
 #include <stdexcept>
 #include <string>

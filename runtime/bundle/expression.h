@@ -2,8 +2,8 @@
 // integers and the symbols T, S, MB, NB, P combined with +, -, *, ceildiv,
 // min and max.
 // Parsed once when the manifest is read, evaluated for every step.
-#ifndef LLMSERVE_CPU_EXPRESSION_H
-#define LLMSERVE_CPU_EXPRESSION_H
+#ifndef LLMSERVE_BUNDLE_EXPRESSION_H
+#define LLMSERVE_BUNDLE_EXPRESSION_H
 
 #include <cstdint>
 #include <string>
@@ -57,4 +57,4 @@ private:
 
 } // namespace llmserve
 
-#endif // LLMSERVE_CPU_EXPRESSION_H
+#endif // LLMSERVE_BUNDLE_EXPRESSION_H

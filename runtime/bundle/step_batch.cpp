@@ -1,0 +1,112 @@
+#include "bundle/step_batch.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace llmserve {
+
+namespace {
+
+[[noreturn]] void bad_batch(const std::string &what) {
+  throw std::invalid_argument("step batch: " + what);
+}
+
+void check_range(const std::vector<int32_t> &v, const char *name, int64_t lo,
+                 int64_t hi) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] < lo || v[i] >= hi)
+      bad_batch(std::string(name) + "[" + std::to_string(i) + "] = " +
+                std::to_string(v[i]) + " is outside [" + std::to_string(lo) +
+                ", " + std::to_string(hi) + ")");
+}
+
+// CSR offsets of S rows: from 0 to `total`, never decreasing.
+void check_offsets(const std::vector<int32_t> &v, const char *name,
+                   const char *total_name, int64_t total) {
+  if (v.front() != 0 || v.back() != total)
+    bad_batch(std::string(name) + " runs from " + std::to_string(v.front()) +
+              " to " + std::to_string(v.back()) + ", expected 0 to " + total_name +
+              " = " + std::to_string(total));
+  for (size_t s = 1; s < v.size(); ++s)
+    if (v[s] < v[s - 1])
+      bad_batch(std::string(name) + " decreases at " + std::to_string(s));
+}
+
+} // namespace
+
+int64_t extent_length(abi::Extent extent, int64_t T, int64_t S, int64_t MB, int64_t P) {
+  switch (extent) {
+  case abi::Extent::Tokens:
+    return T;
+  case abi::Extent::Seqs:
+    return S;
+  case abi::Extent::SeqsPlusOne:
+    return S + 1;
+  case abi::Extent::SeqBlocks:
+    return S * MB;
+  case abi::Extent::PenaltyEntries:
+    return P;
+  }
+  return 0;
+}
+
+void resize_step_batch(StepBatch &b, int32_t T, int32_t S, int32_t MB) {
+  b.num_tokens = T;
+  b.num_seqs = S;
+  b.max_blocks_per_seq = MB;
+  for_each_step_array(b, [&](int, const char *, abi::Extent extent, auto &array, auto) {
+    array.resize(static_cast<size_t>(extent_length(extent, T, S, MB, 0)));
+  });
+}
+
+std::array<const void *, abi::kNumStepArguments> step_argument_data(const StepBatch &b) {
+  std::array<const void *, abi::kNumStepArguments> data{};
+  for_each_step_array(b, [&](int i, const char *, abi::Extent, const auto &array, auto) {
+    data[i] = array.data();
+  });
+  return data;
+}
+
+void check_step_batch(const StepBatch &b, const StepBounds &bounds) {
+  const int64_t T = b.num_tokens, S = b.num_seqs, MB = b.max_blocks_per_seq;
+  if (T < 0 || S < 0 || MB < 0)
+    bad_batch("negative size: num_tokens " + std::to_string(T) + ", num_seqs " +
+              std::to_string(S) + ", max_blocks_per_seq " + std::to_string(MB));
+  const int64_t P = static_cast<int64_t>(b.penalty_tokens.size());
+  for_each_step_array(b, [&](int i, const char *name, abi::Extent extent,
+                             const auto &array, auto) {
+    const int64_t want = extent_length(extent, T, S, MB, P);
+    if (static_cast<int64_t>(array.size()) != want) {
+      std::string length = abi::kStepArguments[i].shape; // "S,MB" is S*MB long
+      std::replace(length.begin(), length.end(), ',', '*');
+      bad_batch(std::string(name) + " has " + std::to_string(array.size()) +
+                " entries, expected " + length + " = " + std::to_string(want));
+    }
+  });
+
+  const int64_t block_size = bounds.block_size;
+  check_range(b.token_ids, "token_ids", 0, bounds.vocab_size);
+  check_range(b.positions, "positions", 0, bounds.max_positions);
+  check_range(b.context_len, "context_len", 0, MB * block_size + 1);
+  check_range(b.block_table, "block_table", -1, bounds.num_blocks);
+  check_range(b.slot_mapping, "slot_mapping", 0, bounds.num_blocks * block_size);
+  check_range(b.logits_rows, "logits_rows", 0, T);
+  check_offsets(b.query_start, "query_start", "T", T);
+  check_range(b.num_logprobs, "num_logprobs", -1, abi::kMaxTopLogprobs + 1);
+  check_offsets(b.penalty_start, "penalty_start", "P", P);
+  check_range(b.penalty_tokens, "penalty_tokens", 0, bounds.vocab_size);
+  check_range(b.penalty_counts, "penalty_counts", 0, std::numeric_limits<int32_t>::max());
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t used_blocks = (b.context_len[s] + block_size - 1) / block_size;
+    for (int64_t j = 0; j < used_blocks; ++j)
+      if (b.block_table[s * MB + j] < 0)
+        bad_batch("block_table row " + std::to_string(s) + " has no block " +
+                  std::to_string(j) + " for context_len " +
+                  std::to_string(b.context_len[s]));
+  }
+}
+
+} // namespace llmserve

@@ -1,0 +1,80 @@
+// One step of the step contract in host memory: what the scheduler builds and
+// both executors hand to a bundle's `step` entry point. Its arrays are the
+// rows of llmserve/step_arguments.def, so every function here that walks
+// them covers an array added there.
+#ifndef LLMSERVE_BUNDLE_STEP_BATCH_H
+#define LLMSERVE_BUNDLE_STEP_BATCH_H
+
+#include "llmserve/abi.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace llmserve {
+
+struct StepBatch {
+  int32_t num_tokens = 0; // T
+  int32_t num_seqs = 0;   // S
+  // MB: row width of block_table, the widest row of this step's sequences.
+  int32_t max_blocks_per_seq = 0;
+  // One vector per step argument, named as in the contract.
+#define LLMSERVE_STEP_ARGUMENT(name, type, extent, padding) std::vector<type> name;
+#include "llmserve/step_arguments.def"
+};
+
+struct StepOutput {
+  std::vector<int32_t> next_tokens; // [S]
+  // Filled only for the sequences that asked (num_logprobs >= 0); empty when
+  // none did. Row s of the top arrays holds num_logprobs[s] entries, most
+  // likely first, from [s * abi::kMaxTopLogprobs].
+  std::vector<float> token_logprobs;       // [S]
+  std::vector<int32_t> top_logprob_tokens; // [S * abi::kMaxTopLogprobs]
+  std::vector<float> top_logprobs;         // [S * abi::kMaxTopLogprobs]
+};
+
+// Calls f(index, name, extent, array, padding) for every step argument of
+// `batch`, in contract order; `array` is the batch's vector (const when the
+// batch is) and `padding` is of its element type.
+template <typename Batch, typename F> void for_each_step_array(Batch &batch, F &&f) {
+  int index = 0;
+#define LLMSERVE_STEP_ARGUMENT(name, type, extent, padding)                    \
+  f(index++, #name, abi::Extent::extent, batch.name, type(padding));
+#include "llmserve/step_arguments.def"
+}
+
+// The length of an array of `extent` in a step of these sizes.
+int64_t extent_length(abi::Extent extent, int64_t num_tokens, int64_t num_seqs,
+                      int64_t max_blocks_per_seq, int64_t penalty_entries);
+
+// Sizes every array for T = num_tokens, S = num_seqs and MB =
+// max_blocks_per_seq, and empties the penalty entries (P grows as they are
+// appended). Kept entries keep their values, new ones are zero.
+void resize_step_batch(StepBatch &batch, int32_t num_tokens, int32_t num_seqs,
+                       int32_t max_blocks_per_seq);
+
+// The host address of each step argument, in contract order.
+std::array<const void *, abi::kNumStepArguments> step_argument_data(const StepBatch &batch);
+
+// What the arrays index: the model's vocabulary and positions, and the KV
+// pool's blocks.
+struct StepBounds {
+  int64_t vocab_size = 0;
+  int64_t max_positions = 0;
+  int64_t block_size = 0;
+  int64_t num_blocks = 0;
+};
+
+// Kernels index memory with these arrays, so an inconsistent batch would read
+// or write out of bounds. Throws std::invalid_argument naming the array and
+// index ("step batch: slot_mapping[3] = 40 is outside [0, 32)") for wrong
+// array lengths, token ids (of the step or of a penalty history) outside the
+// vocabulary, positions past max_positions, block ids and slots outside the
+// pool, query_start or penalty_start not running from 0 to T or P in order,
+// logits rows outside T, negative penalty counts, num_logprobs outside [-1,
+// abi::kMaxTopLogprobs], or a missing block below context_len.
+void check_step_batch(const StepBatch &batch, const StepBounds &bounds);
+
+} // namespace llmserve
+
+#endif // LLMSERVE_BUNDLE_STEP_BATCH_H
