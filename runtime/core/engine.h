@@ -68,9 +68,9 @@ public:
   Engine(Executor &executor, EngineConfig config);
 
   // Queues a request and returns its id. Throws std::invalid_argument for an
-  // empty or too long prompt, a token id outside the vocabulary, invalid
-  // sampling parameters, or penalties and logprobs, which the step contract
-  // cannot carry yet.
+  // empty or too long prompt, a token id (of the prompt or of
+  // stop_token_ids) outside the vocabulary, or invalid sampling parameters
+  // (SamplingParams::validate).
   uint64_t add_request(std::vector<int32_t> prompt, SamplingParams params);
   // Ends a request with reason kAbort, wherever it is, at the next step.
   // Unknown or finished ids are ignored.
