@@ -105,6 +105,10 @@ def prepare(build, out, tinyllama):
     import op_numerics_test  # noqa: E402  (the op cases, with random inputs)
 
     os.makedirs(out, exist_ok=True)
+    # The test binaries name their data files by the absolute path of the
+    # tree they were built in; run_on_gpu.sh recreates it on the GPU machine.
+    with open(os.path.join(out, "source_dir"), "w") as f:
+        f.write(ROOT + "\n")
     ops = os.path.join(out, "ops")
     failures = []
     cases = []

@@ -8,11 +8,13 @@
 set -u
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
-# The test binaries name their data files by the paths of the tree they
-# were built in.
-[ -e /work/main ] || { mkdir -p /work && ln -sfn "$PWD" /work/main; }
-export LD_LIBRARY_PATH=$PWD/gpu-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONUNBUFFERED=1
 R=gpu-carry/prepared
+# The test binaries name their data files by the absolute path of the tree
+# they were built in (which `prepare` recorded).
+SRC=$(cat $R/source_dir)
+[ -e "$SRC" ] || { mkdir -p "$(dirname "$SRC")" && ln -sfn "$PWD" "$SRC"; }
+# Libraries llmrun links that the GPU machine may lack (cpp-httplib, brotli).
+export LD_LIBRARY_PATH=$PWD/gpu-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONUNBUFFERED=1
 B=build/bin/llmrun
 T=$R/tinyllama.sm90.llmb
 W=/tmp/tinyllama
