@@ -114,8 +114,8 @@ LogicalResult copyFile(StringRef from, StringRef to) {
 /// Tokenizer files and, when asked, the weights, from the checkpoint the
 /// module was imported from.
 LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundle) {
-  auto checkpoint =
-      module->getAttrOfType<StringAttr>(mlir::llmserve::kCheckpointAttrName);
+  auto checkpoint = module->getAttrOfType<StringAttr>(
+      mlir::llmserve::LlmserveDialect::kCheckpointAttrName);
   if (!checkpoint) {
     if (embedWeights) {
       llvm::errs() << "llmc: error: --embed-weights needs a module imported "

@@ -373,7 +373,9 @@ private:
     });
     if (!asLinearWeight || otherwise)
       return false;
-    op->setAttr(kLayoutAttrName, StringAttr::get(op->getContext(), kPanelLayout));
+    op->setAttr(
+        LlmserveDialect::kLayoutAttrName,
+        StringAttr::get(op->getContext(), LlmserveDialect::kPanelLayout));
     return true;
   }
 

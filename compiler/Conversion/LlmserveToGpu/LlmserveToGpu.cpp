@@ -168,7 +168,7 @@ struct LlmserveToGpuKernelsPass
               llvm::map_range(shape, [](const std::string &s) {
                 return StringRef(s);
               }))));
-        op->setAttr(kScratchAttrName, b.getArrayAttr(shapes));
+        op->setAttr(LlmserveDialect::kScratchAttrName, b.getArrayAttr(shapes));
       }
     }
   }
