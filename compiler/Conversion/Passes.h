@@ -19,9 +19,6 @@
 
 namespace mlir::llmserve {
 
-/// The nested module holding the kernels (a builtin.module on CPU, a
-/// gpu.module on NVIDIA).
-inline constexpr llvm::StringLiteral kKernelModuleName = "kernels";
 /// The NVVM target of the GPU kernels: PTX ISA 8.0 for sm_90, which the
 /// driver can JIT-compile for any later GPU; ptxas assembles the same PTX
 /// into the sm_90a cubin. (wgmma and TMA would need sm_90a PTX.)

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Bundle/BundleWriter.h"
+#include "compiler/Conversion/Common/KernelModule.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Import/HfImporter.h"
 #include "compiler/Target/Cpu/CpuTarget.h"
@@ -190,10 +191,7 @@ LogicalResult compileForCpu(ModuleOp module, MLIRContext &context,
     return failure();
   manifest = std::move(*written);
 
-  ModuleOp kernels;
-  for (auto nested : module.getOps<ModuleOp>())
-    if (nested.getSymName() == mlir::llmserve::kKernelModuleName)
-      kernels = nested;
+  auto kernels = mlir::llmserve::lookupKernelModule<ModuleOp>(module);
   PassManager lower(&context);
   mlir::llmserve::buildCpuKernelsToLLVMPipeline(lower);
   if (failed(lower.run(kernels)) || failed(createOutputDirectory()))

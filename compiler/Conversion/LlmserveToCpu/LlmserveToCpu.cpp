@@ -19,9 +19,10 @@
 
 #include "compiler/Conversion/Passes.h"
 
-#include "compiler/Conversion/Common/KernelMath.h"
 #include "compiler/Conversion/Common/Dispatch.h"
-#include "compiler/Conversion/LlmserveToCpu/KernelEmitter.h"
+#include "compiler/Conversion/Common/KernelMath.h"
+#include "compiler/Conversion/Common/KernelModule.h"
+#include "compiler/Conversion/LlmserveToCpu/CpuKernelEmitter.h"
 #include "llmserve/IR/LlmserveOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,13 +63,6 @@ constexpr int64_t kPanelsPerGroup = 6;
 constexpr int64_t kElementsPerGroup = 4096;
 // Halvings of the logit range when searching a top_k / top_p threshold.
 constexpr int64_t kBisectionSteps = 32;
-
-std::string ceilDiv(const std::string &n, int64_t d) {
-  return "ceildiv(" + n + "," + std::to_string(d) + ")";
-}
-
-/// Result of emitting one kernel: the grid, as expressions.
-using Grid = SmallVector<std::string, 3>;
 
 class CpuKernelBuilder {
 public:
@@ -121,7 +115,7 @@ private:
 
   /// A grid of row blocks over size `dim` of binding `binding`.
   Grid rowGrid(int binding, int64_t rowsPerGroup, std::string y = "1") {
-    return {ceilDiv(emitter.dimExpr(binding, 0), rowsPerGroup), y, "1"};
+    return {ceilDivExpr(emitter.dimExpr(binding, 0), rowsPerGroup), y, "1"};
   }
 
   /// A slice of a bound buffer as a tensor for the kernel's linalg ops; a
@@ -180,10 +174,8 @@ private:
     g.getRegion().cloneInto(&kernelGeneric.getRegion(), mapping);
     storeInto(kernelGeneric.getResult(0), slices.back());
 
-    std::string numElements = emitter.dimExpr(0, 0);
-    for (int64_t d = 1; d < g.getNumLoops(); ++d)
-      numElements += "*" + emitter.dimExpr(0, d);
-    return Grid{ceilDiv(numElements, kElementsPerGroup), "1", "1"};
+    return Grid{ceilDivExpr(emitter.numElementsExpr(0), kElementsPerGroup), "1",
+                "1"};
   }
 
   /// embedding and gather_rows: out[i] = source[indices[i]]. Indices outside
@@ -738,16 +730,8 @@ private:
     return rowGrid(0, kRowsPerGroup);
   }
 
-  /// The cache binding viewed as [NB * BS, Hkv * D] rows of slots.
-  Value cacheSlots(int binding) {
-    Value slots = a.muli(emitter.dimSize(binding, 0), emitter.dimSize(binding, 1));
-    Value width =
-        a.muli(emitter.dimSize(binding, 2), emitter.dimSize(binding, 3));
-    return emitter.binding(binding, {slots, width});
-  }
-
   FailureOr<Grid> kvWrite(KvWriteOp) {
-    Value input = emitter.binding(0), cache = cacheSlots(1),
+    Value input = emitter.binding(0), cache = emitter.cacheSlots(1),
           slots = emitter.binding(2);
     Value numSlots = memref::DimOp::create(b(), cache, 0);
     Value width = emitter.dimSize(0, 1);
@@ -773,10 +757,10 @@ private:
     std::optional<uint64_t> window = o.getSlidingWindow();
     float scale = o.getScale().convertToFloat();
 
-    Value q = emitter.binding(0), keys = cacheSlots(1), values = cacheSlots(2),
-          blockTable = emitter.binding(3), contextLen = emitter.binding(4),
-          queryStart = emitter.binding(5), out = emitter.binding(6),
-          lse = emitter.binding(7);
+    Value q = emitter.binding(0), keys = emitter.cacheSlots(1),
+          values = emitter.cacheSlots(2), blockTable = emitter.binding(3),
+          contextLen = emitter.binding(4), queryStart = emitter.binding(5),
+          out = emitter.binding(6), lse = emitter.binding(7);
     Value numSeqs = emitter.dimSize(4, 0);
     Value zero = emitter.index(0), one = emitter.index(1);
     Value dim = emitter.index(headDim);
@@ -1177,7 +1161,7 @@ private:
   }
 
   Operation *op;
-  KernelEmitter emitter;
+  CpuKernelEmitter emitter;
   Arith a;
 };
 
@@ -1201,9 +1185,8 @@ struct LlmserveToCpuKernelsPass
   }
 
   static ModuleOp getOrCreateKernelModule(ModuleOp module) {
-    for (auto nested : module.getOps<ModuleOp>())
-      if (nested.getSymName() == kKernelModuleName)
-        return nested;
+    if (auto kernels = lookupKernelModule<ModuleOp>(module))
+      return kernels;
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     return ModuleOp::create(b, module.getLoc(), kKernelModuleName);
   }

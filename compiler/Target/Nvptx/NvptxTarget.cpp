@@ -2,7 +2,7 @@
 
 #include "compiler/Target/Nvptx/NvptxTarget.h"
 
-#include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/Common/KernelModule.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -32,12 +32,8 @@ FailureOr<std::string> mlir::llmserve::emitPtx(ModuleOp module) {
   pm.addPass(createGpuModuleToBinaryPass(options));
   if (failed(pm.run(module)))
     return failure();
-  for (auto binary : module.getOps<gpu::BinaryOp>()) {
-    if (binary.getName() != kKernelModuleName)
-      continue;
-    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-    return object.getObject().str();
-  }
+  if (auto binary = lookupKernelModule<gpu::BinaryOp>(module))
+    return cast<gpu::ObjectAttr>(binary.getObjects()[0]).getObject().str();
   return emitError(module.getLoc(), "the module has no gpu.module @")
              << kKernelModuleName,
          failure();
