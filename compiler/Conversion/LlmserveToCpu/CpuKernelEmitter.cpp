@@ -3,9 +3,9 @@
 #include "compiler/Conversion/LlmserveToCpu/CpuKernelEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::llmserve;
@@ -84,6 +84,31 @@ std::pair<Value, Value> CpuKernelEmitter::rowRange(Value rows,
   Value end = arith::MinSIOp::create(
       b, arith::AddIOp::create(b, begin, index(rowsPerGroup)), rows);
   return {begin, end};
+}
+
+Grid CpuKernelEmitter::rowGrid(int binding, int64_t rowsPerGroup) const {
+  return {ceilDivExpr(dimExpr(binding, 0), rowsPerGroup), "1", "1"};
+}
+
+Value CpuKernelEmitter::subview(Value memref, ArrayRef<OpFoldResult> offsets,
+                                ArrayRef<OpFoldResult> sizes) {
+  return memref::SubViewOp::create(
+      b, memref, offsets, sizes,
+      SmallVector<OpFoldResult>(offsets.size(), b.getIndexAttr(1)));
+}
+
+Value CpuKernelEmitter::tensorOf(Value slice, bool writable) {
+  auto type = cast<MemRefType>(slice.getType());
+  return bufferization::ToTensorOp::create(
+      b, RankedTensorType::get(type.getShape(), type.getElementType()), slice,
+      /*restrict=*/true, writable);
+}
+
+void CpuKernelEmitter::storeInto(Value result, Value slice) {
+  auto store =
+      bufferization::MaterializeInDestinationOp::create(b, result, slice);
+  store.setRestrict(true);
+  store.setWritable(true);
 }
 
 void CpuKernelEmitter::finish() { func::ReturnOp::create(b); }
