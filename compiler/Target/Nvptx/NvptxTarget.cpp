@@ -48,14 +48,14 @@ std::optional<std::string> mlir::llmserve::findPtxas() {
   return std::nullopt;
 }
 
-LogicalResult mlir::llmserve::assembleCubin(StringRef ptxas, StringRef ptxPath,
+LogicalResult mlir::llmserve::assembleCubin(MLIRContext *context,
+                                            StringRef ptxas, StringRef ptxPath,
                                             StringRef cubinPath) {
+  Location loc = UnknownLoc::get(context);
   llvm::SmallString<128> log;
   int fd;
-  if (llvm::sys::fs::createTemporaryFile("ptxas", "log", fd, log)) {
-    llvm::errs() << "llmc: error: cannot create a temporary file for ptxas\n";
-    return failure();
-  }
+  if (llvm::sys::fs::createTemporaryFile("ptxas", "log", fd, log))
+    return emitError(loc, "cannot create a temporary file for ptxas");
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                           StringRef(log)};
@@ -70,13 +70,12 @@ LogicalResult mlir::llmserve::assembleCubin(StringRef ptxas, StringRef ptxPath,
   llvm::sys::fs::remove(log);
   if (status == 0)
     return success();
-  llvm::errs() << "llmc: error: " << ptxas << " failed";
+  InFlightDiagnostic diag = emitError(loc) << ptxas << " failed";
   if (status < 0)
-    llvm::errs() << " to run: " << error;
+    diag << " to run: " << error;
   else
-    llvm::errs() << " (exit status " << status << ")";
+    diag << " (exit status " << status << ")";
   if (!output.empty())
-    llvm::errs() << ":\n" << output;
-  llvm::errs() << "\n";
-  return failure();
+    diag << ":\n" << output;
+  return diag;
 }
