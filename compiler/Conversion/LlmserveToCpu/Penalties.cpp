@@ -71,9 +71,6 @@ Grid mlir::llmserve::buildLogprobsKernel(CpuKernelEmitter &e, LogprobsOp o) {
   Value vocab = e.dimSize(0, 1);
   Value zero = e.index(0);
   Value negInf = e.f32(-INFINITY);
-  auto cmpf = [&](arith::CmpFPredicate p, Value x, Value y) {
-    return arith::CmpFOp::create(b, p, x, y).getResult();
-  };
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value s) {
     Value n = a.toIndex(a.load(num, s));
@@ -110,14 +107,14 @@ Grid mlir::llmserve::buildLogprobsKernel(CpuKernelEmitter &e, LogprobsOp o) {
                 [&](Value v, ValueRange acc) -> SmallVector<Value> {
                   Value l = a.load(logits, {s, v});
                   Value after = arith::OrIOp::create(
-                      b, cmpf(arith::CmpFPredicate::OLT, l, prev[0]),
+                      b, a.cmpf(arith::CmpFPredicate::OLT, l, prev[0]),
                       arith::AndIOp::create(
-                          b, cmpf(arith::CmpFPredicate::OEQ, l, prev[0]),
+                          b, a.cmpf(arith::CmpFPredicate::OEQ, l, prev[0]),
                           a.cmpi(arith::CmpIPredicate::sgt, v, prev[1])));
                   Value better = arith::AndIOp::create(
                       b, after,
                       arith::OrIOp::create(
-                          b, cmpf(arith::CmpFPredicate::OGT, l, acc[0]),
+                          b, a.cmpf(arith::CmpFPredicate::OGT, l, acc[0]),
                           a.cmpi(arith::CmpIPredicate::slt, acc[1], zero)));
                   return {a.select(better, l, acc[0]),
                           a.select(better, v, acc[1])};

@@ -59,13 +59,10 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
   Value weights = memref::AllocaOp::create(
       b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
       ValueRange{vocab});
-  auto cmpf = [&](arith::CmpFPredicate p, Value x, Value y) {
-    return arith::CmpFOp::create(b, p, x, y).getResult();
-  };
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value s) {
     Value temp = a.load(temperature, s);
-    Value greedy = cmpf(arith::CmpFPredicate::OLE, temp, e.f32(0));
+    Value greedy = a.cmpf(arith::CmpFPredicate::OLE, temp, e.f32(0));
     Value sampling = arith::XOrIOp::create(
         b, greedy, arith::ConstantIntOp::create(b, b.getI1Type(), 1));
     SmallVector<Value> extremes = e.forLoop(
@@ -80,7 +77,7 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
           zero, vocab, 1, {zero},
           [&](Value v, ValueRange n) -> SmallVector<Value> {
             Value above =
-                cmpf(arith::CmpFPredicate::OGE, a.load(logits, {s, v}), t);
+                a.cmpf(arith::CmpFPredicate::OGE, a.load(logits, {s, v}), t);
             return {a.select(above, a.addi(n[0], e.index(1)), n[0])};
           })[0];
     };
@@ -103,7 +100,7 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
     // top_p: the smallest set of top tokens holding p of the mass.
     Value p = a.load(topP, s);
     Value useP = arith::AndIOp::create(
-        b, cmpf(arith::CmpFPredicate::OLT, p, e.f32(1)), sampling);
+        b, a.cmpf(arith::CmpFPredicate::OLT, p, e.f32(1)), sampling);
     Value pThreshold = e.ifElse(
         useP, b.getF32Type(),
         [&] {
@@ -112,7 +109,7 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
                         [&](Value v, ValueRange sum) -> SmallVector<Value> {
                           Value l = a.load(logits, {s, v});
                           Value w = a.select(
-                              cmpf(arith::CmpFPredicate::OGE, l, kThreshold),
+                              a.cmpf(arith::CmpFPredicate::OGE, l, kThreshold),
                               a.exp(a.div(a.sub(l, max), temp)), e.f32(0));
                           a.store(w, weights, v);
                           return {a.add(sum[0], w)};
@@ -123,12 +120,12 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
                 Value mass = e.forLoop(
                     zero, vocab, 1, {e.f32(0)},
                     [&](Value v, ValueRange sum) -> SmallVector<Value> {
-                      Value above = cmpf(arith::CmpFPredicate::OGE,
-                                         a.load(logits, {s, v}), t);
+                      Value above = a.cmpf(arith::CmpFPredicate::OGE,
+                                           a.load(logits, {s, v}), t);
                       return {a.add(sum[0], a.select(above, a.load(weights, v),
                                                      e.f32(0)))};
                     })[0];
-                return cmpf(arith::CmpFPredicate::OGE, mass, target);
+                return a.cmpf(arith::CmpFPredicate::OGE, mass, target);
               });
         },
         [&] { return negInf; });
@@ -136,7 +133,7 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
     // min_p: probability at least min_p times the top token's.
     Value mp = a.load(minP, s);
     Value mThreshold =
-        a.select(cmpf(arith::CmpFPredicate::OGT, mp, e.f32(0)),
+        a.select(a.cmpf(arith::CmpFPredicate::OGT, mp, e.f32(0)),
                  a.add(max, a.mul(temp, math::LogOp::create(b, mp))), negInf);
     Value threshold = a.max(kThreshold, a.max(pThreshold, mThreshold));
 
@@ -146,7 +143,7 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
           zero, vocab, 1, {negInf, zero},
           [&](Value v, ValueRange acc) -> SmallVector<Value> {
             Value sv = score(v, a.load(logits, {s, v}));
-            Value better = cmpf(arith::CmpFPredicate::OGT, sv, acc[0]);
+            Value better = a.cmpf(arith::CmpFPredicate::OGT, sv, acc[0]);
             return {a.select(better, sv, acc[0]), a.select(better, v, acc[1])};
           })[1];
     };
@@ -157,7 +154,7 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
         [&] {
           return argmax([&](Value v, Value logit) {
             Value noise = gumbel(b, counterUniform(b, seedValue, offset, v));
-            Value kept = cmpf(arith::CmpFPredicate::OGE, logit, threshold);
+            Value kept = a.cmpf(arith::CmpFPredicate::OGE, logit, threshold);
             return a.select(kept, a.add(a.div(logit, temp), noise), negInf);
           });
         });

@@ -323,7 +323,10 @@ private:
           });
           e.barrier();
           SmallVector<Value> next;
-          for (auto [j, item] : llvm::enumerate(items)) {
+          for (auto [j, entry] : llvm::enumerate(items)) {
+            // A named reference: C++17 lambdas cannot capture structured
+            // bindings.
+            const Item &item = entry;
             Value kb = a.maxi(item.first, j0);
             Value ke = a.maxi(a.mini(item.last, tileEnd), kb);
             next.append(e.forLoop(
