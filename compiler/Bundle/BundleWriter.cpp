@@ -10,7 +10,6 @@
 #include "compiler/Bundle/BundleWriter.h"
 
 #include "compiler/Conversion/Common/Dispatch.h"
-#include "compiler/Conversion/Passes.h"
 #include "llmserve/IR/LlmserveOps.h"
 #include "llmserve/abi.h"
 
@@ -152,7 +151,8 @@ private:
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto type = cast<RankedTensorType>(arg.getType());
-      if (auto name = func.getArgAttrOfType<StringAttr>(i, kContractAttrName)) {
+      if (auto name = func.getArgAttrOfType<StringAttr>(
+              i, LlmserveDialect::kContractAttrName)) {
         const abi::ContractArray *contract = findContractArray(name);
         SmallVector<std::string> dims;
         if (contract)
@@ -170,7 +170,8 @@ private:
         arguments.push_back(bufferOf[arg]);
         continue;
       }
-      if (auto kv = func.getArgAttrOfType<DictionaryAttr>(i, kKvCacheAttrName)) {
+      if (auto kv = func.getArgAttrOfType<DictionaryAttr>(
+              i, LlmserveDialect::kKvCacheAttrName)) {
         if (failed(bindKvCache(func, arg, kv)))
           return failure();
         continue;
@@ -203,7 +204,7 @@ private:
     if (!layer || !role || (role.getValue() != "k" && role.getValue() != "v") ||
         !cacheShape)
       return func.emitOpError("argument #")
-             << arg.getArgNumber() << ": " << kKvCacheAttrName
+             << arg.getArgNumber() << ": " << LlmserveDialect::kKvCacheAttrName
              << " needs {layer, role = \"k\" | \"v\"} on a [?, block_size, "
                 "kv_heads, head_dim] tensor";
     std::string name =
@@ -251,7 +252,8 @@ private:
     std::optional<ArrayRef<int64_t>> rows = op.getRows();
     if (rows)
       key += llvm::formatv("[{0}:{1}]", (*rows)[0], (*rows)[1]).str();
-    auto layout = op->getAttrOfType<StringAttr>(kLayoutAttrName);
+    auto layout =
+        op->getAttrOfType<StringAttr>(LlmserveDialect::kLayoutAttrName);
     if (layout)
       key += "#" + layout.str();
     auto it = weightBuffers.find(key);
@@ -298,13 +300,13 @@ private:
 
   /// The kernels of `op`'s `llmserve.dispatch`: one dictionary or an array.
   static FailureOr<SmallVector<DictionaryAttr>> dispatchKernels(Operation *op) {
-    Attribute attr = op->getAttr(kDispatchAttrName);
+    Attribute attr = op->getAttr(LlmserveDialect::kDispatchAttrName);
     SmallVector<Attribute> kernels = {attr};
     if (auto array = dyn_cast<ArrayAttr>(attr))
       kernels.assign(array.begin(), array.end());
     if (kernels.empty() || !llvm::all_of(kernels, isKernelDispatch))
       return op->emitOpError("has a malformed ")
-                 << kDispatchAttrName
+                 << LlmserveDialect::kDispatchAttrName
                  << " (expected a {kernel, symbol, grid} dictionary or a "
                     "non-empty array of them)",
              failure();
@@ -393,7 +395,8 @@ private:
   LogicalResult bindScratch(Operation *op, StringRef kernelName,
                             ArrayRef<std::string> constantExprs,
                             json::Array &bindings) {
-    auto scratch = op->getAttrOfType<ArrayAttr>(kScratchAttrName);
+    auto scratch =
+        op->getAttrOfType<ArrayAttr>(LlmserveDialect::kScratchAttrName);
     if (!scratch)
       return success();
     for (auto [i, entry] : llvm::enumerate(scratch)) {
@@ -401,7 +404,8 @@ private:
       if (!sizes || sizes.empty() ||
           !llvm::all_of(sizes, [](Attribute a) { return isa<StringAttr>(a); }))
         return op->emitOpError("has a malformed ")
-                   << kScratchAttrName << " (expected arrays of size strings)",
+                   << LlmserveDialect::kScratchAttrName
+                   << " (expected arrays of size strings)",
                failure();
       json::Array shape;
       for (Attribute size : sizes) {
@@ -470,7 +474,7 @@ private:
           return failure();
         continue;
       }
-      if (op.hasAttr(kDispatchAttrName)) {
+      if (op.hasAttr(LlmserveDialect::kDispatchAttrName)) {
         FailureOr<SmallVector<DictionaryAttr>> kernelAttrs = dispatchKernels(&op);
         if (failed(kernelAttrs) || failed(bindDispatch(&op, *kernelAttrs, dispatches)))
           return failure();
@@ -488,7 +492,8 @@ private:
                    << i << " must be computed by the function, once",
                    failure();
           (*object)["kind"] = "result";
-          auto name = func.getResultAttrOfType<StringAttr>(i, kContractAttrName);
+          auto name = func.getResultAttrOfType<StringAttr>(
+              i, LlmserveDialect::kContractAttrName);
           (*object)["name"] = name ? name.str() : ("result" + Twine(i)).str();
           results.push_back(id);
         }
@@ -527,10 +532,12 @@ FailureOr<std::string> mlir::llmserve::writeManifest(ModuleOp module,
   manifest["format_version"] = abi::kBundleFormatVersion;
   manifest["kernel_abi_version"] = abi::kKernelAbiVersion;
   manifest["target"] = target.str();
-  if (auto model = module->getAttrOfType<DictionaryAttr>(kModelAttrName))
+  if (auto model = module->getAttrOfType<DictionaryAttr>(
+          LlmserveDialect::kModelAttrName))
     manifest["model"] = attrToJson(model);
   json::Object weights;
-  if (auto checkpoint = module->getAttrOfType<StringAttr>(kCheckpointAttrName))
+  if (auto checkpoint = module->getAttrOfType<StringAttr>(
+          LlmserveDialect::kCheckpointAttrName))
     weights["checkpoint"] = checkpoint.str();
   manifest["weights"] = std::move(weights);
 

@@ -19,20 +19,6 @@
 
 namespace mlir::llmserve {
 
-/// The attribute `llmserve-to-cpu-kernels` puts on each outlined op:
-/// {kernel = "dN_op", symbol = "llmserve_dN_op", grid = ["...", "...", "..."]}.
-inline constexpr llvm::StringLiteral kDispatchAttrName = "llmserve.dispatch";
-/// Scratch buffers that all kernels of an op's dispatch bind after its values:
-/// an array of shapes, each an array of size expressions in the op's push
-/// constants (`$k`); f32, sized per step like activations.
-inline constexpr llvm::StringLiteral kScratchAttrName = "llmserve.scratch";
-/// Set on a weight op whose tensor the kernels read in a packed layout, and
-/// the one layout there is: [N/16][K][16] panels (docs/bundle.md).
-inline constexpr llvm::StringLiteral kLayoutAttrName = "llmserve.layout";
-inline constexpr llvm::StringLiteral kPanelLayout = "panels16";
-/// The nested module holding the kernels (a builtin.module on CPU, a
-/// gpu.module on NVIDIA).
-inline constexpr llvm::StringLiteral kKernelModuleName = "kernels";
 /// The NVVM target of the GPU kernels: PTX ISA 8.0 for sm_90, which the
 /// driver can JIT-compile for any later GPU; ptxas assembles the same PTX
 /// into the sm_90a cubin. (wgmma and TMA would need sm_90a PTX.)

@@ -10,7 +10,6 @@
 
 #include "compiler/Import/HfImporter.h"
 
-#include "compiler/Bundle/BundleWriter.h"
 #include "llmserve/IR/LlmserveOps.h"
 #include "llmserve/abi.h"
 
@@ -353,15 +352,16 @@ private:
       inputs.push_back(contractType(c));
     SmallVector<DictionaryAttr> argAttrs;
     for (const abi::ContractArray &c : abi::kStepArguments)
-      argAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(kContractAttrName, b.getStringAttr(c.name))));
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          LlmserveDialect::kContractAttrName, b.getStringAttr(c.name))));
     for (int64_t layer = 0; layer < m.layers; ++layer) {
       for (const char *role : {"k", "v"}) {
         inputs.push_back(cacheType());
         argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-            kKvCacheAttrName,
-            b.getDictionaryAttr({b.getNamedAttr("layer", b.getI64IntegerAttr(layer)),
-                                 b.getNamedAttr("role", b.getStringAttr(role))}))));
+            LlmserveDialect::kKvCacheAttrName,
+            b.getDictionaryAttr(
+                {b.getNamedAttr("layer", b.getI64IntegerAttr(layer)),
+                 b.getNamedAttr("role", b.getStringAttr(role))}))));
       }
     }
     SmallVector<Type> results;
@@ -375,7 +375,8 @@ private:
     auto func = func::FuncOp::create(b, loc, name, type, {}, argAttrs);
     if (!returnLogits)
       for (auto [i, c] : llvm::enumerate(abi::kStepResults))
-        func.setResultAttr(i, kContractAttrName, b.getStringAttr(c.name));
+        func.setResultAttr(i, LlmserveDialect::kContractAttrName,
+                           b.getStringAttr(c.name));
     return func;
   }
 
@@ -640,7 +641,9 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
   Builder b(context);
   llvm::SmallString<256> absolute(dir);
   llvm::sys::fs::make_absolute(absolute);
-  (**module)->setAttr(kModelAttrName, modelAttr(b, *shape, config));
-  (**module)->setAttr(kCheckpointAttrName, b.getStringAttr(absolute));
+  (**module)->setAttr(LlmserveDialect::kModelAttrName,
+                      modelAttr(b, *shape, config));
+  (**module)->setAttr(LlmserveDialect::kCheckpointAttrName,
+                      b.getStringAttr(absolute));
   return module;
 }

@@ -12,7 +12,6 @@
 #include "compiler/Transforms/Passes.h"
 
 #include "compiler/Conversion/Common/Dispatch.h"
-#include "compiler/Conversion/Passes.h"
 #include "llmserve/IR/LlmserveOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -41,7 +40,7 @@ bool isF32(Value v) {
 bool isFusableEpilogue(linalg::GenericOp g) {
   return isElementwise(g) && g.getNumLoops() == 2 && isF32(g.getResult(0)) &&
          !g.payloadUsesValueFromOperand(g.getDpsInitOperand(0)) &&
-         !g->hasAttr(kDispatchAttrName);
+         !g->hasAttr(LlmserveDialect::kDispatchAttrName);
 }
 
 /// The linears `g` reads that can join its region, in program order: only
@@ -52,8 +51,10 @@ SmallVector<LinearOp> fusableLinears(linalg::GenericOp g) {
   for (Value input : g.getDpsInputs()) {
     auto linear = input.getDefiningOp<LinearOp>();
     if (!linear || llvm::is_contained(linears, linear) ||
-        linear->hasAttr(kDispatchAttrName) || !isF32(linear.getResult()) ||
-        !llvm::all_of(linear->getUsers(), [&](Operation *user) { return user == g; }))
+        linear->hasAttr(LlmserveDialect::kDispatchAttrName) ||
+        !isF32(linear.getResult()) ||
+        !llvm::all_of(linear->getUsers(),
+                      [&](Operation *user) { return user == g; }))
       continue;
     Value weight = linear.getWeight();
     if (!weight.getDefiningOp<WeightOp>() ||

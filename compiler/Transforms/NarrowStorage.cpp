@@ -2,7 +2,6 @@
 
 #include "compiler/Transforms/Passes.h"
 
-#include "compiler/Bundle/BundleWriter.h"
 #include "llmserve/IR/LlmserveOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,9 +51,9 @@ struct NarrowStoragePass
     for (BlockArgument arg : body.getArguments()) {
       unsigned i = arg.getArgNumber();
       if (!isF32Tensor(arg.getType()) ||
-          func.getArgAttr(i, kContractAttrName))
+          func.getArgAttr(i, LlmserveDialect::kContractAttrName))
         continue;
-      if (!func.getArgAttr(i, kKvCacheAttrName))
+      if (!func.getArgAttr(i, LlmserveDialect::kKvCacheAttrName))
         return func.emitOpError("argument #")
                << i
                << " is neither a step-contract array nor a KV cache, so its "

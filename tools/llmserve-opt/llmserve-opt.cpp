@@ -2,12 +2,9 @@
 // driver of the compiler's lit tests.
 
 #include "compiler/Conversion/Passes.h"
-#include "compiler/Target/Nvptx/NvptxTarget.h"
-#include "llmserve/IR/LlmserveDialect.h"
+#include "compiler/Pipeline/CompileBundle.h"
 
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
@@ -16,10 +13,7 @@ int main(int argc, char **argv) {
   mlir::llmserve::registerLlmservePasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<mlir::llmserve::LlmserveDialect>();
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::llmserve::registerNvptxTarget(registry);
+  mlir::llmserve::registerCompilerDialects(registry);
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "llmserve optimizer driver\n", registry));

@@ -18,7 +18,7 @@ SmallVector<Operation *> mlir::llmserve::opsToOutline(ModuleOp module) {
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
       bool compute = (isa<LlmserveDialect>(op->getDialect()) && !isa<WeightOp>(op)) ||
                      isa<linalg::GenericOp>(op);
-      if (compute && !op->hasAttr(kDispatchAttrName))
+      if (compute && !op->hasAttr(LlmserveDialect::kDispatchAttrName))
         ops.push_back(op);
       // A dispatch region is one dispatch: its ops are its kernel's.
       return isa<DispatchRegionOp>(op) ? WalkResult::skip() : WalkResult::advance();
@@ -76,9 +76,10 @@ DictionaryAttr mlir::llmserve::dispatchAttr(MLIRContext *context,
 void mlir::llmserve::setDispatch(Operation *op, ArrayRef<DictionaryAttr> kernels) {
   assert(!kernels.empty() && "a dispatch has a kernel");
   if (kernels.size() == 1)
-    return op->setAttr(kDispatchAttrName, kernels.front());
+    return op->setAttr(LlmserveDialect::kDispatchAttrName, kernels.front());
   SmallVector<Attribute> array(kernels.begin(), kernels.end());
-  op->setAttr(kDispatchAttrName, ArrayAttr::get(op->getContext(), array));
+  op->setAttr(LlmserveDialect::kDispatchAttrName,
+              ArrayAttr::get(op->getContext(), array));
 }
 
 void mlir::llmserve::setDispatch(Operation *op, StringRef kernelName,

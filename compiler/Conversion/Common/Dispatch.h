@@ -44,6 +44,15 @@ DictionaryAttr dispatchAttr(MLIRContext *context, StringRef kernelName,
                             ArrayRef<std::string> grid,
                             ArrayRef<NamedAttribute> extra = {});
 
+/// The launch grid of a kernel: x, y and z as size expressions, in which
+/// push constant k is `$k`.
+using Grid = SmallVector<std::string, 3>;
+
+/// The grid expression ceil(n / d).
+inline std::string ceilDivExpr(const std::string &n, int64_t d) {
+  return "ceildiv(" + n + "," + std::to_string(d) + ")";
+}
+
 /// Tags `op` with `llmserve.dispatch`: its one kernel's dictionary, or an
 /// array of them when the op has several (alternatives for different step
 /// sizes, or phases): they bind the same buffers and run in order, and a

@@ -68,7 +68,7 @@ public:
   }
 
   /// Any mix of prefill chunks and decode rows; no work when T = S.
-  GpuGrid buildMixed() {
+  Grid buildMixed() {
     int64_t rowsPerTile = std::max<int64_t>(1, kItemsPerBlock / group);
     int64_t items = rowsPerTile * group;
     int64_t itemsPerWarp = (items + e.numWarps() - 1) / e.numWarps();
@@ -143,7 +143,7 @@ public:
 
   /// A decode-only step: block (sequence, KV head, chunk) writes the chunk's
   /// state of each query head of the KV head to the scratch buffer.
-  GpuGrid buildDecode() {
+  Grid buildDecode() {
     int64_t itemsPerWarp = (group + e.numWarps() - 1) / e.numWarps();
     Value seqIndex = e.blockId(0), kvHead = e.blockId(1), c = e.blockId(2);
     allocateTiles();
@@ -185,7 +185,7 @@ public:
 
   /// A decode-only step: one warp per (sequence, query head) folds the
   /// chunks' states in order and writes the output and log-sum-exp.
-  GpuGrid buildMerge() {
+  Grid buildMerge() {
     Value seqIndex = e.blockId(0), head = e.blockId(1);
     Sequence seq = sequence(seqIndex);
     Value numChunks = a.divui(a.addi(seq.context, e.index(kAttentionChunk - 1)), chunk);
@@ -303,7 +303,7 @@ private:
   /// one by one.
   SmallVector<Value> walkKeys(Value seq, Value kvHead, ArrayRef<Item> items,
                               Value from, Value to) {
-    Value keys = cacheSlots(e, 1), values = cacheSlots(e, 2),
+    Value keys = e.cacheSlots(1), values = e.cacheSlots(2),
           blockTable = e.binding(3);
     return e.forLoop(
         from, to, keysPerTile, emptyStates(items.size()),
@@ -323,7 +323,10 @@ private:
           });
           e.barrier();
           SmallVector<Value> next;
-          for (auto [j, item] : llvm::enumerate(items)) {
+          for (auto [j, entry] : llvm::enumerate(items)) {
+            // A named reference: C++17 lambdas cannot capture structured
+            // bindings.
+            const Item &item = entry;
             Value kb = a.maxi(item.first, j0);
             Value ke = a.maxi(a.mini(item.last, tileEnd), kb);
             next.append(e.forLoop(
@@ -412,18 +415,18 @@ private:
 
 } // namespace
 
-GpuGrid mlir::llmserve::buildPagedAttentionKernel(GpuKernelEmitter &e,
-                                                  PagedAttentionOp o) {
+Grid mlir::llmserve::buildPagedAttentionKernel(GpuKernelEmitter &e,
+                                               PagedAttentionOp o) {
   return PagedAttention(e, o).buildMixed();
 }
 
-GpuGrid mlir::llmserve::buildDecodeAttentionKernel(GpuKernelEmitter &e,
-                                                   PagedAttentionOp o) {
+Grid mlir::llmserve::buildDecodeAttentionKernel(GpuKernelEmitter &e,
+                                                PagedAttentionOp o) {
   return PagedAttention(e, o).buildDecode();
 }
 
-GpuGrid mlir::llmserve::buildAttentionMergeKernel(GpuKernelEmitter &e,
-                                                  PagedAttentionOp o) {
+Grid mlir::llmserve::buildAttentionMergeKernel(GpuKernelEmitter &e,
+                                               PagedAttentionOp o) {
   return PagedAttention(e, o).buildMerge();
 }
 

@@ -14,17 +14,11 @@ GpuKernelEmitter::GpuKernelEmitter(gpu::GPUModuleOp module, StringRef symbol,
                                    Location loc,
                                    ArrayRef<RankedTensorType> types,
                                    int64_t blockSize)
-    : LoopEmitter(loc, module.getContext()), a(b), threads(blockSize),
-      bindingTypes(types) {
+    : KernelEmitter(loc, module.getContext(), types), threads(blockSize) {
   SmallVector<Type> params;
-  for (RankedTensorType type : bindingTypes)
+  for (RankedTensorType type : types)
     params.push_back(MemRefType::get({1}, type.getElementType()));
-  int count = 0;
-  for (RankedTensorType type : bindingTypes) {
-    firstConstant.push_back(count);
-    count += type.getNumDynamicDims();
-  }
-  params.append(count, b.getI64Type());
+  params.append(numPushConstants(), b.getI64Type());
   b.setInsertionPointToEnd(module.getBody());
   func = gpu::GPUFuncOp::create(b, symbol, b.getFunctionType(params, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -51,36 +45,8 @@ Value GpuKernelEmitter::blockId(int dim) {
   return gpu::BlockIdOp::create(b, dims[dim]);
 }
 
-Value GpuKernelEmitter::dimSize(int binding, int dim) {
-  RankedTensorType type = bindingTypes[binding];
-  if (!type.isDynamicDim(dim))
-    return index(type.getDimSize(dim));
-  Value constant = func.getArgument(bindingTypes.size() +
-                                    firstConstant[binding] +
-                                    type.getDynamicDimIndex(dim));
-  return a.toIndex(constant);
-}
-
-std::string GpuKernelEmitter::dimExpr(int binding, int dim) const {
-  RankedTensorType type = bindingTypes[binding];
-  if (!type.isDynamicDim(dim))
-    return std::to_string(type.getDimSize(dim));
-  return "$" +
-         std::to_string(firstConstant[binding] + type.getDynamicDimIndex(dim));
-}
-
-Value GpuKernelEmitter::numElements(int binding) {
-  Value n = index(1);
-  for (int d = 0, e = bindingTypes[binding].getRank(); d < e; ++d)
-    n = a.muli(n, dimSize(binding, d));
-  return n;
-}
-
-Value GpuKernelEmitter::binding(int i) {
-  SmallVector<Value> shape;
-  for (int d = 0, e = bindingTypes[i].getRank(); d < e; ++d)
-    shape.push_back(dimSize(i, d));
-  return binding(i, shape);
+Value GpuKernelEmitter::pushConstant(int k) {
+  return a.toIndex(func.getArgument(numBindings() + k));
 }
 
 Value GpuKernelEmitter::binding(int i, ArrayRef<Value> shape) {

@@ -13,8 +13,7 @@
 #ifndef LLMSERVE_CONVERSION_LLMSERVETOGPU_GPUKERNELEMITTER_H
 #define LLMSERVE_CONVERSION_LLMSERVETOGPU_GPUKERNELEMITTER_H
 
-#include "compiler/Conversion/Common/KernelMath.h"
-#include "compiler/Conversion/Common/LoopEmitter.h"
+#include "compiler/Conversion/Common/KernelEmitter.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -22,7 +21,7 @@ namespace mlir::llmserve {
 
 inline constexpr int64_t kWarpSize = 32;
 
-class GpuKernelEmitter : public LoopEmitter {
+class GpuKernelEmitter : public KernelEmitter {
 public:
   /// Creates `gpu.func @<symbol>` at the end of `module`, launched with
   /// `blockSize` threads along x. Each dynamic dimension of `bindingTypes` is
@@ -31,7 +30,6 @@ public:
                    ArrayRef<RankedTensorType> bindingTypes, int64_t blockSize);
 
   gpu::GPUFuncOp function() { return func; }
-  Arith &arith() { return a; }
   int64_t blockSize() const { return threads; }
   int64_t numWarps() const { return threads / kWarpSize; }
 
@@ -42,20 +40,8 @@ public:
   /// The block index along `dim` (0 = x).
   Value blockId(int dim);
 
-  /// Size `dim` of binding `i`: a constant, or its push constant.
-  Value dimSize(int binding, int dim);
-  /// The same size as written in a grid expression: the integer, or `$k`.
-  std::string dimExpr(int binding, int dim) const;
-  Value numElements(int binding);
-  /// Binding `i` as a dense row-major memref of its own shape, or of `shape`.
-  Value binding(int binding);
-  Value binding(int binding, ArrayRef<Value> shape);
-  RankedTensorType bindingType(int binding) const {
-    return bindingTypes[binding];
-  }
-  Type elementType(int binding) const {
-    return bindingTypes[binding].getElementType();
-  }
+  using KernelEmitter::binding;
+  Value binding(int binding, ArrayRef<Value> shape) override;
 
   /// A shared-memory buffer of this block.
   Value sharedBuffer(ArrayRef<int64_t> shape, Type elementType);
@@ -94,13 +80,13 @@ public:
   /// Closes the function body.
   void finish();
 
+protected:
+  Value pushConstant(int k) override;
+
 private:
   gpu::GPUFuncOp func;
-  Arith a;
   int64_t threads;
   int64_t shared = 0;
-  SmallVector<RankedTensorType> bindingTypes;
-  SmallVector<int> firstConstant; // per binding: its first push constant
 };
 
 } // namespace mlir::llmserve

@@ -9,6 +9,7 @@
 #ifndef LLMSERVE_CONVERSION_LLMSERVETOGPU_GPUKERNELS_H
 #define LLMSERVE_CONVERSION_LLMSERVETOGPU_GPUKERNELS_H
 
+#include "compiler/Conversion/Common/Dispatch.h"
 #include "compiler/Conversion/LlmserveToGpu/GpuKernelEmitter.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -16,36 +17,30 @@
 
 namespace mlir::llmserve {
 
-using GpuGrid = SmallVector<std::string, 3>;
-
 /// Threads per block of the kernel of `op`.
 int64_t gpuBlockSize(Operation *op);
 
-inline std::string ceilDivExpr(const std::string &n, int64_t d) {
-  return "ceildiv(" + n + "," + std::to_string(d) + ")";
-}
-
-GpuGrid buildGatherKernel(GpuKernelEmitter &e);
-GpuGrid buildNormKernel(GpuKernelEmitter &e, bool hasResidual, bool hasBias,
-                        bool centered, double epsilon);
-GpuGrid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
-GpuGrid buildKvWriteKernel(GpuKernelEmitter &e);
-GpuGrid buildSiluMulKernel(GpuKernelEmitter &e);
-GpuGrid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
-GpuGrid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
+Grid buildGatherKernel(GpuKernelEmitter &e);
+Grid buildNormKernel(GpuKernelEmitter &e, bool hasResidual, bool hasBias,
+                     bool centered, double epsilon);
+Grid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
+Grid buildKvWriteKernel(GpuKernelEmitter &e);
+Grid buildSiluMulKernel(GpuKernelEmitter &e);
+Grid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
+Grid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
 /// Whether `op` also has the kernel for small M (f16/bf16, K a multiple of
 /// 8), which a step of at most kSmallBatchLinearRows rows runs instead.
 bool hasSmallBatchLinearKernel(LinearOp op);
-GpuGrid buildSmallBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
+Grid buildSmallBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
 inline constexpr int64_t kSmallBatchLinearRows = 64;
 inline constexpr int64_t kSmallBatchLinearBlockSize = 64;
 /// paged_attention for any mix of prefill chunks and decode rows (no blocks
 /// when T = S), and for decode-only steps the split-context kernel and the
 /// merge of its chunks (docs/compiler.md). All three bind the op's values
 /// then one scratch buffer (`attentionScratchShape`).
-GpuGrid buildPagedAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
-GpuGrid buildDecodeAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
-GpuGrid buildAttentionMergeKernel(GpuKernelEmitter &e, PagedAttentionOp op);
+Grid buildPagedAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
+Grid buildDecodeAttentionKernel(GpuKernelEmitter &e, PagedAttentionOp op);
+Grid buildAttentionMergeKernel(GpuKernelEmitter &e, PagedAttentionOp op);
 /// [S, heads, chunks of the longest context, 2 + head_dim] f32, as size
 /// expressions in the op's push constants.
 SmallVector<std::string> attentionScratchShape(GpuKernelEmitter &e,
@@ -59,12 +54,9 @@ inline constexpr int64_t kAttentionChunk = 64;
 /// context_len, query_start, out and lse.
 inline constexpr int kAttentionScratchBinding = 8;
 inline constexpr int64_t kAttentionMergeBlockSize = 32;
-GpuGrid buildApplyPenaltiesKernel(GpuKernelEmitter &e);
-GpuGrid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
-GpuGrid buildSampleKernel(GpuKernelEmitter &e);
-
-/// The KV-cache binding viewed as [NB * BS, Hkv * D] rows of slots.
-Value cacheSlots(GpuKernelEmitter &e, int binding);
+Grid buildApplyPenaltiesKernel(GpuKernelEmitter &e);
+Grid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
+Grid buildSampleKernel(GpuKernelEmitter &e);
 
 } // namespace mlir::llmserve
 

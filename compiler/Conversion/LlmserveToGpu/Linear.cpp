@@ -91,7 +91,7 @@ class MmaLinear : TensorCoreLinear {
 public:
   using TensorCoreLinear::TensorCoreLinear;
 
-  GpuGrid build() {
+  Grid build() {
     Value x = e.binding(0), w = e.binding(1);
     Value bias = hasBias ? e.binding(2) : Value();
     Value y = e.binding(hasBias ? 3 : 2);
@@ -263,7 +263,7 @@ public:
 
   using TensorCoreLinear::TensorCoreLinear;
 
-  GpuGrid build() {
+  Grid build() {
     Value x = e.binding(0), w = e.binding(1);
     Value bias = hasBias ? e.binding(2) : Value();
     Value y = e.binding(hasBias ? 3 : 2);
@@ -377,7 +377,7 @@ private:
 
 /// One warp per output (f32 storage). Columns go on grid x, whose limit
 /// (2^31 - 1 blocks) any vocabulary fits, rows on y (at most 65535 tokens).
-GpuGrid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
+Grid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   Arith &a = e.arith();
   bool hasBias = bool(op.getBias());
   Value x = e.binding(0), w = e.binding(1);
@@ -420,17 +420,17 @@ static std::string moreRowsThanSmallBatch(GpuKernelEmitter &e) {
          std::to_string(kSmallBatchLinearRows) + ",0),1)";
 }
 
-GpuGrid mlir::llmserve::buildSmallBatchLinearKernel(GpuKernelEmitter &e,
-                                                    LinearOp op) {
-  GpuGrid grid = SmallBatchLinear(e, op).build();
+Grid mlir::llmserve::buildSmallBatchLinearKernel(GpuKernelEmitter &e,
+                                                 LinearOp op) {
+  Grid grid = SmallBatchLinear(e, op).build();
   grid[1] = grid[1] + "*(1-" + moreRowsThanSmallBatch(e) + ")";
   return grid;
 }
 
-GpuGrid mlir::llmserve::buildLinearKernel(GpuKernelEmitter &e, LinearOp op) {
+Grid mlir::llmserve::buildLinearKernel(GpuKernelEmitter &e, LinearOp op) {
   if (e.elementType(0).isF32())
     return warpDotLinear(e, op);
-  GpuGrid grid = MmaLinear(e, op).build();
+  Grid grid = MmaLinear(e, op).build();
   if (hasSmallBatchLinearKernel(op))
     grid[0] = grid[0] + "*" + moreRowsThanSmallBatch(e);
   return grid;

@@ -17,6 +17,7 @@
 #include "compiler/Conversion/Passes.h"
 
 #include "compiler/Conversion/Common/Dispatch.h"
+#include "compiler/Conversion/Common/KernelModule.h"
 #include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -50,7 +51,7 @@ namespace {
 struct ExtraGpuKernel {
   StringRef suffix;
   int64_t blockSize;
-  std::function<GpuGrid(GpuKernelEmitter &)> build;
+  std::function<Grid(GpuKernelEmitter &)> build;
 };
 
 /// linear's small-M kernel, and attention's decode-only pair: the grids
@@ -88,9 +89,10 @@ SmallVector<SmallVector<std::string>> scratchShapes(Operation *op,
   return {};
 }
 
-FailureOr<GpuGrid> buildKernel(GpuKernelEmitter &e, Operation *op) {
-  return llvm::TypeSwitch<Operation *, FailureOr<GpuGrid>>(op)
-      .Case<EmbeddingOp, GatherRowsOp>([&](auto) { return buildGatherKernel(e); })
+FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
+  return llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
+      .Case<EmbeddingOp, GatherRowsOp>(
+          [&](auto) { return buildGatherKernel(e); })
       .Case([&](RmsNormOp o) {
         return buildNormKernel(e, bool(o.getResidual()), /*hasBias=*/false,
                                /*centered=*/false,
@@ -110,7 +112,7 @@ FailureOr<GpuGrid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       .Case([&](ApplyPenaltiesOp) { return buildApplyPenaltiesKernel(e); })
       .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })
       .Case([&](SampleOp) { return buildSampleKernel(e); })
-      .Default([&](Operation *) -> FailureOr<GpuGrid> {
+      .Default([&](Operation *) -> FailureOr<Grid> {
         return op->emitOpError("has no GPU kernel"), failure();
       });
 }
@@ -133,12 +135,12 @@ struct LlmserveToGpuKernelsPass
       bindingTypes.append(numScratchBuffers(op),
                           RankedTensorType::get({1}, b.getF32Type()));
       auto emit = [&](const std::string &kernelName, int64_t blockSize,
-                      function_ref<FailureOr<GpuGrid>(GpuKernelEmitter &)> build) {
+                      function_ref<FailureOr<Grid>(GpuKernelEmitter &)> build) {
         GpuKernelEmitter emitter(kernels, dispatchSymbol(kernelName),
                                  op->getLoc(), bindingTypes, blockSize);
         if (dispatch.empty())
           scratch = scratchShapes(op, emitter);
-        FailureOr<GpuGrid> grid = build(emitter);
+        FailureOr<Grid> grid = build(emitter);
         if (failed(grid)) {
           emitter.function().erase();
           return failure();
@@ -156,7 +158,7 @@ struct LlmserveToGpuKernelsPass
         return signalPassFailure();
       for (const ExtraGpuKernel &extra : extraKernels(op))
         if (failed(emit(name + extra.suffix.str(), extra.blockSize,
-                        [&](GpuKernelEmitter &e) -> FailureOr<GpuGrid> {
+                        [&](GpuKernelEmitter &e) -> FailureOr<Grid> {
                           return extra.build(e);
                         })))
           return signalPassFailure();
@@ -168,15 +170,14 @@ struct LlmserveToGpuKernelsPass
               llvm::map_range(shape, [](const std::string &s) {
                 return StringRef(s);
               }))));
-        op->setAttr(kScratchAttrName, b.getArrayAttr(shapes));
+        op->setAttr(LlmserveDialect::kScratchAttrName, b.getArrayAttr(shapes));
       }
     }
   }
 
   static gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
-    for (auto nested : module.getOps<gpu::GPUModuleOp>())
-      if (nested.getName() == kKernelModuleName)
-        return nested;
+    if (auto kernels = lookupKernelModule<gpu::GPUModuleOp>(module))
+      return kernels;
     MLIRContext *ctx = module.getContext();
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3,

@@ -18,7 +18,7 @@
 using namespace mlir;
 using namespace mlir::llmserve;
 
-GpuGrid mlir::llmserve::buildApplyPenaltiesKernel(GpuKernelEmitter &e) {
+Grid mlir::llmserve::buildApplyPenaltiesKernel(GpuKernelEmitter &e) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   using I = arith::CmpIPredicate;
@@ -69,7 +69,7 @@ GpuGrid mlir::llmserve::buildApplyPenaltiesKernel(GpuKernelEmitter &e) {
   return {e.dimExpr(0, 0), "1", "1"};
 }
 
-GpuGrid mlir::llmserve::buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op) {
+Grid mlir::llmserve::buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   using F = arith::CmpFPredicate;

@@ -23,14 +23,7 @@ namespace {
 constexpr int64_t kElementsPerThread = 4;
 } // namespace
 
-Value mlir::llmserve::cacheSlots(GpuKernelEmitter &e, int binding) {
-  Arith &a = e.arith();
-  Value slots = a.muli(e.dimSize(binding, 0), e.dimSize(binding, 1));
-  Value width = a.muli(e.dimSize(binding, 2), e.dimSize(binding, 3));
-  return e.binding(binding, {slots, width});
-}
-
-GpuGrid mlir::llmserve::buildGatherKernel(GpuKernelEmitter &e) {
+Grid mlir::llmserve::buildGatherKernel(GpuKernelEmitter &e) {
   // out[i] = source[indices[i]]; an index outside the source gives zeros
   // rather than an out-of-bounds read.
   Arith &a = e.arith();
@@ -48,9 +41,9 @@ GpuGrid mlir::llmserve::buildGatherKernel(GpuKernelEmitter &e) {
   return {e.dimExpr(1, 0), "1", "1"};
 }
 
-GpuGrid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, bool hasResidual,
-                                        bool hasBias, bool centered,
-                                        double epsilon) {
+Grid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, bool hasResidual,
+                                     bool hasBias, bool centered,
+                                     double epsilon) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   int next = 0;
@@ -137,7 +130,7 @@ std::pair<Value, Value> sinCos(GpuKernelEmitter &e, Value angle) {
 
 } // namespace
 
-GpuGrid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
+Grid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   SmallVector<float> inv = ropeInverseFrequencies(o);
@@ -188,9 +181,9 @@ GpuGrid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
   return {e.dimExpr(0, 0), "1", "1"};
 }
 
-GpuGrid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e) {
+Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e) {
   Arith &a = e.arith();
-  Value input = e.binding(0), cache = cacheSlots(e, 1), slots = e.binding(2);
+  Value input = e.binding(0), cache = e.cacheSlots(1), slots = e.binding(2);
   Value numSlots = a.muli(e.dimSize(1, 0), e.dimSize(1, 1));
   Value t = e.blockId(0);
   Value slot = a.toIndex(a.load(slots, t));
@@ -208,8 +201,8 @@ namespace {
 /// Elementwise kernels see every binding as a flat vector; a block takes
 /// kElementsPerThread * blockSize consecutive elements, a thread every
 /// blockSize-th of them.
-GpuGrid elementwise(GpuKernelEmitter &e, int numBindings,
-                    const std::function<Value(ArrayRef<Value>)> &fn) {
+Grid elementwise(GpuKernelEmitter &e, int numBindings,
+                 const std::function<Value(ArrayRef<Value>)> &fn) {
   Arith &a = e.arith();
   Value n = e.numElements(0);
   SmallVector<Value> flat;
@@ -226,15 +219,12 @@ GpuGrid elementwise(GpuKernelEmitter &e, int numBindings,
       e.storeF32(fn(inputs), flat.back(), i);
     });
   }
-  std::string size = e.dimExpr(0, 0);
-  for (int64_t d = 1; d < e.bindingType(0).getRank(); ++d)
-    size += "*" + e.dimExpr(0, d);
-  return {ceilDivExpr(size, perBlock), "1", "1"};
+  return {ceilDivExpr(e.numElementsExpr(0), perBlock), "1", "1"};
 }
 
 } // namespace
 
-GpuGrid mlir::llmserve::buildSiluMulKernel(GpuKernelEmitter &e) {
+Grid mlir::llmserve::buildSiluMulKernel(GpuKernelEmitter &e) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   return elementwise(e, 3, [&](ArrayRef<Value> in) {
@@ -243,7 +233,7 @@ GpuGrid mlir::llmserve::buildSiluMulKernel(GpuKernelEmitter &e) {
   });
 }
 
-GpuGrid mlir::llmserve::buildGeluKernel(GpuKernelEmitter &e, GeluOp o) {
+Grid mlir::llmserve::buildGeluKernel(GpuKernelEmitter &e, GeluOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   bool tanhApprox = o.getApproximation() == GeluApproximation::tanh;

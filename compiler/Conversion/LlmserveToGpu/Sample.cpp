@@ -28,7 +28,7 @@ namespace {
 constexpr int64_t kBisectionSteps = 32;
 } // namespace
 
-GpuGrid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
+Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   using F = arith::CmpFPredicate;

@@ -59,7 +59,7 @@ Value constant(ImplicitLocOpBuilder &b, double value) {
 /// f32 ops (the CPU kernels' type) not yet outlined; llmserve-to-cpu-kernels
 /// refuses other types by the op's own name.
 LogicalResult matchF32NotOutlined(Operation *op) {
-  return success(!op->hasAttr(kDispatchAttrName) &&
+  return success(!op->hasAttr(LlmserveDialect::kDispatchAttrName) &&
                  cast<RankedTensorType>(op->getResult(0).getType())
                      .getElementType()
                      .isF32());

@@ -2,7 +2,7 @@
 
 #include "compiler/Target/Nvptx/NvptxTarget.h"
 
-#include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/Common/KernelModule.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -32,12 +32,8 @@ FailureOr<std::string> mlir::llmserve::emitPtx(ModuleOp module) {
   pm.addPass(createGpuModuleToBinaryPass(options));
   if (failed(pm.run(module)))
     return failure();
-  for (auto binary : module.getOps<gpu::BinaryOp>()) {
-    if (binary.getName() != kKernelModuleName)
-      continue;
-    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-    return object.getObject().str();
-  }
+  if (auto binary = lookupKernelModule<gpu::BinaryOp>(module))
+    return cast<gpu::ObjectAttr>(binary.getObjects()[0]).getObject().str();
   return emitError(module.getLoc(), "the module has no gpu.module @")
              << kKernelModuleName,
          failure();
@@ -52,14 +48,14 @@ std::optional<std::string> mlir::llmserve::findPtxas() {
   return std::nullopt;
 }
 
-LogicalResult mlir::llmserve::assembleCubin(StringRef ptxas, StringRef ptxPath,
+LogicalResult mlir::llmserve::assembleCubin(MLIRContext *context,
+                                            StringRef ptxas, StringRef ptxPath,
                                             StringRef cubinPath) {
+  Location loc = UnknownLoc::get(context);
   llvm::SmallString<128> log;
   int fd;
-  if (llvm::sys::fs::createTemporaryFile("ptxas", "log", fd, log)) {
-    llvm::errs() << "llmc: error: cannot create a temporary file for ptxas\n";
-    return failure();
-  }
+  if (llvm::sys::fs::createTemporaryFile("ptxas", "log", fd, log))
+    return emitError(loc, "cannot create a temporary file for ptxas");
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                           StringRef(log)};
@@ -74,13 +70,12 @@ LogicalResult mlir::llmserve::assembleCubin(StringRef ptxas, StringRef ptxPath,
   llvm::sys::fs::remove(log);
   if (status == 0)
     return success();
-  llvm::errs() << "llmc: error: " << ptxas << " failed";
+  InFlightDiagnostic diag = emitError(loc) << ptxas << " failed";
   if (status < 0)
-    llvm::errs() << " to run: " << error;
+    diag << " to run: " << error;
   else
-    llvm::errs() << " (exit status " << status << ")";
+    diag << " (exit status " << status << ")";
   if (!output.empty())
-    llvm::errs() << ":\n" << output;
-  llvm::errs() << "\n";
-  return failure();
+    diag << ":\n" << output;
+  return diag;
 }

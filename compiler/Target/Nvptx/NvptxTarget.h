@@ -25,9 +25,9 @@ FailureOr<std::string> emitPtx(ModuleOp module);
 std::optional<std::string> findPtxas();
 
 /// Assembles `ptxPath` into an sm_90a cubin at `cubinPath` with `ptxas`;
-/// on failure, prints ptxas's own message.
-LogicalResult assembleCubin(StringRef ptxas, StringRef ptxPath,
-                            StringRef cubinPath);
+/// on failure, emits an unlocated error with ptxas's own message.
+LogicalResult assembleCubin(MLIRContext *context, StringRef ptxas,
+                            StringRef ptxPath, StringRef cubinPath);
 
 } // namespace mlir::llmserve
 

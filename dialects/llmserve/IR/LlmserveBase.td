@@ -32,6 +32,34 @@ def Llmserve_Dialect : Dialect {
     // next to its generated code, so initialize() adds one call per file.
     void registerAttributes();
     void registerOps();
+
+    // The dialect's discardable attributes (docs/dialect.md, "Attributes").
+    /// On the module, from `llmc import`: the model config and the absolute
+    /// checkpoint directory; the manifest carries both over.
+    static constexpr ::llvm::StringLiteral kModelAttrName = "llmserve.model";
+    static constexpr ::llvm::StringLiteral kCheckpointAttrName =
+        "llmserve.checkpoint";
+    /// On the arguments and results of an entry function: the step-contract
+    /// array it is (abi::kStepArguments, abi::kStepResults), and the KV cache
+    /// {layer, role} an argument is.
+    static constexpr ::llvm::StringLiteral kContractAttrName =
+        "llmserve.contract";
+    static constexpr ::llvm::StringLiteral kKvCacheAttrName =
+        "llmserve.kv_cache";
+    /// On each op outlined into a dispatch: its kernel,
+    /// {kernel = "dN_op", symbol = "llmserve_dN_op", grid = [x, y, z]} plus
+    /// the target's launch fields, or an array of such kernels.
+    static constexpr ::llvm::StringLiteral kDispatchAttrName =
+        "llmserve.dispatch";
+    /// Scratch buffers that all kernels of an op's dispatch bind after its
+    /// values: an array of shapes, each an array of size expressions in the
+    /// op's push constants (`$k`); f32, sized per step like activations.
+    static constexpr ::llvm::StringLiteral kScratchAttrName =
+        "llmserve.scratch";
+    /// On a weight op whose tensor the kernels read in a packed layout, and
+    /// the one layout there is: [N/16][K][16] panels (docs/bundle.md).
+    static constexpr ::llvm::StringLiteral kLayoutAttrName = "llmserve.layout";
+    static constexpr ::llvm::StringLiteral kPanelLayout = "panels16";
   }];
 }
 

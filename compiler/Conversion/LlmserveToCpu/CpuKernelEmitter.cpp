@@ -1,33 +1,29 @@
-//===- KernelEmitter.cpp --------------------------------------------------===//
+//===- CpuKernelEmitter.cpp - Builds CPU kernels in the bundle ABI --------===//
 
-#include "compiler/Conversion/LlmserveToCpu/KernelEmitter.h"
+#include "compiler/Conversion/LlmserveToCpu/CpuKernelEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::llmserve;
 
-KernelEmitter::KernelEmitter(ModuleOp kernels, StringRef symbol, Location loc,
-                             ArrayRef<RankedTensorType> types)
-    : LoopEmitter(loc, kernels.getContext()), bindingTypes(types) {
+CpuKernelEmitter::CpuKernelEmitter(ModuleOp kernels, StringRef symbol,
+                                   Location loc,
+                                   ArrayRef<RankedTensorType> types)
+    : KernelEmitter(loc, kernels.getContext(), types) {
   MLIRContext *ctx = kernels.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto i64 = b.getI64Type();
   b.setInsertionPointToEnd(kernels.getBody());
-  func = func::FuncOp::create(
-      b, symbol, b.getFunctionType({ptr, ptr, i64, i64, i64}, {}));
+  func = func::FuncOp::create(b, symbol,
+                              b.getFunctionType({ptr, ptr, i64, i64, i64}, {}));
   b.setInsertionPointToStart(func.addEntryBlock());
 
   // Load every push constant once, at the top of the kernel.
-  int count = 0;
-  for (RankedTensorType type : bindingTypes) {
-    firstConstant.push_back(count);
-    count += type.getNumDynamicDims();
-  }
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0, e = numPushConstants(); i < e; ++i) {
     Value addr = LLVM::GEPOp::create(b, ptr, i64, func.getArgument(1),
                                      ArrayRef<LLVM::GEPArg>{i});
     Value value = LLVM::LoadOp::create(b, i64, addr);
@@ -36,41 +32,12 @@ KernelEmitter::KernelEmitter(ModuleOp kernels, StringRef symbol, Location loc,
   }
 }
 
-Value KernelEmitter::workgroupId(int dim) {
+Value CpuKernelEmitter::workgroupId(int dim) {
   return arith::IndexCastOp::create(b, b.getIndexType(),
                                     func.getArgument(2 + dim));
 }
 
-Value KernelEmitter::dimSize(int binding, int dim) {
-  RankedTensorType type = bindingTypes[binding];
-  if (!type.isDynamicDim(dim))
-    return index(type.getDimSize(dim));
-  return pushConstants[firstConstant[binding] + type.getDynamicDimIndex(dim)];
-}
-
-std::string KernelEmitter::dimExpr(int binding, int dim) const {
-  RankedTensorType type = bindingTypes[binding];
-  if (!type.isDynamicDim(dim))
-    return std::to_string(type.getDimSize(dim));
-  return "$" +
-         std::to_string(firstConstant[binding] + type.getDynamicDimIndex(dim));
-}
-
-Value KernelEmitter::numElements(int binding) {
-  Value n = index(1);
-  for (int d = 0, e = bindingTypes[binding].getRank(); d < e; ++d)
-    n = arith::MulIOp::create(b, n, dimSize(binding, d));
-  return n;
-}
-
-Value KernelEmitter::binding(int i) {
-  SmallVector<Value> shape;
-  for (int d = 0, e = bindingTypes[i].getRank(); d < e; ++d)
-    shape.push_back(dimSize(i, d));
-  return binding(i, shape);
-}
-
-Value KernelEmitter::binding(int i, ArrayRef<Value> shape) {
+Value CpuKernelEmitter::binding(int i, ArrayRef<Value> shape) {
   MLIRContext *ctx = b.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto i64 = b.getI64Type();
@@ -82,8 +49,7 @@ Value KernelEmitter::binding(int i, ArrayRef<Value> shape) {
     std::optional<int64_t> c = getConstantIntValue(size);
     staticShape.push_back(c ? *c : ShapedType::kDynamic);
   }
-  auto memrefType =
-      MemRefType::get(staticShape, bindingTypes[i].getElementType());
+  auto memrefType = MemRefType::get(staticShape, elementType(i));
 
   // Assemble the memref descriptor {allocated, aligned, offset, sizes,
   // strides} from the bound base pointer; the cast to the memref type folds
@@ -92,8 +58,8 @@ Value KernelEmitter::binding(int i, ArrayRef<Value> shape) {
                                    ArrayRef<LLVM::GEPArg>{i});
   Value base = LLVM::LoadOp::create(b, ptr, slot);
   auto arrayType = LLVM::LLVMArrayType::get(i64, rank);
-  auto descType =
-      LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64, arrayType, arrayType});
+  auto descType = LLVM::LLVMStructType::getLiteral(
+      ctx, {ptr, ptr, i64, arrayType, arrayType});
   Value desc = LLVM::PoisonOp::create(b, descType);
   auto insert = [&](Value v, ArrayRef<int64_t> pos) {
     desc = LLVM::InsertValueOp::create(b, desc, v, b.getDenseI64ArrayAttr(pos));
@@ -112,12 +78,37 @@ Value KernelEmitter::binding(int i, ArrayRef<Value> shape) {
       .getResult(0);
 }
 
-std::pair<Value, Value> KernelEmitter::rowRange(Value rows,
-                                                int64_t rowsPerGroup) {
+std::pair<Value, Value> CpuKernelEmitter::rowRange(Value rows,
+                                                   int64_t rowsPerGroup) {
   Value begin = arith::MulIOp::create(b, workgroupId(0), index(rowsPerGroup));
   Value end = arith::MinSIOp::create(
       b, arith::AddIOp::create(b, begin, index(rowsPerGroup)), rows);
   return {begin, end};
 }
 
-void KernelEmitter::finish() { func::ReturnOp::create(b); }
+Grid CpuKernelEmitter::rowGrid(int binding, int64_t rowsPerGroup) const {
+  return {ceilDivExpr(dimExpr(binding, 0), rowsPerGroup), "1", "1"};
+}
+
+Value CpuKernelEmitter::subview(Value memref, ArrayRef<OpFoldResult> offsets,
+                                ArrayRef<OpFoldResult> sizes) {
+  return memref::SubViewOp::create(
+      b, memref, offsets, sizes,
+      SmallVector<OpFoldResult>(offsets.size(), b.getIndexAttr(1)));
+}
+
+Value CpuKernelEmitter::tensorOf(Value slice, bool writable) {
+  auto type = cast<MemRefType>(slice.getType());
+  return bufferization::ToTensorOp::create(
+      b, RankedTensorType::get(type.getShape(), type.getElementType()), slice,
+      /*restrict=*/true, writable);
+}
+
+void CpuKernelEmitter::storeInto(Value result, Value slice) {
+  auto store =
+      bufferization::MaterializeInDestinationOp::create(b, result, slice);
+  store.setRestrict(true);
+  store.setWritable(true);
+}
+
+void CpuKernelEmitter::finish() { func::ReturnOp::create(b); }

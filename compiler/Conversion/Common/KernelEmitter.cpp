@@ -1,0 +1,59 @@
+//===- KernelEmitter.cpp - What the CPU and GPU kernel emitters share -----===//
+
+#include "compiler/Conversion/Common/KernelEmitter.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+KernelEmitter::KernelEmitter(Location loc, MLIRContext *ctx,
+                             ArrayRef<RankedTensorType> types)
+    : LoopEmitter(loc, ctx), a(b), bindingTypes(types) {
+  for (RankedTensorType type : bindingTypes) {
+    firstConstant.push_back(pushConstantCount);
+    pushConstantCount += type.getNumDynamicDims();
+  }
+}
+
+Value KernelEmitter::dimSize(int binding, int dim) {
+  RankedTensorType type = bindingTypes[binding];
+  if (!type.isDynamicDim(dim))
+    return index(type.getDimSize(dim));
+  return pushConstant(firstConstant[binding] + type.getDynamicDimIndex(dim));
+}
+
+std::string KernelEmitter::dimExpr(int binding, int dim) const {
+  RankedTensorType type = bindingTypes[binding];
+  if (!type.isDynamicDim(dim))
+    return std::to_string(type.getDimSize(dim));
+  return "$" +
+         std::to_string(firstConstant[binding] + type.getDynamicDimIndex(dim));
+}
+
+Value KernelEmitter::numElements(int binding) {
+  Value n = index(1);
+  for (int d = 0, e = bindingTypes[binding].getRank(); d < e; ++d)
+    n = a.muli(n, dimSize(binding, d));
+  return n;
+}
+
+std::string KernelEmitter::numElementsExpr(int binding) const {
+  SmallVector<std::string> dims;
+  for (int d = 0, e = bindingTypes[binding].getRank(); d < e; ++d)
+    dims.push_back(dimExpr(binding, d));
+  return llvm::join(dims, "*");
+}
+
+Value KernelEmitter::binding(int i) {
+  SmallVector<Value> shape;
+  for (int d = 0, e = bindingTypes[i].getRank(); d < e; ++d)
+    shape.push_back(dimSize(i, d));
+  return binding(i, shape);
+}
+
+Value KernelEmitter::cacheSlots(int i) {
+  Value slots = a.muli(dimSize(i, 0), dimSize(i, 1));
+  Value width = a.muli(dimSize(i, 2), dimSize(i, 3));
+  return binding(i, {slots, width});
+}

@@ -1,0 +1,169 @@
+//===- Attention.cpp - paged_attention on the CPU -------------------------===//
+
+#include "compiler/Conversion/LlmserveToCpu/CpuKernels.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+/// One workgroup per (query row, head): the row's sequence from
+/// query_start, then the online softmax over the keys of its causal (and
+/// sliding-window) range, read through the block table.
+Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
+                                               PagedAttentionOp o) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
+  int64_t blockSize = cacheType.getDimSize(1);
+  int64_t kvHeads = cacheType.getDimSize(2), headDim = cacheType.getDimSize(3);
+  int64_t heads = o.getNumHeads();
+  int64_t group = heads / kvHeads;
+  std::optional<uint64_t> window = o.getSlidingWindow();
+  float scale = o.getScale().convertToFloat();
+
+  Value q = e.binding(0), keys = e.cacheSlots(1), values = e.cacheSlots(2),
+        blockTable = e.binding(3), contextLen = e.binding(4),
+        queryStart = e.binding(5), out = e.binding(6), lse = e.binding(7);
+  Value numSeqs = e.dimSize(4, 0);
+  Value zero = e.index(0), one = e.index(1);
+  Value dim = e.index(headDim);
+
+  // One workgroup per (query row, head).
+  Value row = e.workgroupId(0), head = e.workgroupId(1);
+  e.ifThen(a.cmpi(arith::CmpIPredicate::ult, row, e.dimSize(0, 0)), [&] {
+    // The sequence owning the row: the last s with query_start[s] <= row.
+    Value seq = e.forLoop(
+        zero, numSeqs, 1, {zero},
+        [&](Value s, ValueRange found) -> SmallVector<Value> {
+          Value start = a.toIndex(a.load(queryStart, s));
+          return {a.select(a.cmpi(arith::CmpIPredicate::ule, start, row), s,
+                           found[0])};
+        })[0];
+    Value qBegin = a.toIndex(a.load(queryStart, seq));
+    Value qEnd = a.toIndex(a.load(queryStart, a.addi(seq, one)));
+    Value context = a.toIndex(a.load(contextLen, seq));
+    // Causal: the row's own position is the last key it sees.
+    Value position =
+        a.addi(a.subi(context, a.subi(qEnd, qBegin)), a.subi(row, qBegin));
+    Value first = zero;
+    if (window) {
+      Value w = e.index(static_cast<int64_t>(*window) - 1);
+      first = a.select(a.cmpi(arith::CmpIPredicate::ugt, position, w),
+                       a.subi(position, w), zero);
+    }
+    Value kvHead = a.divui(head, e.index(group));
+    Value qBase = a.muli(head, dim), kvBase = a.muli(kvHead, dim);
+
+    // head_dim as `chunks` vectors of `width` lanes.
+    int64_t width = headDim % kVectorWidth == 0 ? kVectorWidth
+                    : headDim % 8 == 0          ? 8
+                    : headDim % 4 == 0          ? 4
+                                                : 1;
+    int64_t chunks = headDim / width;
+    auto vectorType = VectorType::get({width}, b.getF32Type());
+    auto loadVector = [&](Value memref, Value row, Value column) -> Value {
+      return vector::LoadOp::create(b, vectorType, memref,
+                                    ValueRange{row, column});
+    };
+    auto chunkColumn = [&](Value base, int64_t c) {
+      return a.addi(base, e.index(c * width));
+    };
+    SmallVector<Value> query;
+    for (int64_t c = 0; c < chunks; ++c)
+      query.push_back(loadVector(q, row, chunkColumn(qBase, c)));
+
+    // Online softmax over the keys in tiles of one KV block: the scores of
+    // a tile first (each a fixed-order vector dot product; -inf for the
+    // tile's keys outside the row's range), their exponentials as one
+    // vector, one rescale of the running sums if the tile's maximum is
+    // larger, then the weighted values in key order. Tiles follow the key
+    // positions, never the batch.
+    Value bs = e.index(blockSize);
+    Value last = a.addi(position, one);
+    Value firstTile = a.muli(a.divui(first, bs), bs);
+    auto scoresType = MemRefType::get({blockSize}, b.getF32Type());
+    auto tileType = VectorType::get({blockSize}, b.getF32Type());
+    Value scores = memref::AllocaOp::create(b, scoresType);
+    Value weights = memref::AllocaOp::create(b, scoresType);
+    Value noScores = arith::ConstantOp::create(
+        b, tileType, DenseElementsAttr::get(tileType, -INFINITY));
+    SmallVector<Value> init = {e.f32(-INFINITY), e.f32(0)};
+    Value zeros = arith::ConstantOp::create(
+        b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+    init.append(chunks, zeros);
+    SmallVector<Value> state = e.forLoop(
+        firstTile, last, blockSize, init,
+        [&](Value tile, ValueRange s) -> SmallVector<Value> {
+          Value block = a.toIndex(a.load(blockTable, {seq, a.divui(tile, bs)}));
+          Value slot0 =
+              a.subi(a.muli(block, bs), tile); // slot of key j: slot0 + j
+          Value lo = a.maxi(first, tile);
+          Value hi = a.mini(last, a.addi(tile, bs));
+          vector::StoreOp::create(b, noScores, scores, ValueRange{zero});
+          Value tileMax = e.forLoop(
+              lo, hi, 1, {e.f32(-INFINITY)},
+              [&](Value j, ValueRange m) -> SmallVector<Value> {
+                Value slot = a.addi(slot0, j);
+                Value products = zeros;
+                for (int64_t c = 0; c < chunks; ++c)
+                  products = vector::FMAOp::create(
+                      b, query[c],
+                      loadVector(keys, slot, chunkColumn(kvBase, c)), products);
+                Value dot = vector::ReductionOp::create(
+                    b, vector::CombiningKind::ADD, products,
+                    arith::FastMathFlags::reassoc);
+                Value score = a.mul(dot, e.f32(scale));
+                a.store(score, scores, a.subi(j, tile));
+                return {a.max(m[0], score)};
+              })[0];
+          Value maxNew = a.max(s[0], tileMax);
+          // The running sums rescale only when the maximum grows.
+          Value alpha = e.ifElse(
+              a.cmpf(arith::CmpFPredicate::OGT, maxNew, s[0]), b.getF32Type(),
+              [&] { return a.exp(a.sub(s[0], maxNew)); },
+              [&] { return e.f32(1); });
+          Value tileScores =
+              vector::LoadOp::create(b, tileType, scores, ValueRange{zero});
+          Value tileWeights = a.exp(a.sub(
+              tileScores, vector::BroadcastOp::create(b, tileType, maxNew)));
+          vector::StoreOp::create(b, tileWeights, weights, ValueRange{zero});
+          Value tileSum = vector::ReductionOp::create(
+              b, vector::CombiningKind::ADD, tileWeights,
+              arith::FastMathFlags::reassoc);
+          Value alphas = vector::BroadcastOp::create(b, vectorType, alpha);
+          SmallVector<Value> rescaled;
+          for (int64_t c = 0; c < chunks; ++c)
+            rescaled.push_back(a.mul(s[2 + c], alphas));
+          SmallVector<Value> sums = e.forLoop(
+              lo, hi, 1, rescaled,
+              [&](Value j, ValueRange acc) -> SmallVector<Value> {
+                Value weight = vector::BroadcastOp::create(
+                    b, vectorType, a.load(weights, a.subi(j, tile)));
+                Value slot = a.addi(slot0, j);
+                SmallVector<Value> next;
+                for (int64_t c = 0; c < chunks; ++c)
+                  next.push_back(vector::FMAOp::create(
+                      b, weight,
+                      loadVector(values, slot, chunkColumn(kvBase, c)),
+                      acc[c]));
+                return next;
+              });
+          SmallVector<Value> result = {maxNew,
+                                       a.add(a.mul(s[1], alpha), tileSum)};
+          result.append(sums.begin(), sums.end());
+          return result;
+        });
+    Value sum = vector::BroadcastOp::create(b, vectorType, state[1]);
+    for (int64_t c = 0; c < chunks; ++c)
+      vector::StoreOp::create(b, a.div(state[2 + c], sum), out,
+                              ValueRange{row, chunkColumn(qBase, c)});
+    a.store(a.add(state[0], math::LogOp::create(b, state[1])), lse,
+            {row, head});
+  });
+  return Grid{e.dimExpr(0, 0), std::to_string(heads), "1"};
+}

@@ -1,0 +1,96 @@
+//===- CpuKernels.h - The CPU kernel of each llmserve op ------------------===//
+//
+// Each function builds the body of one op's kernel with a CpuKernelEmitter
+// and returns the launch grid, as expressions where push constant k is `$k`.
+// The ones that can fail (an op the kernel cannot take) emit a located error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMSERVE_CONVERSION_LLMSERVETOCPU_CPUKERNELS_H
+#define LLMSERVE_CONVERSION_LLMSERVETOCPU_CPUKERNELS_H
+
+#include "compiler/Conversion/Common/Dispatch.h"
+#include "compiler/Conversion/LlmserveToCpu/CpuKernelEmitter.h"
+#include "llmserve/IR/LlmserveOps.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+namespace mlir::llmserve {
+
+/// Rows per workgroup of the kernels that compute rows one at a time.
+inline constexpr int64_t kRowsPerGroup = 4;
+/// f32 lanes of the kernels' vectors, and columns of a weight panel.
+inline constexpr int64_t kVectorWidth = 16;
+/// Rows of a linear's workgroup block: a decode step of up to 64 sequences
+/// reads each weight block once.
+inline constexpr int64_t kLinearRowsPerGroup = 64;
+/// Panels of 16 columns of a panel linear's workgroup block (96 columns: two
+/// of the 3-panel register tiles cpu-kernels.mlir makes).
+inline constexpr int64_t kPanelsPerGroup = 6;
+
+// RowKernels.cpp
+Grid buildGatherKernel(CpuKernelEmitter &e, Operation *op);
+Grid buildRopeKernel(CpuKernelEmitter &e, RopeOp op);
+Grid buildKvWriteKernel(CpuKernelEmitter &e);
+// Norm.cpp
+Grid buildNormKernel(CpuKernelEmitter &e, bool hasResidual, bool hasBias,
+                     bool centered, double epsilon);
+// Elementwise.cpp
+FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
+                                       linalg::GenericOp op);
+// Linear.cpp
+Grid buildLinearKernel(CpuKernelEmitter &e, LinearOp op);
+// DispatchRegion.cpp
+FailureOr<Grid> buildDispatchRegionKernel(CpuKernelEmitter &e,
+                                          DispatchRegionOp op);
+// Attention.cpp
+Grid buildPagedAttentionKernel(CpuKernelEmitter &e, PagedAttentionOp op);
+// Penalties.cpp
+Grid buildApplyPenaltiesKernel(CpuKernelEmitter &e);
+Grid buildLogprobsKernel(CpuKernelEmitter &e, LogprobsOp op);
+// Sample.cpp
+Grid buildSampleKernel(CpuKernelEmitter &e);
+
+//===----------------------------------------------------------------------===//
+// Panel linears (Linear.cpp), which dispatch regions build on
+//===----------------------------------------------------------------------===//
+
+/// Whether `weight` is stored in the panel layout the linalg linear kernel
+/// reads (and if so marks it, so the bundle writer asks the runtime to pack
+/// it at load): a weight with a whole number of 16-row panels, read as the
+/// weight of a linear op (also inside a dispatch region) and otherwise only
+/// as linear weights or embedding tables.
+bool usePanelLayout(Value weight);
+
+/// The outputs of a panel linear one workgroup computes: rows
+/// [mBegin, mBegin + mSize) and panels [pBegin, pBegin + pSize).
+struct PanelBlock {
+  Value mBegin, pBegin;
+  OpFoldResult mSize, pSize;
+};
+
+/// This workgroup's block of `rows` rows and `panels` panels.
+PanelBlock panelBlock(CpuKernelEmitter &e, Value rows, int64_t panels);
+
+/// The block's [rows][panels][16] slice of binding `binding`, an [M, N]
+/// tensor viewed as [M][N/16][16].
+Value panelView(CpuKernelEmitter &e, int binding, int64_t panels,
+                const PanelBlock &block);
+
+/// x·Wᵀ (+ b) for the block, W in panels of 16 columns ([N/16][K][16]), as
+/// linalg on tensor views: the [rows][panels][16] tensor `destination()`
+/// makes is initialised with zeros or the bias, then the contraction
+/// y[m, p, l] += x[m, k] * w[p, k, l] accumulates into it. The CPU schedule
+/// (cpu-kernels.mlir) turns this into register tiles of outer products.
+Value contractPanels(CpuKernelEmitter &e, int xBinding, int wBinding,
+                     std::optional<int> biasBinding, int64_t panels,
+                     int64_t depth, const PanelBlock &block,
+                     function_ref<Value()> destination);
+
+/// The grid of the blocks over the rows of binding `rowsBinding` and
+/// `panels` panels.
+Grid panelGrid(CpuKernelEmitter &e, int rowsBinding, int64_t panels);
+
+} // namespace mlir::llmserve
+
+#endif // LLMSERVE_CONVERSION_LLMSERVETOCPU_CPUKERNELS_H

@@ -1,0 +1,134 @@
+//===- Penalties.cpp - History penalties and log-probs on the CPU ---------===//
+
+#include "compiler/Conversion/LlmserveToCpu/CpuKernels.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+/// The logits with each row's history penalties applied (vLLM semantics):
+/// repetition, frequency times count and presence, for each distinct token
+/// of the row's penalty history.
+Grid mlir::llmserve::buildApplyPenaltiesKernel(CpuKernelEmitter &e) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  Value logits = e.binding(0), start = e.binding(1), tokens = e.binding(2),
+        counts = e.binding(3), presence = e.binding(4),
+        frequency = e.binding(5), repetition = e.binding(6), out = e.binding(7);
+  Value vocab = e.dimSize(0, 1), entries = e.dimSize(2, 0);
+  Value zero = e.index(0), fzero = e.f32(0);
+  auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
+  e.forLoop(begin, end, 1, [&](Value s) {
+    e.forLoop(zero, vocab, 1, [&](Value v) {
+      a.store(a.load(logits, {s, v}), out, {s, v});
+    });
+    Value rep = a.load(repetition, s), freq = a.load(frequency, s),
+          pres = a.load(presence, s);
+    // The row's entries, clamped to the arrays so that a malformed
+    // penalty_start cannot read out of bounds.
+    auto clamp = [&](Value i) {
+      Value x = a.toIndex(i);
+      x = arith::MaxSIOp::create(b, x, zero);
+      return arith::MinSIOp::create(b, x, entries).getResult();
+    };
+    Value first = clamp(a.load(start, s));
+    Value last = arith::MaxSIOp::create(
+        b, first, clamp(a.load(start, a.addi(s, e.index(1)))));
+    e.forLoop(first, last, 1, [&](Value entry) {
+      Value token = a.toIndex(a.load(tokens, entry));
+      Value inVocab = arith::AndIOp::create(
+          b, a.cmpi(arith::CmpIPredicate::sge, token, zero),
+          a.cmpi(arith::CmpIPredicate::slt, token, vocab));
+      e.ifThen(inVocab, [&] {
+        Value l = a.load(out, {s, token});
+        Value positive =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, fzero);
+        l = a.select(positive, a.div(l, rep), a.mul(l, rep));
+        Value count = a.load(counts, entry);
+        Value seen = a.cmpi(arith::CmpIPredicate::sgt, count, e.i32(0));
+        Value countF = arith::SIToFPOp::create(b, b.getF32Type(), count);
+        l = a.sub(l, a.mul(freq, countF));
+        l = a.sub(l, a.select(seen, pres, fzero));
+        a.store(l, out, {s, token});
+      });
+    });
+  });
+  return e.rowGrid(0, kRowsPerGroup);
+}
+
+/// For each row that asks (num_logprobs >= 0): the log-softmax of its
+/// sampled token, and of its num_logprobs largest logits (at most K).
+Grid mlir::llmserve::buildLogprobsKernel(CpuKernelEmitter &e, LogprobsOp o) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  Value logits = e.binding(0), tokens = e.binding(1), num = e.binding(2),
+        tokenLogprob = e.binding(3), topTokens = e.binding(4),
+        topLogprobs = e.binding(5);
+  int64_t maxTop = o.getTopTokens().getType().getDimSize(1);
+  Value vocab = e.dimSize(0, 1);
+  Value zero = e.index(0);
+  Value negInf = e.f32(-INFINITY);
+  auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
+  e.forLoop(begin, end, 1, [&](Value s) {
+    Value n = a.toIndex(a.load(num, s));
+    e.ifThen(a.cmpi(arith::CmpIPredicate::sge, n, zero), [&] {
+      Value max = e.forLoop(zero, vocab, 1, {negInf},
+                            [&](Value v, ValueRange m) -> SmallVector<Value> {
+                              return {a.max(m[0], a.load(logits, {s, v}))};
+                            })[0];
+      Value sum = e.forLoop(
+          zero, vocab, 1, {e.f32(0)},
+          [&](Value v, ValueRange acc) -> SmallVector<Value> {
+            return {a.add(acc[0], a.exp(a.sub(a.load(logits, {s, v}), max)))};
+          })[0];
+      Value logZ = a.add(max, math::LogOp::create(b, sum));
+      Value token = a.toIndex(a.load(tokens, s));
+      Value valid = arith::AndIOp::create(
+          b, a.cmpi(arith::CmpIPredicate::sge, token, zero),
+          a.cmpi(arith::CmpIPredicate::slt, token, vocab));
+      a.store(e.ifElse(
+                  valid, b.getF32Type(),
+                  [&] {
+                    return a.sub(a.load(logits, {s, token}), logZ);
+                  },
+                  [&] { return negInf; }),
+              tokenLogprob, s);
+      // Selection of the n largest, each the next in (logit descending,
+      // index ascending) order after the previous one.
+      Value top = arith::MinSIOp::create(b, n, e.index(maxTop));
+      e.forLoop(
+          zero, top, 1, {e.f32(INFINITY), e.index(-1)},
+          [&](Value j, ValueRange prev) -> SmallVector<Value> {
+            SmallVector<Value> best = e.forLoop(
+                zero, vocab, 1, {negInf, e.index(-1)},
+                [&](Value v, ValueRange acc) -> SmallVector<Value> {
+                  Value l = a.load(logits, {s, v});
+                  Value after = arith::OrIOp::create(
+                      b, a.cmpf(arith::CmpFPredicate::OLT, l, prev[0]),
+                      arith::AndIOp::create(
+                          b, a.cmpf(arith::CmpFPredicate::OEQ, l, prev[0]),
+                          a.cmpi(arith::CmpIPredicate::sgt, v, prev[1])));
+                  Value better = arith::AndIOp::create(
+                      b, after,
+                      arith::OrIOp::create(
+                          b, a.cmpf(arith::CmpFPredicate::OGT, l, acc[0]),
+                          a.cmpi(arith::CmpIPredicate::slt, acc[1], zero)));
+                  return {a.select(better, l, acc[0]),
+                          a.select(better, v, acc[1])};
+                });
+            a.store(arith::IndexCastOp::create(b, b.getI32Type(), best[1]),
+                    topTokens, {s, j});
+            a.store(a.sub(best[0], logZ), topLogprobs, {s, j});
+            return best;
+          });
+      e.forLoop(top, e.index(maxTop), 1, [&](Value j) {
+        a.store(e.i32(-1), topTokens, {s, j});
+        a.store(negInf, topLogprobs, {s, j});
+      });
+    });
+  });
+  return e.rowGrid(0, kRowsPerGroup);
+}

@@ -1,0 +1,205 @@
+//===- CompileBundle.cpp - llmserve IR to a kernel bundle -----------------===//
+
+#include "compiler/Pipeline/CompileBundle.h"
+
+#include "compiler/Bundle/BundleWriter.h"
+#include "compiler/Conversion/Common/KernelModule.h"
+#include "compiler/Conversion/Passes.h"
+#include "compiler/Target/Cpu/CpuTarget.h"
+#include "compiler/Target/Nvptx/NvptxTarget.h"
+#include "compiler/Transforms/Passes.h"
+#include "llmserve/IR/LlmserveDialect.h"
+#include "llmserve/abi.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+namespace abi = ::llmserve::abi;
+
+namespace {
+
+/// An error that no place in the IR is to blame for.
+InFlightDiagnostic emitUnlocatedError(MLIRContext *context) {
+  return emitError(UnknownLoc::get(context));
+}
+
+std::string pathIn(StringRef dir, StringRef name) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  return path.str().str();
+}
+
+LogicalResult writeFile(MLIRContext *context, StringRef path,
+                        StringRef contents) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+  if (!file)
+    return emitUnlocatedError(context) << error;
+  file->os() << contents;
+  file->keep();
+  return success();
+}
+
+LogicalResult copyFile(MLIRContext *context, StringRef from, StringRef to) {
+  if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
+    return emitUnlocatedError(context)
+           << "cannot copy " << from << " to " << to << ": " << ec.message();
+  return success();
+}
+
+LogicalResult createBundleDirectory(MLIRContext *context, StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return emitUnlocatedError(context)
+           << "cannot create " << dir << ": " << ec.message();
+  return success();
+}
+
+/// Tokenizer files and, when asked, the weights, from the checkpoint the
+/// module was imported from.
+LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundleDir,
+                                  bool embedWeights) {
+  MLIRContext *context = module.getContext();
+  auto checkpoint =
+      module->getAttrOfType<StringAttr>(LlmserveDialect::kCheckpointAttrName);
+  if (!checkpoint) {
+    if (embedWeights)
+      return emitUnlocatedError(context)
+             << "--embed-weights needs a module imported from a checkpoint "
+                "(no llmserve.checkpoint attribute)";
+    return success();
+  }
+  for (StringRef name : {"tokenizer.json", "tokenizer_config.json"}) {
+    std::string from = pathIn(checkpoint.getValue(), name);
+    if (llvm::sys::fs::exists(from) &&
+        failed(copyFile(context, from, pathIn(bundleDir, name))))
+      return failure();
+  }
+  if (!embedWeights)
+    return success();
+  std::string from = pathIn(checkpoint.getValue(), "model.safetensors");
+  if (!llvm::sys::fs::exists(from))
+    return emitUnlocatedError(context)
+           << "--embed-weights needs a single-file checkpoint, and " << from
+           << " does not exist";
+  return copyFile(context, from, pathIn(bundleDir, abi::kEmbeddedWeightsFile));
+}
+
+/// The CPU bundle's kernels.cpu.so; returns the manifest.
+FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
+                                     const CompileOptions &options) {
+  MLIRContext *context = module.getContext();
+  PassManager outline(context);
+  outline.addPass(createLlmserveToLinalg());
+  outline.addPass(createFormDispatchRegions());
+  outline.addPass(createLlmserveToCpuKernels());
+  if (failed(outline.run(module)))
+    return failure();
+  FailureOr<std::string> manifest = writeManifest(module, "cpu");
+  if (failed(manifest))
+    return failure();
+
+  auto kernels = lookupKernelModule<ModuleOp>(module);
+  PassManager lower(context);
+  buildCpuKernelsToLLVMPipeline(lower);
+  if (failed(lower.run(kernels)) ||
+      failed(createBundleDirectory(context, bundleDir)))
+    return failure();
+  CpuTargetOptions cpuOptions;
+  cpuOptions.cpu = options.cpu;
+  if (failed(emitCpuSharedObject(
+          kernels, pathIn(bundleDir, abi::kCpuKernelsFile), cpuOptions)))
+    return failure();
+  return manifest;
+}
+
+/// The NVIDIA bundle's kernels.ptx, and kernels.sm_90a.cubin when there is
+/// a ptxas; returns the manifest.
+FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
+                                       const CompileOptions &options) {
+  MLIRContext *context = module.getContext();
+  PassManager outline(context);
+  std::string dtype = options.dtype.value_or("bf16");
+  if (dtype != "f32") {
+    NarrowStorageOptions narrow;
+    narrow.dtype = dtype;
+    outline.addPass(createNarrowStorage(narrow));
+  }
+  outline.addPass(createLlmserveToGpuKernels());
+  if (failed(outline.run(module)))
+    return failure();
+  FailureOr<std::string> manifest = writeManifest(module, abi::kCudaTarget);
+  if (failed(manifest))
+    return failure();
+
+  PassManager lower(context);
+  buildGpuKernelsToNvvmPipeline(lower);
+  if (failed(lower.run(module)))
+    return failure();
+  FailureOr<std::string> ptx = emitPtx(module);
+  if (failed(ptx) || failed(createBundleDirectory(context, bundleDir)))
+    return failure();
+  std::string ptxPath = pathIn(bundleDir, abi::kCudaPtxFile);
+  if (failed(writeFile(context, ptxPath, *ptx)))
+    return failure();
+  std::optional<std::string> ptxas =
+      options.ptxas.empty() ? findPtxas()
+                            : std::optional<std::string>(options.ptxas);
+  if (ptxas && failed(assembleCubin(context, *ptxas, ptxPath,
+                                    pathIn(bundleDir, abi::kCudaCubinFile))))
+    return failure();
+  return manifest;
+}
+
+} // namespace
+
+void mlir::llmserve::registerCompilerDialects(DialectRegistry &registry) {
+  registry.insert<LlmserveDialect>();
+  // The bufferization and tiling models (registered with their dialects) and
+  // the transform-dialect extensions the CPU pipeline's schedules use.
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerNvptxTarget(registry);
+}
+
+LogicalResult
+mlir::llmserve::verifyCompileOptions(MLIRContext *context,
+                                     const CompileOptions &options) {
+  bool cpu = options.target == "cpu",
+       nvptx = options.target == abi::kCudaTarget;
+  if (!cpu && !nvptx)
+    return emitUnlocatedError(context)
+           << "unknown target '" << options.target << "' (supported: cpu, "
+           << abi::kCudaTarget << ")";
+  if (nvptx && options.dtype &&
+      !llvm::is_contained({"bf16", "f16", "f32"}, *options.dtype))
+    return emitUnlocatedError(context) << "unknown --dtype '" << *options.dtype
+                                       << "' (supported: bf16, f16, f32)";
+  if (cpu && options.dtype)
+    return emitUnlocatedError(context)
+           << "--dtype applies to target " << abi::kCudaTarget
+           << " (CPU kernels compute in f32)";
+  return success();
+}
+
+LogicalResult mlir::llmserve::compileBundle(ModuleOp module,
+                                            StringRef bundleDir,
+                                            const CompileOptions &options) {
+  MLIRContext *context = module.getContext();
+  if (failed(verifyCompileOptions(context, options)))
+    return failure();
+  FailureOr<std::string> manifest =
+      options.target == "cpu" ? compileForCpu(module, bundleDir, options)
+                              : compileForNvptx(module, bundleDir, options);
+  if (failed(manifest) ||
+      failed(copyCheckpointFiles(module, bundleDir, options.embedWeights)))
+    return failure();
+  // The manifest goes last: a bundle with a manifest is complete.
+  return writeFile(context, pathIn(bundleDir, abi::kManifestFile), *manifest);
+}
