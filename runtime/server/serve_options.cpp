@@ -1,8 +1,11 @@
 #include "server/serve_options.h"
 
+#include <CLI/TypeTools.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -102,14 +105,14 @@ ServeOptions parse_serve_options(int argc, char **argv) {
 
 int64_t parse_memory_size(const std::string &text, int64_t physical_memory) {
   const char *option = "--kv-cache-memory";
-  size_t end = 0;
+  // A number, read as the command line's numbers are (CLI11), then letters.
+  size_t end = text.size();
+  while (end > 0 && std::isalpha(static_cast<unsigned char>(text[end - 1])))
+    --end;
   double value = 0;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception &) {
+  if (!CLI::detail::lexical_cast(text.substr(0, end), value))
     bad_value(option, text, "not a size");
-  }
-  std::string unit = text.substr(end);
+  const std::string unit = text.substr(end);
   if (!std::isfinite(value) || value <= 0)
     bad_value(option, text, "must be positive");
   if (unit.empty() && value <= 1.0)
