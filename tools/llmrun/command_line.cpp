@@ -23,13 +23,27 @@ CLI::Option *check(CLI::Option *option,
       ""));
 }
 
-int usage_error(const CLI::App &app, const std::string &message) {
+// An option given twice takes the last value, where CLI11 would refuse it; a
+// list option takes them all.
+void take_last(CLI::App &app) {
+  for (CLI::Option *option : app.get_options())
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  for (CLI::App *command : app.get_subcommands({}))
+    take_last(*command);
+}
+
+int usage_error(const CLI::App &app, std::string message) {
   // The error is about the last command named on the command line.
   const CLI::App *command = &app;
   while (!command->get_subcommands().empty())
     command = command->get_subcommands().front();
+  const bool has_commands = command->get_require_subcommand_min() > 0;
+  if (has_commands && !command->remaining().empty()) { // CLI11 would say one is required
+    const std::string unknown = command->remaining().front();
+    message = (unknown[0] == '-' ? "unknown option '" : "unknown command '") + unknown + "'";
+  }
   std::fprintf(stderr, "%s: %s\n", command_name(*command).c_str(), message.c_str());
-  if (command->get_require_subcommand_min() > 0) {
+  if (has_commands) {
     // A command of commands: its help lists them.
     const CLI::App *parent = command->get_parent();
     std::fputs(command->help(parent ? command_name(*parent) : "").c_str(), stderr);
@@ -46,6 +60,7 @@ int usage_error(const CLI::App &app, const std::string &message) {
 
 std::optional<int> parse(CLI::App &app, int argc, char **argv) {
   app.get_formatter()->label("Usage", "usage"); // subcommands share the formatter
+  take_last(app);
   try {
     app.parse(argc, argv);
     return std::nullopt;

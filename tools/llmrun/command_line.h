@@ -18,7 +18,8 @@ namespace llmserve::cli {
 // program should go on, else its exit status: 0 after the help -h or --help
 // asked for (on stdout), 2 after a usage error (on stderr: "PROGRAM: message"
 // and the usage). A std::invalid_argument thrown while parsing, by a check
-// below or an option's callback, is a usage error with that message.
+// below or an option's callback, is a usage error with that message. An
+// option given twice takes the last value.
 std::optional<int> parse(CLI::App &app, int argc, char **argv);
 
 // "llmrun bench offline": the names of `app` and of the commands above it.
