@@ -11,7 +11,7 @@ APT_PACKAGES=(
   # lit's per-test timeout (test/lit) needs psutil
   python3-psutil
   # runtime libraries and test frameworks
-  nlohmann-json3-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-pthread
   # numeric references and fixtures (Debian's python, /usr/bin/python3)
   python3-torch python3-numpy python3-jinja2

@@ -1,5 +1,7 @@
 #include "bench/metrics.h"
 
+#include <CLI/TypeTools.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,14 +29,8 @@ void parse_slo(const std::string &spec, Slo &slo) {
     throw bad("expected METRIC:MILLISECONDS (ttft, tpot or e2el)");
   const std::string metric = spec.substr(0, colon);
   const std::string value = spec.substr(colon + 1);
-  size_t end = 0;
-  double ms = 0;
-  try {
-    ms = std::stod(value, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != value.size() || !(ms > 0) || !std::isfinite(ms))
+  double ms = 0; // read as the command line's numbers are (CLI11)
+  if (!CLI::detail::lexical_cast(value, ms) || !(ms > 0) || !std::isfinite(ms))
     throw bad("'" + value + "' is not a positive number of milliseconds");
   if (metric == "ttft")
     slo.ttft_ms = ms;

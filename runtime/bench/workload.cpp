@@ -1,5 +1,6 @@
 #include "bench/workload.h"
 
+#include <CLI/TypeTools.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,16 +12,10 @@ namespace llmserve::bench {
 namespace {
 
 int32_t parse_length(const std::string &flag, const std::string &text) {
-  size_t end = 0;
-  long value = 0;
-  try {
-    value = std::stol(text, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != text.size() || value < 1 || value > INT32_MAX)
+  int32_t value = 0; // read as the command line's numbers are (CLI11)
+  if (!CLI::detail::lexical_cast(text, value) || value < 1)
     throw std::invalid_argument(flag + " '" + text + "': expected a length >= 1");
-  return static_cast<int32_t>(value);
+  return value;
 }
 
 // Draws prompts: random token ids, made into text that encodes back to the

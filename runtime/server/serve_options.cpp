@@ -1,10 +1,12 @@
 #include "server/serve_options.h"
 
+#include <CLI/TypeTools.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -16,100 +18,18 @@ namespace {
   throw std::invalid_argument(option + " '" + value + "': " + why);
 }
 
-const char *value_of(int &i, int argc, char **argv) {
-  if (i + 1 >= argc)
-    throw std::invalid_argument(std::string(argv[i]) + ": missing value");
-  return argv[++i];
-}
-
 } // namespace
-
-int64_t parse_integer(const std::string &option, const std::string &text,
-                      int64_t min, int64_t max) {
-  size_t end = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != text.size())
-    bad_value(option, text, "not an integer");
-  if (value < min || value > max)
-    bad_value(option, text, "must be in [" + std::to_string(min) + ", " +
-                                std::to_string(max) + "]");
-  return value;
-}
-
-bool parse_engine_option(ServeOptions &o, int &i, int argc, char **argv) {
-  const std::string flag = argv[i];
-  auto int_value = [&](int64_t min, int64_t max) {
-    return parse_integer(flag, value_of(i, argc, argv), min, max);
-  };
-  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-  if (flag == "--weights")
-    o.weights_dir = value_of(i, argc, argv);
-  else if (flag == "--threads")
-    o.num_threads = static_cast<int>(int_value(0, 4096));
-  else if (flag == "--max-num-seqs")
-    o.max_num_seqs = static_cast<int32_t>(int_value(1, kInt32Max));
-  else if (flag == "--max-num-batched-tokens")
-    o.max_num_batched_tokens = static_cast<int32_t>(int_value(1, kInt32Max));
-  else if (flag == "--max-model-len")
-    o.max_model_len = static_cast<int32_t>(int_value(2, kInt32Max));
-  else if (flag == "--kv-cache-memory") {
-    o.kv_cache_memory = value_of(i, argc, argv);
-    parse_memory_size(o.kv_cache_memory, physical_memory_bytes()); // checks it
-  } else if (flag == "--no-prefix-caching") {
-    o.enable_prefix_caching = false;
-  } else if (flag == "--device") {
-    o.device = value_of(i, argc, argv);
-    if (o.device != "cpu" && o.device != "cuda")
-      bad_value(flag, o.device, "expected cpu or cuda");
-  } else if (flag == "--no-cuda-graphs") {
-    o.cuda_graphs = false;
-  } else
-    return false;
-  return true;
-}
-
-ServeOptions parse_serve_options(int argc, char **argv) {
-  ServeOptions o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (parse_engine_option(o, i, argc, argv))
-      continue;
-    if (flag == "--host")
-      o.host = value_of(i, argc, argv);
-    else if (flag == "--port")
-      o.port = static_cast<int>(parse_integer(flag, value_of(i, argc, argv), 0, 65535));
-    else if (flag == "--api-key")
-      o.api_key = value_of(i, argc, argv);
-    else if (flag == "--served-model-name")
-      o.served_model_name = value_of(i, argc, argv);
-    else if (flag == "--max-queued-requests")
-      o.max_queued_requests = static_cast<int32_t>(
-          parse_integer(flag, value_of(i, argc, argv), 0, 1 << 20));
-    else if (flag[0] != '-' && o.bundle_dir.empty())
-      o.bundle_dir = flag;
-    else
-      throw std::invalid_argument("unknown argument '" + flag + "'");
-  }
-  if (o.bundle_dir.empty())
-    throw std::invalid_argument("missing the bundle directory");
-  return o;
-}
 
 int64_t parse_memory_size(const std::string &text, int64_t physical_memory) {
   const char *option = "--kv-cache-memory";
-  size_t end = 0;
+  // A number, read as the command line's numbers are (CLI11), then letters.
+  size_t end = text.size();
+  while (end > 0 && std::isalpha(static_cast<unsigned char>(text[end - 1])))
+    --end;
   double value = 0;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception &) {
+  if (!CLI::detail::lexical_cast(text.substr(0, end), value))
     bad_value(option, text, "not a size");
-  }
-  std::string unit = text.substr(end);
+  const std::string unit = text.substr(end);
   if (!std::isfinite(value) || value <= 0)
     bad_value(option, text, "must be positive");
   if (unit.empty() && value <= 1.0)

@@ -1,5 +1,6 @@
-// Command-line options of `llmrun serve` and `llmrun generate`, and the
-// engine configuration they and the model resolve to.
+// What `llmrun serve`, `generate` and `bench` load and run a model with (their
+// command-line options, tools/llmrun/options.h), and the engine configuration
+// these and the model resolve to.
 #ifndef LLMSERVE_SERVER_SERVE_OPTIONS_H
 #define LLMSERVE_SERVER_SERVE_OPTIONS_H
 
@@ -32,24 +33,9 @@ struct ServeOptions {
   bool cuda_graphs = true; // --no-cuda-graphs: run decode steps uncaptured
 };
 
-// Consumes the option at argv[i] (and its value, advancing i) if it is one
-// of the model and engine options both commands share: --weights,
-// --threads, --max-num-seqs, --max-num-batched-tokens, --max-model-len,
-// --kv-cache-memory, --no-prefix-caching, --device, --no-cuda-graphs. Throws std::invalid_argument
-// naming the option for a missing or malformed value.
-bool parse_engine_option(ServeOptions &options, int &i, int argc, char **argv);
-// All of `llmrun serve`'s arguments (argv[0] is the command name): the
-// bundle, the engine options, --host, --port, --api-key,
-// --served-model-name, --max-queued-requests.
-ServeOptions parse_serve_options(int argc, char **argv);
-
-// An integer option value in [min, max]; throws std::invalid_argument
-// "OPTION 'TEXT': not an integer" or "...: must be in [MIN, MAX]".
-int64_t parse_integer(const std::string &option, const std::string &text,
-                      int64_t min, int64_t max);
-
 // "1000", "64KiB", "512M", "2GiB", "1.5G" in bytes; "0.25" (a number in
-// (0, 1]) as that fraction of `physical_memory`.
+// (0, 1]) as that fraction of `physical_memory`. Throws std::invalid_argument
+// "--kv-cache-memory 'TEXT': why".
 int64_t parse_memory_size(const std::string &text, int64_t physical_memory);
 int64_t physical_memory_bytes();
 

@@ -3,6 +3,7 @@
 // measured in the same run on the same threads.
 //
 //   llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]
+#include "command_line.h"
 #include "cpu/cpu_executor.h"
 #include "support/safetensors_writer.h"
 
@@ -14,7 +15,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -92,44 +92,27 @@ double read_bandwidth(size_t bytes, int threads, double budget) {
   return double(kPasses) * n * sizeof(v16) / seconds;
 }
 
-constexpr const char *kUsage =
-    "usage: llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]\n";
-
-/// A flag's value as a positive number (a whole one if `whole`), or nullopt.
-std::optional<double> parse_positive(const char *text, bool whole) {
-  char *end = nullptr;
-  const double value = std::strtod(text, &end);
-  if (end == text || *end || !(value > 0) || value > 1e6 ||
-      (whole && value != static_cast<int>(value)))
-    return std::nullopt;
-  return value;
-}
-
 int run(int argc, char **argv) {
-  if (argc < 2 || argv[1][0] == '-') {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  CLI::App app{"GFLOP/s of the compiled linear kernel next to OpenBLAS sgemm, and at M = 1\n"
+               "as a share of the memory-bandwidth roofline, on the same threads.",
+               "llmc-bench-linear"};
+  std::string bundle_dir;
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   double budget = 1.0;
-  for (int i = 2; i < argc; i += 2) {
-    const bool is_threads = !std::strcmp(argv[i], "--threads");
-    if ((!is_threads && std::strcmp(argv[i], "--seconds")) || i + 1 == argc) {
-      std::fprintf(stderr, "llmc-bench-linear: %s: %s\n%s", argv[i],
-                   i + 1 == argc ? "needs a value" : "unknown option", kUsage);
-      return 2;
-    }
-    const std::optional<double> value = parse_positive(argv[i + 1], is_threads);
-    if (!value) {
-      std::fprintf(stderr, "llmc-bench-linear: %s %s: not a positive %s\n", argv[i],
-                   argv[i + 1], is_threads ? "integer" : "number");
-      return 2;
-    }
-    if (is_threads)
-      threads = static_cast<int>(*value);
-    else
-      budget = *value;
-  }
+  app.add_option("bundle", bundle_dir, "linear_bench.llmb, compiled from linear_bench.mlir")
+      ->type_name("DIR")
+      ->required();
+  llmserve::cli::integer_in(
+      app.add_option("--threads", threads, "threads of both kernels (default: all)")
+          ->type_name("N"),
+      1, 1000000);
+  llmserve::cli::positive(
+      app.add_option("--seconds", budget, "time spent on each measurement")
+          ->type_name("S")
+          ->capture_default_str(),
+      1e6);
+  if (std::optional<int> status = llmserve::cli::parse(app, argc, argv))
+    return *status;
   // OpenBLAS 0.3.21 does not recognise every AVX-512 CPU (Sapphire Rapids
   // comes up as "Prescott", an SSE3 kernel); compare against its AVX-512
   // kernels wherever the CPU has them. The core type is read at load time,
@@ -154,7 +137,7 @@ int run(int argc, char **argv) {
     views.push_back({"w" + std::to_string(N), DType::F32, w.shape, w.data.data(),
                      w.data.size()});
   write_safetensors(checkpoint + "/model.safetensors", views);
-  CpuExecutor executor(Bundle(argv[1], checkpoint), threads);
+  CpuExecutor executor(Bundle(bundle_dir, checkpoint), threads);
   std::filesystem::remove_all(checkpoint);
 
   std::printf("threads %d, OpenBLAS core %s\n\n", threads,

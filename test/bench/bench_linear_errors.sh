@@ -13,12 +13,14 @@ expect() { # status, pattern, arguments...
     failed=1
   fi
 }
+expect 2 "bundle is required"
 expect 2 "usage: llmc-bench-linear"
-expect 2 "usage: llmc-bench-linear" --help
-expect 2 "\-\-frobnicate: unknown option" "$bundle" --frobnicate 3
-expect 2 "\-\-threads: needs a value" "$bundle" --threads
-expect 2 "\-\-threads two: not a positive integer" "$bundle" --threads two
-expect 2 "\-\-threads 1.5: not a positive integer" "$bundle" --threads 1.5
-expect 2 "\-\-seconds -1: not a positive number" "$bundle" --seconds -1
+expect 0 "usage: llmc-bench-linear" --help
+expect 2 "not expected: .*--frobnicate" "$bundle" --frobnicate 3
+expect 2 "\-\-threads: 1 required N missing" "$bundle" --threads
+expect 2 "\-\-threads 'two': not an integer" "$bundle" --threads two
+expect 2 "\-\-threads '1.5': not an integer" "$bundle" --threads 1.5
+expect 2 "\-\-threads '0': must be in \[1, 1000000\]" "$bundle" --threads 0
+expect 2 "\-\-seconds '-1': must be in (0, 1e+06\]" "$bundle" --seconds -1
 expect 1 "llmc-bench-linear: error: .*no-such.llmb" /no-such.llmb --seconds 0.01
 exit $failed

@@ -5,11 +5,10 @@
 // CPU has it and AVX2 otherwise.
 //
 //   fma-peak [--threads N] [--seconds S]
+#include "command_line.h"
+
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -79,21 +78,19 @@ double peak(int threads, double seconds, bool avx512) {
 } // namespace
 
 int main(int argc, char **argv) {
+  CLI::App app{"The f32 FMA throughput of this CPU on 1..N threads.", "fma-peak"};
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   double seconds = 1.0;
-  for (int i = 1; i < argc; i += 2) {
-    const bool known = !std::strcmp(argv[i], "--threads") || !std::strcmp(argv[i], "--seconds");
-    char *end = nullptr;
-    const double value = i + 1 < argc ? std::strtod(argv[i + 1], &end) : 0;
-    if (!known || i + 1 == argc || *end || !(value > 0) || value > 1e4) {
-      std::fprintf(stderr, "usage: fma-peak [--threads N] [--seconds S]\n");
-      return 2;
-    }
-    if (!std::strcmp(argv[i], "--threads"))
-      threads = static_cast<int>(value);
-    else
-      seconds = value;
-  }
+  llmserve::cli::integer_in(
+      app.add_option("--threads", threads, "from 1 to N threads (default: all)")->type_name("N"),
+      1, 10000);
+  llmserve::cli::positive(
+      app.add_option("--seconds", seconds, "time spent on each thread count")
+          ->type_name("S")
+          ->capture_default_str(),
+      1e4);
+  if (std::optional<int> status = llmserve::cli::parse(app, argc, argv))
+    return *status;
   const bool avx512 = __builtin_cpu_supports("avx512f");
   if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
     std::fprintf(stderr, "fma-peak: the CPU has neither AVX-512 nor AVX2 with FMA\n");

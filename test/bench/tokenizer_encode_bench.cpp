@@ -2,6 +2,7 @@
 // tokenizer_bench.js, which runs Hugging Face's tokenizer on the same corpus.
 // usage: tokenizer_encode_bench <tokenizer.json> <corpus.jsonl> [passes]
 // Prints one JSON object: bytes, tokens, best and first-pass seconds.
+#include "command_line.h"
 #include "tokenizer/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -13,16 +14,24 @@
 #include <vector>
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s <tokenizer.json> <corpus.jsonl> [passes]\n", argv[0]);
-    return 2;
-  }
-  int passes = argc > 3 ? std::atoi(argv[3]) : 5;
+  CLI::App app{"Encode throughput of llmserve::Tokenizer on one thread.",
+               "tokenizer_encode_bench"};
+  std::string tokenizer_path, corpus_path;
+  int passes = 5;
+  app.add_option("tokenizer", tokenizer_path, "tokenizer.json")->type_name("FILE")->required();
+  app.add_option("corpus", corpus_path, "one JSON string per line")
+      ->type_name("FILE")
+      ->required();
+  llmserve::cli::integer_in(
+      app.add_option("passes", passes, "times to encode the corpus")->capture_default_str(),
+      1, 1 << 20);
+  if (std::optional<int> status = llmserve::cli::parse(app, argc, argv))
+    return *status;
   try {
-    auto tokenizer = llmserve::Tokenizer::from_file(argv[1]);
-    std::ifstream in(argv[2]);
+    auto tokenizer = llmserve::Tokenizer::from_file(tokenizer_path);
+    std::ifstream in(corpus_path);
     if (!in)
-      throw std::runtime_error(std::string("cannot open ") + argv[2]);
+      throw std::runtime_error("cannot open " + corpus_path);
     std::vector<std::string> docs;
     size_t bytes = 0;
     for (std::string line; std::getline(in, line);) {

@@ -35,7 +35,7 @@ expect() { # expect <description> <stdin> <expected exit> <expected output subst
 expect "encode" '"hi"'$'\n' 0 '[104,105]' --tokenizer "$dir/tokenizer.json"
 expect "decode" '[104,105]'$'\n' 0 '"hi"' --tokenizer "$dir" --decode
 expect "no tokenizer" '' 2 '--tokenizer is required'
-expect "unknown argument" '' 2 "unknown argument '--bogus'" --tokenizer "$dir" --bogus
+expect "unknown argument" '' 2 "argument was not expected: --bogus" --tokenizer "$dir" --bogus
 expect "missing file" '' 1 "$dir/none.json: cannot open" --tokenizer "$dir/none.json"
 expect "not JSON" 'hello'$'\n' 1 'stdin line 1: [json.exception.parse_error' --tokenizer "$dir"
 expect "not a string" '"ok"'$'\n''42'$'\n' 1 'stdin line 2: expected a JSON string' --tokenizer "$dir"

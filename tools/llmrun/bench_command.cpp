@@ -3,7 +3,9 @@
 // measured in the same run so the report is a ratio side by side.
 //   serve    an OpenAI-compatible server over HTTP, as `vllm bench serve`
 //   offline  the engine in-process, as nano-vllm's bench.py
+#include "command_line.h"
 #include "commands.h"
+#include "options.h"
 
 #include "bench/metrics.h"
 #include "bench/offline_benchmark.h"
@@ -20,65 +22,26 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace llmrun {
-
-int bench_decode_command(int argc, char **argv);
-
 namespace {
 
 namespace bench = llmserve::bench;
-
-const char kUsage[] =
-    "usage: llmrun bench serve --url http://127.0.0.1:8000 [options]\n"
-    "       llmrun bench offline <bundle> [options]\n"
-    "       llmrun bench decode <bundle> [options]   (decode step time; --help)\n"
-    "\n"
-    "workload (both):\n"
-    "  --dataset random|shared-prefix|jsonl   (default random)\n"
-    "  --num-prompts N              random and jsonl (serve 100, offline 256)\n"
-    "  --random-input-len N|MIN:MAX prompt tokens (serve 1024, offline 100:1024)\n"
-    "  --random-output-len N|MIN:MAX output tokens (serve 128, offline 100:1024)\n"
-    "  --random-range-ratio R       N means [N(1-R), N(1+R)] (default 0)\n"
-    "  --gsp-num-groups N --gsp-prompts-per-group N --gsp-system-prompt-len N\n"
-    "  --gsp-question-len N --gsp-output-len N   shared-prefix (64 16 2048 128 256)\n"
-    "  --dataset-path FILE          jsonl: {\"prompt\": ..., \"output_len\": N} per line\n"
-    "  --jsonl-output-len N         output tokens where a line has none (128)\n"
-    "  --tokenizer PATH             tokenizer.json or a directory holding it\n"
-    "                               (offline: the bundle's by default)\n"
-    "  --seed N                     (default 0)\n"
-    "serve:\n"
-    "  --url URL --endpoint PATH    (/v1/completions or /v1/chat/completions)\n"
-    "  --model NAME                 (default: the server's first model)\n"
-    "  --request-rate R|inf --burstiness B --max-concurrency N (inf 1 unlimited)\n"
-    "  --ignore-eos --timeout S     (longest silence from the server, 600)\n"
-    "  --baseline-url URL           server for the baseline (default --url)\n"
-    "offline:\n"
-    "  --weights DIR --threads N --device cpu|cuda --no-cuda-graphs\n"
-    "  --max-num-seqs N --max-num-batched-tokens N --max-model-len N\n"
-    "  --kv-cache-gb G (default 2) | --num-kv-blocks N  --no-prefix-cache\n"
-    "  (always ignore_eos: output lengths are the workload's)\n"
-    "report (both):\n"
-    "  --baseline sequential        the same workload one request at a time;\n"
-    "                               offline also: no-prefix-cache\n"
-    "  --goodput ttft:MS [tpot:MS e2el:MS]   SLOs for goodput\n"
-    "  --plot out.svg               sweep --concurrencies and draw throughput\n"
-    "  --concurrencies LIST         (default 1,4,16,32,64)\n"
-    "  --result-file out.json\n";
+namespace cli = llmserve::cli;
 
 struct Options {
-  std::string mode; // serve | offline
+  std::vector<std::string> command_line; // for the result file
   // Workload.
   std::string dataset = "random";
-  int32_t num_prompts = 0; // 0: the mode's default
+  int32_t num_prompts = 0;
   std::string input_len, output_len;
   double range_ratio = 0.0;
   bench::SharedPrefixSpec shared_prefix;
@@ -91,13 +54,10 @@ struct Options {
   std::string baseline_url;
   bench::Arrivals arrivals;
   // Offline.
-  std::string bundle, weights;
-  int32_t threads = 0;
-  std::string device; // empty: the bundle's target
-  bool cuda_graphs = true;
-  llmserve::EngineConfig engine;
-  int32_t max_model_len = 0; // 0: the model's max_position_embeddings
+  llmserve::ServeOptions model;
+  int32_t num_kv_blocks = 0; // 0: as many as kv_cache_gb holds
   double kv_cache_gb = 2.0;
+  bool prefix_caching = true;
   // Report.
   std::string baseline;
   bench::Slo slo;
@@ -106,123 +66,75 @@ struct Options {
   std::string result_file;
 };
 
-int64_t parse_int(const std::string &flag, const std::string &text, int64_t min, int64_t max) {
-  size_t end = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != text.size() || value < min || value > max)
-    throw std::invalid_argument(flag + " '" + text + "': expected an integer in [" +
-                                std::to_string(min) + ", " + std::to_string(max) + "]");
-  return value;
+// Both modes' workload options; their defaults, which differ, are set in `o`.
+void add_workload_options(CLI::App &command, Options &o) {
+  auto add = [&](const std::string &name, auto &value, const std::string &help) {
+    return command.add_option(name, value, help)->capture_default_str()->group("Workload");
+  };
+  cli::one_of(add("--dataset", o.dataset, "random token ids, SGLang's shared prefixes or a file"),
+              {"random", "shared-prefix", "jsonl"});
+  cli::integer_in(add("--num-prompts", o.num_prompts, "random and jsonl")->type_name("N"), 1,
+                  INT32_MAX);
+  add("--random-input-len", o.input_len, "prompt tokens")->type_name("N|MIN:MAX");
+  add("--random-output-len", o.output_len, "output tokens")->type_name("N|MIN:MAX");
+  cli::number(add("--random-range-ratio", o.range_ratio, "N means [N(1-R), N(1+R)]")
+                  ->type_name("R"));
+  auto shared_prefix = [&](const std::string &name, int32_t &value, const std::string &help) {
+    cli::integer_in(add(name, value, "shared-prefix: " + help)->type_name("N"), 1, INT32_MAX);
+  };
+  shared_prefix("--gsp-num-groups", o.shared_prefix.num_groups, "groups of prompts");
+  shared_prefix("--gsp-prompts-per-group", o.shared_prefix.prompts_per_group,
+                "prompts sharing a system prompt");
+  shared_prefix("--gsp-system-prompt-len", o.shared_prefix.system_prompt_len,
+                "tokens of the system prompt");
+  shared_prefix("--gsp-question-len", o.shared_prefix.question_len,
+                "tokens of the question after it");
+  shared_prefix("--gsp-output-len", o.shared_prefix.output_len, "output tokens");
+  add("--dataset-path", o.dataset_path, "jsonl: {\"prompt\": ..., \"output_len\": N} per line")
+      ->type_name("FILE");
+  cli::integer_in(add("--jsonl-output-len", o.jsonl_output_len,
+                      "jsonl: output tokens where a line has none")
+                      ->type_name("N"),
+                  1, INT32_MAX);
+  add("--tokenizer", o.tokenizer,
+      "tokenizer.json or a directory holding it\n(offline: the bundle's by default)")
+      ->type_name("PATH");
+  cli::integer_in(add("--seed", o.seed, "seed of the random draws")->type_name("N"), 0, INT64_MAX);
 }
 
-double parse_double(const std::string &flag, const std::string &text) {
-  size_t end = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != text.size() || std::isnan(value))
-    throw std::invalid_argument(flag + " '" + text + "': expected a number");
-  return value;
-}
-
-Options parse_options(int argc, char **argv) {
-  Options o;
-  o.mode = argv[1];
-  int i = 2;
-  if (o.mode == "offline") {
-    if (i >= argc || argv[i][0] == '-')
-      throw std::invalid_argument("bench offline: expected a bundle directory first");
-    o.bundle = argv[i++];
-  }
-  auto value = [&](const std::string &flag) -> std::string {
-    if (i + 1 >= argc)
-      throw std::invalid_argument(flag + ": missing value");
-    return argv[++i];
-  };
-  auto int32 = [&](const std::string &flag, int64_t min) {
-    return static_cast<int32_t>(parse_int(flag, value(flag), min, INT32_MAX));
-  };
-  const bool serve = o.mode == "serve";
-  for (; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--dataset") o.dataset = value(flag);
-    else if (flag == "--num-prompts") o.num_prompts = int32(flag, 1);
-    else if (flag == "--random-input-len") o.input_len = value(flag);
-    else if (flag == "--random-output-len") o.output_len = value(flag);
-    else if (flag == "--random-range-ratio") o.range_ratio = parse_double(flag, value(flag));
-    else if (flag == "--gsp-num-groups") o.shared_prefix.num_groups = int32(flag, 1);
-    else if (flag == "--gsp-prompts-per-group") o.shared_prefix.prompts_per_group = int32(flag, 1);
-    else if (flag == "--gsp-system-prompt-len") o.shared_prefix.system_prompt_len = int32(flag, 1);
-    else if (flag == "--gsp-question-len") o.shared_prefix.question_len = int32(flag, 1);
-    else if (flag == "--gsp-output-len") o.shared_prefix.output_len = int32(flag, 1);
-    else if (flag == "--dataset-path") o.dataset_path = value(flag);
-    else if (flag == "--jsonl-output-len") o.jsonl_output_len = int32(flag, 1);
-    else if (flag == "--tokenizer") o.tokenizer = value(flag);
-    else if (flag == "--seed") o.seed = parse_int(flag, value(flag), 0, INT64_MAX);
-    else if (flag == "--baseline") o.baseline = value(flag);
-    else if (flag == "--plot") o.plot = value(flag);
-    else if (flag == "--result-file") o.result_file = value(flag);
-    else if (flag == "--concurrencies") {
-      o.concurrencies.clear();
-      const std::string list = value(flag);
-      for (size_t start = 0; start <= list.size();) {
-        const size_t comma = std::min(list.find(',', start), list.size());
-        o.concurrencies.push_back(
-            static_cast<int32_t>(parse_int(flag, list.substr(start, comma - start), 1, 1 << 20)));
-        start = comma + 1;
-      }
-    } else if (flag == "--goodput") {
-      bench::parse_slo(value(flag), o.slo);
-      while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0)
-        bench::parse_slo(argv[++i], o.slo);
-    } else if (serve && flag == "--url") o.client.url = value(flag);
-    else if (serve && flag == "--endpoint") o.client.endpoint = value(flag);
-    else if (serve && flag == "--model") o.client.model = value(flag);
-    else if (serve && flag == "--ignore-eos") o.client.ignore_eos = true;
-    else if (serve && flag == "--timeout") o.client.read_timeout_s = parse_double(flag, value(flag));
-    else if (serve && flag == "--baseline-url") o.baseline_url = value(flag);
-    else if (serve && flag == "--request-rate") {
-      const std::string rate = value(flag);
-      o.arrivals.request_rate =
-          rate == "inf" ? INFINITY : parse_double(flag, rate);
-    } else if (serve && flag == "--burstiness") o.arrivals.burstiness = parse_double(flag, value(flag));
-    else if (serve && flag == "--max-concurrency") o.arrivals.max_concurrency = int32(flag, 0);
-    else if (!serve && flag == "--weights") o.weights = value(flag);
-    else if (!serve && flag == "--threads") o.threads = int32(flag, 0);
-    else if (!serve && flag == "--device") o.device = value(flag);
-    else if (!serve && flag == "--no-cuda-graphs") o.cuda_graphs = false;
-    else if (!serve && flag == "--max-num-seqs") o.engine.max_num_seqs = int32(flag, 1);
-    else if (!serve && flag == "--max-num-batched-tokens") o.engine.max_num_batched_tokens = int32(flag, 1);
-    else if (!serve && flag == "--max-model-len") o.max_model_len = int32(flag, 2);
-    else if (!serve && flag == "--num-kv-blocks") o.engine.num_kv_blocks = int32(flag, 1);
-    else if (!serve && flag == "--kv-cache-gb") o.kv_cache_gb = parse_double(flag, value(flag));
-    else if (!serve && flag == "--no-prefix-cache") o.engine.enable_prefix_caching = false;
-    else
-      throw std::invalid_argument("bench " + o.mode + ": unknown argument '" + flag + "'");
-  }
-  if (o.input_len.empty())
-    o.input_len = serve ? "1024" : "100:1024";
-  if (o.output_len.empty())
-    o.output_len = serve ? "128" : "100:1024";
-  if (o.num_prompts == 0)
-    o.num_prompts = serve ? 100 : 256;
-  if (!o.baseline.empty() && o.baseline != "sequential" &&
-      (serve || o.baseline != "no-prefix-cache"))
-    throw std::invalid_argument("--baseline '" + o.baseline + "': expected sequential" +
-                                (serve ? "" : " or no-prefix-cache"));
-  if (!(o.kv_cache_gb > 0))
-    throw std::invalid_argument("--kv-cache-gb: expected a positive size");
-  if (!(o.client.read_timeout_s > 0))
-    throw std::invalid_argument("--timeout: expected a positive number of seconds");
-  return o;
+// Both modes' report options; `baselines` are the baselines the mode offers.
+void add_report_options(CLI::App &command, Options &o,
+                        const std::vector<std::string> &baselines) {
+  cli::one_of(command
+                  .add_option("--baseline", o.baseline,
+                              "also run a baseline on the same workload: one\n"
+                              "request at a time (sequential) or, offline,\n"
+                              "without the prefix cache (no-prefix-cache)")
+                  ->group("Report"),
+              baselines);
+  command
+      .add_option_function<std::vector<std::string>>(
+          "--goodput",
+          [&o](const std::vector<std::string> &specs) {
+            for (const std::string &spec : specs)
+              bench::parse_slo(spec, o.slo);
+          },
+          "SLOs for goodput: ttft:MS [tpot:MS e2el:MS]")
+      ->type_name("METRIC:MS")
+      ->group("Report");
+  command.add_option("--plot", o.plot, "sweep --concurrencies and draw throughput")
+      ->type_name("FILE")
+      ->group("Report");
+  cli::integer_in(command.add_option("--concurrencies", o.concurrencies, "the sweep")
+                      ->type_name("LIST")
+                      ->delimiter(',')
+                      ->allow_extra_args(false)
+                      ->capture_default_str()
+                      ->group("Report"),
+                  1, 1 << 20);
+  command.add_option("--result-file", o.result_file, "the runs and their requests in JSON")
+      ->type_name("FILE")
+      ->group("Report");
 }
 
 std::vector<bench::BenchRequest> make_workload(const Options &o,
@@ -237,15 +149,12 @@ std::vector<bench::BenchRequest> make_workload(const Options &o,
         source, o.seed);
   if (o.dataset == "shared-prefix")
     return bench::shared_prefix_workload(o.shared_prefix, source, o.seed);
-  if (o.dataset == "jsonl") {
-    if (o.dataset_path.empty())
-      throw std::invalid_argument("--dataset jsonl needs --dataset-path");
-    if (!tokenizer)
-      throw std::invalid_argument("--dataset jsonl needs --tokenizer to count prompt tokens");
-    return bench::jsonl_workload(o.dataset_path, o.num_prompts, o.jsonl_output_len, *tokenizer);
-  }
-  throw std::invalid_argument("--dataset '" + o.dataset +
-                              "': expected random, shared-prefix or jsonl");
+  // jsonl, the one left
+  if (o.dataset_path.empty())
+    throw std::invalid_argument("--dataset jsonl needs --dataset-path");
+  if (!tokenizer)
+    throw std::invalid_argument("--dataset jsonl needs --tokenizer to count prompt tokens");
+  return bench::jsonl_workload(o.dataset_path, o.num_prompts, o.jsonl_output_len, *tokenizer);
 }
 
 // One measured run and what it is.
@@ -337,7 +246,7 @@ std::string utc_now() {
 
 // Runs `measure` at each concurrency (the sweep when plotting, else the one
 // given), the baseline once, and reports.
-int report(const Options &o, int argc, char **argv, int32_t single_concurrency,
+int report(const Options &o, int32_t single_concurrency,
            const std::function<Measured(int32_t)> &measure,
            const std::function<Measured()> &measure_baseline,
            const nlohmann::json &workload) {
@@ -360,7 +269,7 @@ int report(const Options &o, int argc, char **argv, int32_t single_concurrency,
   }
   if (!o.result_file.empty()) {
     nlohmann::json result = {{"date", utc_now()},
-                             {"command", std::vector<std::string>(argv, argv + argc)},
+                             {"command", o.command_line},
                              {"workload", workload},
                              {"runs", nlohmann::json::array()}};
     for (const Measured &m : runs)
@@ -393,7 +302,7 @@ nlohmann::json workload_json(const Options &o, const std::vector<bench::BenchReq
           {"input_tokens", input}, {"requested_output_tokens", output}, {"seed", o.seed}};
 }
 
-int serve(const Options &o, int argc, char **argv) {
+int serve(const Options &o) {
   if (o.tokenizer.empty())
     throw std::invalid_argument("bench serve: --tokenizer is needed to count prompt tokens "
                                 "and write prompts of exact token lengths");
@@ -426,54 +335,53 @@ int serve(const Options &o, int argc, char **argv) {
     baseline_options.url = o.baseline_url;
   const bench::OpenAiClient baseline_client(baseline_options);
   return report(
-      o, argc, argv, o.arrivals.max_concurrency,
+      o, o.arrivals.max_concurrency,
       [&](int32_t c) { return measure(client, "serve", c); },
       [&] { return measure(baseline_client, "sequential", 1); }, workload);
 }
 
-int offline(Options o, int argc, char **argv) {
-  const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(o.bundle);
+int offline(const Options &o) {
+  const std::string &bundle_dir = o.model.bundle_dir;
+  const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(bundle_dir);
   if (!manifest.model || !manifest.kv_cache)
-    throw std::invalid_argument(o.bundle + ": manifest.json has no model or kv_cache section; "
+    throw std::invalid_argument(bundle_dir + ": manifest.json has no model or kv_cache section; "
                                 "it is not a model bundle");
   const llmserve::ModelConfig &model = *manifest.model;
   // Random prompts are token ids in-process; only a prompt file needs text
   // made into tokens, with the bundle's tokenizer unless told otherwise.
   std::optional<llmserve::Tokenizer> tokenizer;
   if (o.dataset == "jsonl")
-    tokenizer = llmserve::Tokenizer::from_file(o.tokenizer.empty() ? o.bundle : o.tokenizer);
+    tokenizer = llmserve::Tokenizer::from_file(o.tokenizer.empty() ? bundle_dir : o.tokenizer);
   const std::vector<bench::BenchRequest> requests =
       make_workload(o, tokenizer ? &*tokenizer : nullptr, static_cast<int32_t>(model.vocab_size));
 
-  llmserve::EngineConfig &config = o.engine;
+  llmserve::EngineConfig config;
+  config.max_num_seqs = o.model.max_num_seqs;
+  config.max_num_batched_tokens = o.model.max_num_batched_tokens;
+  config.num_kv_blocks = o.num_kv_blocks;
+  config.enable_prefix_caching = o.prefix_caching;
   config.vocab_size = static_cast<int32_t>(model.vocab_size);
   for (int64_t id : model.eos_token_ids)
     config.eos_token_ids.push_back(static_cast<int32_t>(id));
-  if (o.max_model_len > model.max_position_embeddings)
-    throw std::invalid_argument("--max-model-len " + std::to_string(o.max_model_len) +
+  if (o.model.max_model_len > model.max_position_embeddings)
+    throw std::invalid_argument("--max-model-len " + std::to_string(o.model.max_model_len) +
                                 " exceeds the model's max_position_embeddings (" +
                                 std::to_string(model.max_position_embeddings) + ")");
-  config.max_model_len = o.max_model_len > 0
-                             ? o.max_model_len
+  config.max_model_len = o.model.max_model_len > 0
+                             ? o.model.max_model_len
                              : static_cast<int32_t>(model.max_position_embeddings);
   config.kv_cache_bytes = static_cast<int64_t>(o.kv_cache_gb * (1 << 30));
 
-  llmserve::ServeOptions load;
-  load.bundle_dir = o.bundle;
-  load.weights_dir = o.weights;
-  load.num_threads = o.threads;
-  load.device = o.device;
-  load.cuda_graphs = o.cuda_graphs;
   // The CUDA executor's step memory must hold the sweep's largest batch.
   llmserve::EngineConfig largest = config;
   for (int32_t c : o.concurrencies)
     largest.max_num_seqs = std::max(largest.max_num_seqs, c);
   largest.max_num_batched_tokens = std::max(largest.max_num_batched_tokens, largest.max_num_seqs);
-  llmserve::ModelExecutor loaded = llmserve::load_model_executor(load, manifest, largest);
+  llmserve::ModelExecutor loaded = llmserve::load_model_executor(o.model, manifest, largest);
   llmserve::Executor &executor = *loaded.executor;
   std::fprintf(stderr, "device: %s\n", loaded.description.c_str());
   nlohmann::json workload = workload_json(o, requests);
-  workload["bundle"] = o.bundle;
+  workload["bundle"] = bundle_dir;
   workload["device"] = loaded.description;
   if (const auto *cpu = dynamic_cast<const llmserve::CpuExecutor *>(&executor))
     workload["threads"] = cpu->num_threads();
@@ -495,7 +403,7 @@ int offline(Options o, int argc, char **argv) {
   // faulting in the mapped weights and the kernels.
   bench::run_offline(executor, config, {requests.front()}, true, "warm-up");
   return report(
-      o, argc, argv, config.max_num_seqs,
+      o, config.max_num_seqs,
       [&](int32_t c) {
         llmserve::EngineConfig at = config;
         at.max_num_seqs = c;
@@ -518,19 +426,71 @@ int offline(Options o, int argc, char **argv) {
 
 } // namespace
 
-int bench_command(int argc, char **argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  if (!std::strcmp(argv[1], "decode"))
-    return bench_decode_command(argc - 1, argv + 1);
-  if (std::strcmp(argv[1], "serve") != 0 && std::strcmp(argv[1], "offline") != 0) {
-    std::fprintf(stderr, "llmrun bench: unknown benchmark '%s'\n%s", argv[1], kUsage);
-    return 2;
-  }
-  const Options options = parse_options(argc, argv);
-  return options.mode == "serve" ? serve(options, argc, argv) : offline(options, argc, argv);
+Command add_bench_serve_command(CLI::App &bench, const std::vector<std::string> &command_line) {
+  auto o = std::make_shared<Options>();
+  o->command_line = command_line;
+  o->num_prompts = 100;
+  o->input_len = "1024";
+  o->output_len = "128";
+  CLI::App *command = bench.add_subcommand(
+      "serve", "an OpenAI-compatible server over HTTP, as `vllm bench serve`");
+  add_workload_options(*command, *o);
+  auto add = [&](const std::string &name, auto &value, const std::string &help) {
+    return command->add_option(name, value, help)->group("Server");
+  };
+  add("--url", o->client.url, "the server")->type_name("URL")->capture_default_str();
+  add("--endpoint", o->client.endpoint, "/v1/completions or /v1/chat/completions")
+      ->type_name("PATH")
+      ->capture_default_str();
+  add("--model", o->client.model, "the model's name (default: the server's first)")
+      ->type_name("NAME");
+  cli::number(add("--request-rate", o->arrivals.request_rate, "requests per second, or inf")
+                  ->type_name("R")
+                  ->capture_default_str());
+  cli::number(add("--burstiness", o->arrivals.burstiness, "1: a Poisson process")
+                  ->type_name("B")
+                  ->capture_default_str());
+  cli::integer_in(add("--max-concurrency", o->arrivals.max_concurrency,
+                      "requests in flight at most (default: unlimited)")
+                      ->type_name("N"),
+                  0, INT32_MAX);
+  command->add_flag("--ignore-eos", o->client.ignore_eos,
+                    "ask for outputs of the requested lengths")
+      ->group("Server");
+  cli::positive(add("--timeout", o->client.read_timeout_s, "longest silence from the server")
+                    ->type_name("S")
+                    ->capture_default_str());
+  add("--baseline-url", o->baseline_url, "server for the baseline (default: --url)")
+      ->type_name("URL");
+  add_report_options(*command, *o, {"sequential"});
+  return {command, [o] { return serve(*o); }};
+}
+
+Command add_bench_offline_command(CLI::App &bench, const std::vector<std::string> &command_line) {
+  auto o = std::make_shared<Options>();
+  o->command_line = command_line;
+  o->num_prompts = 256;
+  o->input_len = o->output_len = "100:1024";
+  CLI::App *command =
+      bench.add_subcommand("offline", "the engine in-process, as nano-vllm's bench.py");
+  add_workload_options(*command, *o);
+  add_step_options(*command, o->model);
+  cli::positive(command->add_option("--kv-cache-gb", o->kv_cache_gb, "KV cache GiB")
+                    ->type_name("G")
+                    ->capture_default_str()
+                    ->group("Engine"));
+  cli::integer_in(command
+                      ->add_option("--num-kv-blocks", o->num_kv_blocks,
+                                   "KV cache blocks (instead of --kv-cache-gb)")
+                      ->type_name("N")
+                      ->group("Engine"),
+                  1, INT32_MAX);
+  command->add_flag_callback("--no-prefix-cache", [o] { o->prefix_caching = false; },
+                             "turn the prefix cache off")
+      ->group("Engine");
+  add_report_options(*command, *o, {"sequential", "no-prefix-cache"});
+  command->footer("Requests always ignore EOS: output lengths are the workload's.");
+  return {command, [o] { return offline(*o); }};
 }
 
 } // namespace llmrun

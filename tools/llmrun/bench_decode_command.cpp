@@ -1,15 +1,18 @@
 // llmrun bench decode: decode step time at given batch sizes and context
 // length, against the memory-bandwidth floor measured in the same run
 // (docs/benchmarks.md); --profile adds each op's share of the step on a GPU.
+#include "command_line.h"
+#include "commands.h"
+#include "options.h"
+
 #include "bench/decode_benchmark.h"
 #include "cuda/cuda_executor.h"
 #include "server/model_executor.h"
-#include "server/serve_options.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <sstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,31 +21,19 @@ namespace llmrun {
 namespace {
 
 namespace bench = llmserve::bench;
+namespace cli = llmserve::cli;
 
-const char kUsage[] =
-    "usage: llmrun bench decode <bundle> [options]\n"
-    "  Times decode-only steps (every sequence one token, greedy) and prints\n"
-    "  each next to the floor: (weight bytes + KV bytes read) / copy bandwidth.\n"
-    "  --batch LIST     sequences per step (default 1,64)\n"
-    "  --context N      tokens of context per sequence (default 512)\n"
-    "  --steps N        timed steps per batch size (default 50, after 5 warm-up)\n"
-    "  --profile        GPU: time every dispatch of one step, summed by op\n"
-    "  --weights DIR, --threads N, --device cpu|cuda, --no-cuda-graphs\n"
-    "                   as for llmrun serve\n";
+struct Options {
+  llmserve::ServeOptions model;
+  std::vector<int32_t> batches = {1, 64};
+  int32_t context = 512;
+  int steps = 50;
+  bool profile = false;
+};
 
 constexpr size_t kCopyBytes = size_t{1} << 30;
 constexpr int kWarmupSteps = 5;
 constexpr size_t kProfileRows = 14;
-
-std::vector<int32_t> parse_batches(const std::string &text) {
-  std::vector<int32_t> batches;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    batches.push_back(static_cast<int32_t>(llmserve::parse_integer("--batch", item, 1, 4096)));
-  if (batches.empty())
-    throw std::invalid_argument("--batch '" + text + "': expected a list like 1,64");
-  return batches;
-}
 
 void print_profile(const llmserve::Manifest &manifest, const std::vector<float> &ms) {
   const std::vector<llmserve::Dispatch> &dispatches = manifest.find_entry("step")->dispatches;
@@ -65,62 +56,26 @@ void print_profile(const llmserve::Manifest &manifest, const std::vector<float> 
   std::printf("  %-52s %9.3f (uncaptured, kernels only)\n", "all dispatches", total);
 }
 
-} // namespace
-
-int bench_decode_command(int argc, char **argv) {
-  llmserve::ServeOptions options;
-  std::vector<int32_t> batches = {1, 64};
-  int32_t context = 512;
-  int steps = 50;
-  bool profile = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (llmserve::parse_engine_option(options, i, argc, argv))
-      continue;
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (flag == "--batch" && has_value) {
-      batches = parse_batches(argv[++i]);
-    } else if (flag == "--context" && has_value) {
-      context = static_cast<int32_t>(llmserve::parse_integer("--context", argv[++i], 1, 1 << 20));
-    } else if (flag == "--steps" && has_value) {
-      steps = static_cast<int>(llmserve::parse_integer("--steps", argv[++i], 1, 1 << 20));
-    } else if (flag == "--profile") {
-      profile = true;
-    } else if (!flag.empty() && flag[0] != '-' && options.bundle_dir.empty()) {
-      options.bundle_dir = flag;
-    } else {
-      std::fprintf(stderr, "llmrun bench decode: unknown or incomplete option '%s'\n%s",
-                   flag.c_str(), kUsage);
-      return 2;
-    }
-  }
-  if (options.bundle_dir.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-
-  const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(options.bundle_dir);
+int bench_decode(const Options &o) {
+  const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(o.model.bundle_dir);
   if (!manifest.model || !manifest.kv_cache || !manifest.find_entry("step"))
-    throw std::invalid_argument(options.bundle_dir + ": not a model bundle (no step entry point)");
-  if (context > manifest.model->max_position_embeddings)
-    throw std::invalid_argument("--context " + std::to_string(context) +
+    throw std::invalid_argument(o.model.bundle_dir + ": not a model bundle (no step entry point)");
+  if (o.context > manifest.model->max_position_embeddings)
+    throw std::invalid_argument("--context " + std::to_string(o.context) +
                                 " exceeds the model's max_position_embeddings (" +
                                 std::to_string(manifest.model->max_position_embeddings) + ")");
-  const int32_t largest = *std::max_element(batches.begin(), batches.end());
+  const int32_t largest = *std::max_element(o.batches.begin(), o.batches.end());
   llmserve::EngineConfig limits;
   limits.max_num_seqs = limits.max_num_batched_tokens = largest;
-  limits.max_model_len = context;
-  llmserve::ModelExecutor loaded = llmserve::load_model_executor(options, manifest, limits);
+  limits.max_model_len = o.context;
+  llmserve::ModelExecutor loaded = llmserve::load_model_executor(o.model, manifest, limits);
   llmserve::Executor &executor = *loaded.executor;
   auto *gpu = dynamic_cast<llmserve::cuda::CudaExecutor *>(&executor);
-  if (profile && !gpu)
+  if (o.profile && !gpu)
     throw std::invalid_argument("--profile times dispatches with CUDA events: it needs "
                                 "--device cuda");
   const int32_t block_size = static_cast<int32_t>(manifest.kv_cache->block_size);
-  executor.allocate_kv_cache(bench::decode_step_blocks(largest, context, block_size));
+  executor.allocate_kv_cache(bench::decode_step_blocks(largest, o.context, block_size));
 
   const double bandwidth =
       gpu ? gpu->copy_bandwidth(kCopyBytes) : bench::host_copy_bandwidth(kCopyBytes / 4);
@@ -128,22 +83,51 @@ int bench_decode_command(int argc, char **argv) {
   std::printf("weights: %.3f GiB; KV cache: %lld bytes per token; CUDA graphs: %s\n",
               bench::decode_step_bytes(manifest, 0, 0) / double(1 << 30),
               static_cast<long long>(manifest.kv_cache->bytes_per_token),
-              gpu && options.cuda_graphs ? "on" : "off");
+              gpu && o.model.cuda_graphs ? "on" : "off");
   std::printf("copy bandwidth: %.1f GB/s (%s, bytes read + written)\n", bandwidth / 1e9,
               gpu ? "device to device" : "host memcpy");
   std::printf("\n%6s %8s %10s %10s %10s %11s\n", "batch", "context", "step ms", "tokens/s",
               "floor ms", "floor/step");
-  for (int32_t batch : batches) {
+  for (int32_t batch : o.batches) {
     const llmserve::StepBatch step = bench::decode_step(
-        batch, context, block_size, static_cast<int32_t>(manifest.model->vocab_size), batch);
-    const double ms = bench::time_steps(executor, step, kWarmupSteps, steps);
-    const double floor_ms = bench::decode_step_bytes(manifest, batch, context) / bandwidth * 1e3;
-    std::printf("%6d %8d %10.3f %10.1f %10.3f %10.1f%%\n", batch, context, ms,
+        batch, o.context, block_size, static_cast<int32_t>(manifest.model->vocab_size), batch);
+    const double ms = bench::time_steps(executor, step, kWarmupSteps, o.steps);
+    const double floor_ms = bench::decode_step_bytes(manifest, batch, o.context) / bandwidth * 1e3;
+    std::printf("%6d %8d %10.3f %10.1f %10.3f %10.1f%%\n", batch, o.context, ms,
                 batch * 1e3 / ms, floor_ms, 100 * floor_ms / ms);
-    if (profile)
+    if (o.profile)
       print_profile(manifest, gpu->profile_step(step));
   }
   return 0;
+}
+
+} // namespace
+
+Command add_bench_decode_command(CLI::App &bench) {
+  auto o = std::make_shared<Options>();
+  CLI::App *command = bench.add_subcommand(
+      "decode", "decode step time at given batch sizes, against the memory-bandwidth floor");
+  cli::integer_in(command->add_option("--batch", o->batches, "sequences per step")
+                      ->type_name("LIST")
+                      ->delimiter(',')
+                      ->allow_extra_args(false)
+                      ->capture_default_str(),
+                  1, 4096);
+  cli::integer_in(command->add_option("--context", o->context,
+                                      "tokens of context per sequence")
+                      ->type_name("N")
+                      ->capture_default_str(),
+                  1, 1 << 20);
+  cli::integer_in(command->add_option("--steps", o->steps,
+                                      "timed steps per batch size (after 5 warm-up)")
+                      ->type_name("N")
+                      ->capture_default_str(),
+                  1, 1 << 20);
+  command->add_flag("--profile", o->profile, "GPU: time every dispatch of one step, summed by op");
+  add_engine_options(*command, o->model);
+  command->footer("Times decode-only steps (every sequence one token, greedy) and prints\n"
+                  "each next to the floor: (weight bytes + KV bytes read) / copy bandwidth.");
+  return {command, [o] { return bench_decode(*o); }};
 }
 
 } // namespace llmrun

@@ -2,6 +2,7 @@
 // files and writes its results as .npy files, so a test in Python can check a
 // compiled op against a reference (torch) without linking the runtime.
 #include "commands.h"
+#include "options.h"
 
 #include "cpu/cpu_executor.h"
 #include "bundle/npy.h"
@@ -11,40 +12,39 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llmrun {
 namespace {
 
-const char kUsage[] =
-    "usage: llmrun call <bundle> --entry NAME --input a.npy [b.npy ...]\n"
-    "                   --output-dir DIR [--weights DIR] [--sym T=7 ...]\n"
-    "                   [--threads N] [--device cpu|cuda]\n"
-    "  Runs entry point NAME on the inputs (one per argument, in order) and\n"
-    "  writes result_0.npy, result_1.npy, ... to DIR. A float32 input of an\n"
-    "  f16 or bf16 argument is rounded to it; bf16 results are written as\n"
-    "  float32 (numpy has no bf16), exactly.\n"
-    "  --weights DIR  checkpoint directory to read the weights from\n"
-    "  --sym S=N      value of a shape symbol (T, S, MB); NB=N allocates a KV\n"
-    "                 cache of N blocks\n"
-    "  --threads N    worker threads including the caller (default: all)\n"
-    "  --device D     cpu or cuda (default: the bundle's target)\n";
+struct Options {
+  llmserve::ServeOptions model; // the bundle, --weights, --threads, --device
+  std::string entry, output_dir;
+  std::vector<std::string> inputs;
+  std::vector<std::pair<std::string, int64_t>> symbols; // --sym NAME=VALUE
+};
 
-int64_t parse_int(const std::string &text, const char *what) {
-  size_t end = 0;
+// "T=7" as a shape symbol and its value; NB, the KV cache's blocks, must fit
+// an int32. Throws std::invalid_argument naming --sym and the binding.
+std::pair<std::string, int64_t> symbol_binding(const std::string &binding) {
+  auto bad = [&](const std::string &why) {
+    return std::invalid_argument("--sym '" + binding + "': " + why);
+  };
+  const size_t eq = binding.find('=');
+  if (eq == std::string::npos)
+    throw bad("expected NAME=VALUE");
+  const std::string name = binding.substr(0, eq);
   int64_t value = 0;
-  try {
-    value = std::stoll(text, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != text.size())
-    throw std::invalid_argument(std::string(what) + ": '" + text + "' is not an integer");
-  return value;
+  if (!CLI::detail::lexical_cast(binding.substr(eq + 1), value))
+    throw bad("not an integer");
+  if (name == "NB" && (value < 0 || value > INT32_MAX))
+    throw bad("NB must be in [0, " + std::to_string(INT32_MAX) + "]");
+  return {name, value};
 }
 
 // `t` as `dtype`, rounded to nearest even (convert_tensor's conversion).
@@ -68,98 +68,84 @@ bool is_narrow_float(llmserve::DType dtype) {
   return dtype == llmserve::DType::F16 || dtype == llmserve::DType::BF16;
 }
 
-} // namespace
-
-int call_command(int argc, char **argv) {
-  std::string bundle_dir, entry, output_dir, weights, device;
-  std::vector<std::string> inputs;
+int call(const Options &o) {
+  const std::string &bundle_dir = o.model.bundle_dir;
   llmserve::Symbols symbols;
-  int64_t kv_blocks = 0, threads = 0;
-  for (int i = 1; i < argc; ++i) {
-    const bool has_value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--entry") && has_value) {
-      entry = argv[++i];
-    } else if (!std::strcmp(argv[i], "--input") && has_value) {
-      // Every following argument up to the next option is an input.
-      while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0)
-        inputs.push_back(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--output-dir") && has_value) {
-      output_dir = argv[++i];
-    } else if (!std::strcmp(argv[i], "--weights") && has_value) {
-      weights = argv[++i];
-    } else if (!std::strcmp(argv[i], "--sym") && has_value) {
-      const std::string binding = argv[++i];
-      const size_t eq = binding.find('=');
-      if (eq == std::string::npos)
-        throw std::invalid_argument("--sym " + binding + ": expected NAME=VALUE");
-      const std::string name = binding.substr(0, eq);
-      const int64_t value = parse_int(binding.substr(eq + 1), "--sym");
-      if (name == "NB")
-        kv_blocks = value;
-      else
-        symbols.set(name, value);
-    } else if (!std::strcmp(argv[i], "--device") && has_value) {
-      device = argv[++i];
-    } else if (!std::strcmp(argv[i], "--threads") && has_value) {
-      threads = parse_int(argv[++i], "--threads");
-    } else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (argv[i][0] != '-' && bundle_dir.empty()) {
-      bundle_dir = argv[i];
-    } else {
-      std::fprintf(stderr, "llmrun call: unknown argument '%s'\n%s", argv[i], kUsage);
-      return 2;
-    }
+  int32_t kv_blocks = 0;
+  for (const auto &[name, value] : o.symbols) {
+    if (name == "NB")
+      kv_blocks = static_cast<int32_t>(value);
+    else
+      symbols.set(name, value);
   }
-  if (bundle_dir.empty() || entry.empty() || output_dir.empty()) {
-    std::fprintf(stderr, "llmrun call: <bundle>, --entry and --output-dir are required\n%s",
-                 kUsage);
-    return 2;
-  }
-  if (threads < 0 || threads > INT32_MAX)
-    throw std::invalid_argument("--threads " + std::to_string(threads) + " is out of range");
-  if (kv_blocks < 0 || kv_blocks > INT32_MAX)
-    throw std::invalid_argument("--sym NB=" + std::to_string(kv_blocks) + " is out of range");
-
   std::vector<llmserve::HostTensor> tensors;
-  for (const std::string &path : inputs)
+  for (const std::string &path : o.inputs)
     tensors.push_back(llmserve::read_npy(path));
   const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(bundle_dir);
-  if (const llmserve::EntryPoint *e = manifest.find_entry(entry))
+  if (const llmserve::EntryPoint *e = manifest.find_entry(o.entry))
     for (size_t i = 0; i < tensors.size() && i < e->arguments.size(); ++i) {
       const llmserve::DType want = manifest.buffers[e->arguments[i]].dtype;
       if (tensors[i].dtype == llmserve::DType::F32 && is_narrow_float(want))
         tensors[i] = converted(tensors[i], want);
     }
   std::vector<llmserve::HostTensor> results;
-  if (llmserve::select_device(bundle_dir, manifest.target, device) == llmserve::Device::Cpu) {
-    llmserve::CpuExecutor executor(llmserve::Bundle(bundle_dir, weights),
-                                   static_cast<int>(threads));
+  if (llmserve::select_device(bundle_dir, manifest.target, o.model.device) ==
+      llmserve::Device::Cpu) {
+    llmserve::CpuExecutor executor(llmserve::Bundle(bundle_dir, o.model.weights_dir),
+                                   o.model.num_threads);
     if (kv_blocks > 0)
-      executor.allocate_kv_cache(static_cast<int32_t>(kv_blocks));
-    results = executor.run_entry(entry, symbols, tensors);
+      executor.allocate_kv_cache(kv_blocks);
+    results = executor.run_entry(o.entry, symbols, tensors);
   } else {
     // The step's limits size memory for `execute`, which call never runs;
     // without graphs the KV pools hold NB blocks, as on the CPU.
     llmserve::cuda::CudaExecutorOptions options;
     options.limits = {1, 1, 1};
     options.cuda_graphs = false;
-    llmserve::cuda::CudaExecutor executor(llmserve::Bundle(bundle_dir, weights), options);
+    llmserve::cuda::CudaExecutor executor(llmserve::Bundle(bundle_dir, o.model.weights_dir),
+                                          options);
     if (kv_blocks > 0)
-      executor.allocate_kv_cache(static_cast<int32_t>(kv_blocks));
-    results = executor.run_entry(entry, symbols, tensors);
+      executor.allocate_kv_cache(kv_blocks);
+    results = executor.run_entry(o.entry, symbols, tensors);
   }
 
-  std::filesystem::create_directories(output_dir);
+  std::filesystem::create_directories(o.output_dir);
   for (llmserve::HostTensor &r : results)
     if (r.dtype == llmserve::DType::BF16)
       r = converted(r, llmserve::DType::F32);
   for (size_t i = 0; i < results.size(); ++i)
     llmserve::write_npy(
-        (std::filesystem::path(output_dir) / ("result_" + std::to_string(i) + ".npy")).string(),
+        (std::filesystem::path(o.output_dir) / ("result_" + std::to_string(i) + ".npy")).string(),
         results[i]);
   return 0;
+}
+
+} // namespace
+
+Command add_call_command(CLI::App &llmrun) {
+  auto o = std::make_shared<Options>();
+  CLI::App *command =
+      llmrun.add_subcommand("call", "run one entry point of a bundle on .npy inputs");
+  add_model_options(*command, o->model);
+  command->add_option("--entry", o->entry, "the entry point")->type_name("NAME")->required();
+  command->add_option("--input", o->inputs, "its arguments, in order")->type_name("FILE");
+  command->add_option("--output-dir", o->output_dir, "where result_0.npy, result_1.npy, ... go")
+      ->type_name("DIR")
+      ->required();
+  command
+      ->add_option_function<std::vector<std::string>>(
+          "--sym",
+          [o](const std::vector<std::string> &bindings) {
+            for (const std::string &binding : bindings)
+              o->symbols.push_back(symbol_binding(binding));
+          },
+          "value of a shape symbol (T, S, MB); NB=N allocates\n"
+          "a KV cache of N blocks (repeatable)")
+      ->type_name("S=N")
+      ->allow_extra_args(false);
+  command->footer("A float32 input of an f16 or bf16 argument is rounded to it; bf16 results\n"
+                  "are written as float32 (numpy has no bf16), exactly.");
+  return {command, [o] { return call(*o); }};
 }
 
 } // namespace llmrun

@@ -1,6 +1,8 @@
 // llmrun generate: one prompt, its continuation streamed to the terminal as
 // the tokens come.
+#include "command_line.h"
 #include "commands.h"
+#include "options.h"
 
 #include "server/choice_text.h"
 #include "server/served_model.h"
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,112 +20,49 @@
 namespace llmrun {
 namespace {
 
-const char kUsage[] =
-    "usage: llmrun generate <bundle> --prompt TEXT [options]\n"
-    "  Prints the prompt's continuation as it is generated.\n"
-    "  --prompt TEXT        the prompt (with --chat: the user's message)\n"
-    "  --chat               apply the bundle's chat template\n"
-    "  --max-tokens N       tokens to generate at most (default 128)\n"
-    "  --temperature T      0 is greedy (default 0)\n"
-    "  --seed N             sampling seed\n"
-    "  --stop TEXT          stop before this text (repeatable)\n"
-    "  --ignore-eos         keep generating past end-of-sequence tokens\n"
-    "  --weights DIR, --threads N, --max-model-len N, --kv-cache-memory SIZE,\n"
-    "  --max-num-seqs N, --max-num-batched-tokens N, --no-prefix-caching,\n"
-    "  --device cpu|cuda, --no-cuda-graphs\n"
-    "                       as for llmrun serve\n";
+namespace cli = llmserve::cli;
 
-double parse_number(const char *option, const std::string &text) {
-  size_t end = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception &) {
-    end = 0;
-  }
-  if (end == 0 || end != text.size())
-    throw std::invalid_argument(std::string(option) + " '" + text + "': not a number");
-  return value;
-}
-
-} // namespace
-
-int generate_command(int argc, char **argv) {
-  llmserve::ServeOptions options;
-  options.max_num_seqs = 1;
+struct Options {
+  llmserve::ServeOptions model;
   std::string prompt;
-  bool has_prompt = false, chat = false;
+  bool chat = false;
   llmserve::SamplingParams params;
-  params.temperature = 0.0f;
-  params.max_tokens = 128;
   std::vector<std::string> stops;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (llmserve::parse_engine_option(options, i, argc, argv))
-      continue;
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (flag == "--prompt" && has_value) {
-      prompt = argv[++i];
-      has_prompt = true;
-    } else if (flag == "--chat") {
-      chat = true;
-    } else if (flag == "--max-tokens" && has_value) {
-      params.max_tokens = static_cast<int32_t>(llmserve::parse_integer("--max-tokens", argv[++i], 1, INT32_MAX));
-    } else if (flag == "--temperature" && has_value) {
-      params.temperature = static_cast<float>(parse_number("--temperature", argv[++i]));
-    } else if (flag == "--seed" && has_value) {
-      params.seed = llmserve::parse_integer("--seed", argv[++i], INT64_MIN, INT64_MAX);
-    } else if (flag == "--stop" && has_value) {
-      stops.push_back(argv[++i]);
-    } else if (flag == "--ignore-eos") {
-      params.ignore_eos = true;
-    } else if (flag[0] != '-' && options.bundle_dir.empty()) {
-      options.bundle_dir = flag;
-    } else {
-      std::fprintf(stderr, "llmrun generate: unknown argument '%s'\n%s", argv[i], kUsage);
-      return 2;
-    }
-  }
-  if (options.bundle_dir.empty() || !has_prompt) {
-    std::fprintf(stderr, "llmrun generate: <bundle> and --prompt are required\n%s", kUsage);
-    return 2;
-  }
+};
 
-  llmserve::ServedModel model(options);
+int generate(const Options &o) {
+  llmserve::ServedModel model(o.model);
   std::vector<int32_t> tokens;
-  if (chat) {
+  if (o.chat) {
     if (!model.chat_template)
-      throw std::invalid_argument(options.bundle_dir + " has no chat template (--chat)");
-    nlohmann::ordered_json messages = {{{"role", "user"}, {"content", prompt}}};
+      throw std::invalid_argument(o.model.bundle_dir + " has no chat template (--chat)");
+    nlohmann::ordered_json messages = {{{"role", "user"}, {"content", o.prompt}}};
     tokens = model.tokenizer.encode(model.chat_template->render(messages, true), false);
   } else {
-    tokens = model.tokenizer.encode(prompt, true);
+    tokens = model.tokenizer.encode(o.prompt, true);
   }
-  llmserve::EngineConfig config = model.engine_config(options);
+  llmserve::EngineConfig config = model.engine_config(o.model);
   llmserve::Engine engine(model.executor, config);
   const llmserve::EngineStats stats = engine.stats();
   std::fprintf(stderr, "[%s; %d KV blocks of %d tokens]\n", model.loaded.description.c_str(),
                stats.num_kv_blocks, model.executor.kv_cache_spec().block_size);
-  const uint64_t id = engine.add_request(tokens, params);
-  llmserve::ChoiceText text(model.tokenizer, tokens, stops);
+  const uint64_t id = engine.add_request(tokens, o.params);
+  llmserve::ChoiceText text(model.tokenizer, tokens, o.stops);
   auto print = [](const std::string &piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
   llmserve::RequestOutput last;
   while (!last.finished) {
-    for (const llmserve::RequestOutput &o : engine.step()) {
-      if (o.id != id)
+    for (const llmserve::RequestOutput &out : engine.step()) {
+      if (out.id != id)
         continue;
-      if (o.token >= 0 && !text.stopped()) {
-        print(text.push(o.token));
+      if (out.token >= 0 && !text.stopped()) {
+        print(text.push(out.token));
         if (text.stopped())
           engine.finish(id);
       }
-      last = o;
+      last = out;
     }
   }
   print(text.finish() + "\n");
@@ -133,6 +73,39 @@ int generate_command(int argc, char **argv) {
                last.num_prompt_tokens, last.num_output_tokens, seconds,
                text.stopped() ? "stop" : llmserve::to_string(last.finish_reason));
   return 0;
+}
+
+} // namespace
+
+Command add_generate_command(CLI::App &llmrun) {
+  auto o = std::make_shared<Options>();
+  o->model.max_num_seqs = 1;
+  o->params.temperature = 0.0f;
+  o->params.max_tokens = 128;
+  CLI::App *command =
+      llmrun.add_subcommand("generate", "generate a prompt's continuation on the terminal");
+  command->add_option("--prompt", o->prompt, "the prompt (with --chat: the user's message)")
+      ->type_name("TEXT")
+      ->required();
+  command->add_flag("--chat", o->chat, "apply the bundle's chat template");
+  cli::integer_in(command->add_option("--max-tokens", o->params.max_tokens,
+                                      "tokens to generate at most")
+                      ->type_name("N")
+                      ->capture_default_str(),
+                  1, INT32_MAX);
+  cli::number(command->add_option("--temperature", o->params.temperature, "0 is greedy")
+                  ->type_name("T")
+                  ->capture_default_str());
+  cli::integer_in(command->add_option("--seed", o->params.seed, "sampling seed")->type_name("N"),
+                  INT64_MIN, INT64_MAX);
+  command->add_option("--stop", o->stops, "stop before this text (repeatable)")
+      ->type_name("TEXT")
+      ->allow_extra_args(false);
+  command->add_flag("--ignore-eos", o->params.ignore_eos,
+                    "keep generating past end-of-sequence tokens");
+  add_engine_options(*command, o->model);
+  command->footer("Prints the prompt's continuation as it is generated.");
+  return {command, [o] { return generate(*o); }};
 }
 
 } // namespace llmrun

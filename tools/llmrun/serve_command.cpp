@@ -1,5 +1,6 @@
 // llmrun serve: the OpenAI-compatible HTTP server over one bundle.
 #include "commands.h"
+#include "options.h"
 
 #include "server/http_server.h"
 #include "server/served_model.h"
@@ -8,34 +9,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <pthread.h>
 #include <thread>
 
 namespace llmrun {
 namespace {
-
-const char kUsage[] =
-    "usage: llmrun serve <bundle> [--host 127.0.0.1] [--port 8000] [options]\n"
-    "  Serves the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models),\n"
-    "  /tokenize, /detokenize, /health and /metrics. SIGINT or SIGTERM stops it.\n"
-    "  --host H, --port P            where to listen (port 0: any free port)\n"
-    "  --api-key KEY                 /v1 routes need 'Authorization: Bearer KEY'\n"
-    "  --served-model-name NAME      the model's name in the API (default: the\n"
-    "                                bundle directory's stem)\n"
-    "  --max-queued-requests N       requests waiting beyond --max-num-seqs before\n"
-    "                                new ones get 503 (default 256)\n"
-    "  --weights DIR                 checkpoint to read the weights from\n"
-    "  --threads N                   model threads (default: all)\n"
-    "  --max-num-seqs N              requests running at once (default 256)\n"
-    "  --max-num-batched-tokens N    tokens per step (default 2048)\n"
-    "  --max-model-len N             prompt + output tokens (default: the model's)\n"
-    "  --kv-cache-memory SIZE        KV cache bytes (512MiB, 2G) or fraction of\n"
-    "                                physical memory, or with --device cuda of the\n"
-    "                                GPU memory left free by the model (0.2)\n"
-    "  --no-prefix-caching           turn the prefix cache off\n"
-    "  --device cpu|cuda             where to run (default: the bundle's target;\n"
-    "                                cuda needs a bundle compiled for sm_90)\n"
-    "  --no-cuda-graphs              run decode steps without CUDA graphs\n";
 
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -47,22 +26,7 @@ std::string with_commas(int64_t n) {
   return out;
 }
 
-} // namespace
-
-int serve_command(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i)
-    if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-  llmserve::ServeOptions options;
-  try {
-    options = llmserve::parse_serve_options(argc, argv);
-  } catch (const std::invalid_argument &e) {
-    std::fprintf(stderr, "llmrun serve: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-
+int serve(const llmserve::ServeOptions &options) {
   // SIGINT and SIGTERM are taken by a thread of their own (sigwait), so
   // every other thread, started after this, has them blocked. A client that
   // hangs up must not kill the server with SIGPIPE.
@@ -120,6 +84,18 @@ int serve_command(int argc, char **argv) {
   signal_thread.join();
   std::fprintf(stderr, "INFO stopped\n");
   return 0;
+}
+
+} // namespace
+
+Command add_serve_command(CLI::App &llmrun) {
+  auto options = std::make_shared<llmserve::ServeOptions>();
+  CLI::App *command =
+      llmrun.add_subcommand("serve", "serve a bundle over the OpenAI API (HTTP)");
+  add_serve_options(*command, *options);
+  command->footer("Serves the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models),\n"
+                  "/tokenize, /detokenize, /health and /metrics. SIGINT or SIGTERM stops it.");
+  return {command, [options] { return serve(*options); }};
 }
 
 } // namespace llmrun

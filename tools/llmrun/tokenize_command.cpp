@@ -8,21 +8,18 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <cstring>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 namespace llmrun {
 namespace {
 
-const char kUsage[] =
-    "usage: llmrun tokenize --tokenizer <tokenizer.json | directory> [--decode]\n"
-    "                       [--no-special-tokens] [--skip-special-tokens]\n"
-    "  Reads one JSON string per line from stdin and writes one JSON array of\n"
-    "  token ids per line; with --decode, the reverse.\n"
-    "  --no-special-tokens    encode without the BOS/EOS the tokenizer adds\n"
-    "  --skip-special-tokens  decode without special tokens\n";
+struct Options {
+  std::string tokenizer;
+  bool decode = false, add_special = true, skip_special = false;
+};
 
 std::vector<int32_t> parse_ids(const nlohmann::json &line) {
   if (!line.is_array())
@@ -37,44 +34,19 @@ std::vector<int32_t> parse_ids(const nlohmann::json &line) {
   return ids;
 }
 
-} // namespace
-
-int tokenize_command(int argc, char **argv) {
-  std::string path;
-  bool decode = false, add_special = true, skip_special = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-      path = argv[++i];
-    } else if (!std::strcmp(argv[i], "--decode")) {
-      decode = true;
-    } else if (!std::strcmp(argv[i], "--no-special-tokens")) {
-      add_special = false;
-    } else if (!std::strcmp(argv[i], "--skip-special-tokens")) {
-      skip_special = true;
-    } else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "llmrun tokenize: unknown argument '%s'\n%s", argv[i], kUsage);
-      return 2;
-    }
-  }
-  if (path.empty()) {
-    std::fprintf(stderr, "llmrun tokenize: --tokenizer is required\n%s", kUsage);
-    return 2;
-  }
-  auto tokenizer = llmserve::Tokenizer::from_file(path);
+int tokenize(const Options &o) {
+  auto tokenizer = llmserve::Tokenizer::from_file(o.tokenizer);
   std::string line;
   for (size_t number = 1; std::getline(std::cin, line); ++number) {
     try {
       auto input = nlohmann::json::parse(line);
       nlohmann::json output;
-      if (decode) {
-        output = tokenizer.decode(parse_ids(input), skip_special);
+      if (o.decode) {
+        output = tokenizer.decode(parse_ids(input), o.skip_special);
       } else {
         if (!input.is_string())
           throw std::invalid_argument("expected a JSON string");
-        output = tokenizer.encode(input.get<std::string>(), add_special);
+        output = tokenizer.encode(input.get<std::string>(), o.add_special);
       }
       std::string text = output.dump() + "\n";
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -84,6 +56,24 @@ int tokenize_command(int argc, char **argv) {
     }
   }
   return 0;
+}
+
+} // namespace
+
+Command add_tokenize_command(CLI::App &llmrun) {
+  auto o = std::make_shared<Options>();
+  CLI::App *command = llmrun.add_subcommand(
+      "tokenize", "encode JSON strings to ids (or decode) with a tokenizer");
+  command->footer("Reads one JSON string per line from stdin and writes one JSON array of\n"
+                  "token ids per line; with --decode, the reverse.");
+  command->add_option("--tokenizer", o->tokenizer, "tokenizer.json or a directory holding it")
+      ->type_name("PATH")
+      ->required();
+  command->add_flag("--decode", o->decode, "token ids in, text out");
+  command->add_flag_callback("--no-special-tokens", [o] { o->add_special = false; },
+                             "encode without the BOS/EOS the tokenizer adds");
+  command->add_flag("--skip-special-tokens", o->skip_special, "decode without special tokens");
+  return {command, [o] { return tokenize(*o); }};
 }
 
 } // namespace llmrun

@@ -146,8 +146,8 @@ class LlmrunCall(unittest.TestCase):
         self.assertIn("unknown symbol 'Q'", proc.stderr)
 
         proc, _ = self.call("--entry", "add", "--sym", "T=x")
-        self.assertEqual(proc.returncode, 1)
-        self.assertIn("'x' is not an integer", proc.stderr)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--sym 'T=x': not an integer", proc.stderr)
 
         proc, _ = self.call("--input", x)
         self.assertEqual(proc.returncode, 2)
@@ -155,15 +155,15 @@ class LlmrunCall(unittest.TestCase):
 
         proc, _ = self.call("--entry", "add", "--frobnicate")
         self.assertEqual(proc.returncode, 2)
-        self.assertIn("unknown argument '--frobnicate'", proc.stderr)
+        self.assertIn("argument was not expected: --frobnicate", proc.stderr)
 
         proc, _ = self.call("--entry", "add", "--threads", "-3")
-        self.assertEqual(proc.returncode, 1)
-        self.assertIn("--threads -3 is out of range", proc.stderr)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--threads '-3': must be in [0, 4096]", proc.stderr)
 
         proc, _ = self.call("--entry", "add", "--sym", "NB=-1")
-        self.assertEqual(proc.returncode, 1)
-        self.assertIn("--sym NB=-1 is out of range", proc.stderr)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--sym 'NB=-1': NB must be in [0, 2147483647]", proc.stderr)
 
         proc, _ = self.call("--entry", "add", "--input", os.path.join(self.dir, "absent.npy"))
         self.assertEqual(proc.returncode, 1)

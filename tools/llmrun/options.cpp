@@ -1,0 +1,91 @@
+#include "options.h"
+
+#include "command_line.h"
+
+#include <cstdint>
+#include <string>
+
+namespace llmrun {
+namespace cli = llmserve::cli;
+
+void add_model_options(CLI::App &app, llmserve::ServeOptions &o) {
+  app.add_option("bundle", o.bundle_dir, "the compiled model (llmc compile -o DIR)")
+      ->type_name("DIR")
+      ->required();
+  app.add_option("--weights", o.weights_dir, "checkpoint to read the weights from")
+      ->type_name("DIR")
+      ->group("Model");
+  cli::integer_in(app.add_option("--threads", o.num_threads, "model threads (default: all)")
+                      ->type_name("N")
+                      ->group("Model"),
+                  0, 4096);
+  cli::one_of(app.add_option("--device", o.device,
+                             "where to run (default: the bundle's target;\n"
+                             "cuda needs a bundle compiled for sm_90)")
+                  ->group("Model"),
+              {"cpu", "cuda"});
+}
+
+void add_step_options(CLI::App &app, llmserve::ServeOptions &o) {
+  add_model_options(app, o);
+  app.add_flag_callback("--no-cuda-graphs", [&o] { o.cuda_graphs = false; },
+                        "run decode steps without CUDA graphs")
+      ->group("Model");
+  cli::integer_in(app.add_option("--max-num-seqs", o.max_num_seqs, "requests running at once")
+                      ->type_name("N")
+                      ->capture_default_str()
+                      ->group("Engine"),
+                  1, INT32_MAX);
+  cli::integer_in(app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens,
+                                 "tokens per step")
+                      ->type_name("N")
+                      ->capture_default_str()
+                      ->group("Engine"),
+                  1, INT32_MAX);
+  cli::integer_in(app.add_option("--max-model-len", o.max_model_len,
+                                 "prompt + output tokens (default: the model's)")
+                      ->type_name("N")
+                      ->group("Engine"),
+                  2, INT32_MAX);
+}
+
+void add_engine_options(CLI::App &app, llmserve::ServeOptions &o) {
+  add_step_options(app, o);
+  app.add_option_function<std::string>(
+         "--kv-cache-memory",
+         [&o](const std::string &size) {
+           llmserve::parse_memory_size(size, llmserve::physical_memory_bytes()); // checks it
+           o.kv_cache_memory = size;
+         },
+         "KV cache bytes (512MiB, 2G) or fraction of physical\n"
+         "memory, or with --device cuda of the GPU memory left\n"
+         "free by the model (0.2)")
+      ->type_name("SIZE")
+      ->group("Engine");
+  app.add_flag_callback("--no-prefix-caching", [&o] { o.enable_prefix_caching = false; },
+                        "turn the prefix cache off")
+      ->group("Engine");
+}
+
+void add_serve_options(CLI::App &app, llmserve::ServeOptions &o) {
+  app.add_option("--host", o.host, "where to listen")->type_name("H")->capture_default_str();
+  cli::integer_in(app.add_option("--port", o.port, "where to listen (0: any free port)")
+                      ->type_name("P")
+                      ->capture_default_str(),
+                  0, 65535);
+  app.add_option("--api-key", o.api_key, "/v1 routes need 'Authorization: Bearer KEY'")
+      ->type_name("KEY");
+  app.add_option("--served-model-name", o.served_model_name,
+                 "the model's name in the API (default: the\n"
+                 "bundle directory's stem)")
+      ->type_name("NAME");
+  cli::integer_in(app.add_option("--max-queued-requests", o.max_queued_requests,
+                                 "requests waiting beyond --max-num-seqs before\n"
+                                 "new ones get 503")
+                      ->type_name("N")
+                      ->capture_default_str(),
+                  0, 1 << 20);
+  add_engine_options(app, o);
+}
+
+} // namespace llmrun
