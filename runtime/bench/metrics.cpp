@@ -1,6 +1,6 @@
 #include "bench/metrics.h"
 
-#include <CLI/TypeTools.hpp>
+#include "cli/command_line.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,15 +29,15 @@ void parse_slo(const std::string &spec, Slo &slo) {
     throw bad("expected METRIC:MILLISECONDS (ttft, tpot or e2el)");
   const std::string metric = spec.substr(0, colon);
   const std::string value = spec.substr(colon + 1);
-  double ms = 0; // read as the command line's numbers are (CLI11)
-  if (!CLI::detail::lexical_cast(value, ms) || !(ms > 0) || !std::isfinite(ms))
+  const std::optional<double> ms = cli::to_number(value);
+  if (!ms || !(*ms > 0) || !std::isfinite(*ms))
     throw bad("'" + value + "' is not a positive number of milliseconds");
   if (metric == "ttft")
-    slo.ttft_ms = ms;
+    slo.ttft_ms = *ms;
   else if (metric == "tpot")
-    slo.tpot_ms = ms;
+    slo.tpot_ms = *ms;
   else if (metric == "e2el")
-    slo.e2el_ms = ms;
+    slo.e2el_ms = *ms;
   else
     throw bad("unknown metric '" + metric + "' (ttft, tpot or e2el)");
 }

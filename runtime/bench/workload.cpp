@@ -1,6 +1,7 @@
 #include "bench/workload.h"
 
-#include <CLI/TypeTools.hpp>
+#include "cli/command_line.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,10 +13,10 @@ namespace llmserve::bench {
 namespace {
 
 int32_t parse_length(const std::string &flag, const std::string &text) {
-  int32_t value = 0; // read as the command line's numbers are (CLI11)
-  if (!CLI::detail::lexical_cast(text, value) || value < 1)
+  const std::optional<int64_t> value = cli::to_integer(text);
+  if (!value || *value < 1 || *value > INT32_MAX)
     throw std::invalid_argument(flag + " '" + text + "': expected a length >= 1");
-  return value;
+  return static_cast<int32_t>(*value);
 }
 
 // Draws prompts: random token ids, made into text that encodes back to the

@@ -1,6 +1,6 @@
 #include "server/serve_options.h"
 
-#include <CLI/TypeTools.hpp>
+#include "cli/command_line.h"
 
 #include <unistd.h>
 
@@ -22,13 +22,14 @@ namespace {
 
 int64_t parse_memory_size(const std::string &text, int64_t physical_memory) {
   const char *option = "--kv-cache-memory";
-  // A number, read as the command line's numbers are (CLI11), then letters.
+  // A number, read as the command line's numbers are, then letters.
   size_t end = text.size();
   while (end > 0 && std::isalpha(static_cast<unsigned char>(text[end - 1])))
     --end;
-  double value = 0;
-  if (!CLI::detail::lexical_cast(text.substr(0, end), value))
+  const std::optional<double> number = cli::to_number(text.substr(0, end));
+  if (!number)
     bad_value(option, text, "not a size");
+  const double value = *number;
   const std::string unit = text.substr(end);
   if (!std::isfinite(value) || value <= 0)
     bad_value(option, text, "must be positive");

@@ -3,7 +3,7 @@
 // measured in the same run on the same threads.
 //
 //   llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]
-#include "command_line.h"
+#include "cli/command_line.h"
 #include "cpu/cpu_executor.h"
 #include "support/safetensors_writer.h"
 

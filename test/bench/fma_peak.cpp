@@ -5,7 +5,7 @@
 // CPU has it and AVX2 otherwise.
 //
 //   fma-peak [--threads N] [--seconds S]
-#include "command_line.h"
+#include "cli/command_line.h"
 
 #include <chrono>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // tokenizer_bench.js, which runs Hugging Face's tokenizer on the same corpus.
 // usage: tokenizer_encode_bench <tokenizer.json> <corpus.jsonl> [passes]
 // Prints one JSON object: bytes, tokens, best and first-pass seconds.
-#include "command_line.h"
+#include "cli/command_line.h"
 #include "tokenizer/tokenizer.h"
 
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // measured in the same run so the report is a ratio side by side.
 //   serve    an OpenAI-compatible server over HTTP, as `vllm bench serve`
 //   offline  the engine in-process, as nano-vllm's bench.py
-#include "command_line.h"
+#include "cli/command_line.h"
 #include "commands.h"
 #include "options.h"
 

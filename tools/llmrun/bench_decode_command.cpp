@@ -1,7 +1,7 @@
 // llmrun bench decode: decode step time at given batch sizes and context
 // length, against the memory-bandwidth floor measured in the same run
 // (docs/benchmarks.md); --profile adds each op's share of the step on a GPU.
-#include "command_line.h"
+#include "cli/command_line.h"
 #include "commands.h"
 #include "options.h"
 

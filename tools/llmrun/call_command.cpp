@@ -4,8 +4,9 @@
 #include "commands.h"
 #include "options.h"
 
-#include "cpu/cpu_executor.h"
 #include "bundle/npy.h"
+#include "cli/command_line.h"
+#include "cpu/cpu_executor.h"
 #include "cuda/cuda_executor.h"
 #include "model/convert.h"
 #include "server/model_executor.h"
@@ -39,9 +40,10 @@ std::pair<std::string, int64_t> symbol_binding(const std::string &binding) {
   if (eq == std::string::npos)
     throw bad("expected NAME=VALUE");
   const std::string name = binding.substr(0, eq);
-  int64_t value = 0;
-  if (!CLI::detail::lexical_cast(binding.substr(eq + 1), value))
+  const std::optional<int64_t> parsed = llmserve::cli::to_integer(binding.substr(eq + 1));
+  if (!parsed)
     throw bad("not an integer");
+  const int64_t value = *parsed;
   if (name == "NB" && (value < 0 || value > INT32_MAX))
     throw bad("NB must be in [0, " + std::to_string(INT32_MAX) + "]");
   return {name, value};

@@ -1,6 +1,6 @@
 // llmrun generate: one prompt, its continuation streamed to the terminal as
 // the tokens come.
-#include "command_line.h"
+#include "cli/command_line.h"
 #include "commands.h"
 #include "options.h"
 

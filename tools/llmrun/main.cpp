@@ -1,5 +1,5 @@
 // llmrun: the serving runtime's command-line front end.
-#include "command_line.h"
+#include "cli/command_line.h"
 #include "commands.h"
 
 #include "llmserve/abi.h"

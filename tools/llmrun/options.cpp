@@ -1,6 +1,6 @@
 #include "options.h"
 
-#include "command_line.h"
+#include "cli/command_line.h"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,7 @@
-#include "command_line.h"
+#include "cli/command_line.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
@@ -79,29 +80,69 @@ std::string command_name(const CLI::App &app) {
   return parent ? command_name(*parent) + " " + app.get_name() : app.get_name();
 }
 
+namespace {
+
+// from_chars reads no leading '+': past one, unless a sign follows it.
+const char *skip_plus(const char *begin, const char *end) {
+  if (end - begin >= 2 && *begin == '+' && begin[1] != '-' && begin[1] != '+')
+    return begin + 1;
+  return begin;
+}
+
+} // namespace
+
+std::optional<int64_t> to_integer(const std::string &text) {
+  const char *end = text.data() + text.size(), *begin = skip_plus(text.data(), end);
+  int64_t value = 0;
+  const auto [stop, error] = std::from_chars(begin, end, value);
+  if (begin == end || stop != end || error != std::errc())
+    return std::nullopt;
+  return value;
+}
+
+std::optional<double> to_number(const std::string &text) {
+  // from_chars reads "inf" and "infinity", and in the general format no
+  // hexadecimal.
+  const char *end = text.data() + text.size(), *begin = skip_plus(text.data(), end);
+  double value = 0;
+  const auto [stop, error] = std::from_chars(begin, end, value, std::chars_format::general);
+  if (begin == end || stop != end || error != std::errc() || std::isnan(value))
+    return std::nullopt;
+  return value;
+}
+
 CLI::Option *integer_in(CLI::Option *option, int64_t min, int64_t max) {
-  return check(option, [min, max](const std::string &text) -> std::string {
-    int64_t value = 0;
-    if (!CLI::detail::lexical_cast(text, value))
-      return "not an integer";
-    if (value < min || value > max)
-      return "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-    return "";
-  });
+  // The value goes on as its canonical decimal, so that CLI11, which reads
+  // "010" as octal, stores what the check read.
+  const std::string name = option->get_name();
+  return option->transform(CLI::Validator(
+      [name, min, max](std::string &text) {
+        const std::optional<int64_t> value = to_integer(text);
+        std::string why;
+        if (!value)
+          why = "not an integer";
+        else if (*value < min || *value > max)
+          why = "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+        if (!why.empty())
+          throw std::invalid_argument(name + " '" + text + "': " + why);
+        text = std::to_string(*value);
+        return std::string();
+      },
+      ""));
 }
 
 CLI::Option *number(CLI::Option *option) {
   return check(option, [](const std::string &text) -> std::string {
-    double value = 0;
-    return CLI::detail::lexical_cast(text, value) && !std::isnan(value) ? "" : "not a number";
+    return to_number(text) ? "" : "not a number";
   });
 }
 
 CLI::Option *positive(CLI::Option *option, double max) {
   return check(option, [max](const std::string &text) -> std::string {
-    double value = 0;
-    if (!CLI::detail::lexical_cast(text, value) || std::isnan(value))
+    const std::optional<double> number = to_number(text);
+    if (!number)
       return "not a number";
+    const double value = *number;
     if (value > 0 && value <= max)
       return "";
     if (std::isinf(max))

@@ -1,8 +1,8 @@
 // Command lines of the runtime's tools (llmrun and the benchmark programs),
-// parsed with CLI11: how help and usage errors end a program, and the checks
-// of option values.
-#ifndef LLMSERVE_TOOLS_LLMRUN_COMMAND_LINE_H
-#define LLMSERVE_TOOLS_LLMRUN_COMMAND_LINE_H
+// parsed with CLI11: how help and usage errors end a program, the checks of
+// option values, and the one reading of numbers in them.
+#ifndef LLMSERVE_CLI_COMMAND_LINE_H
+#define LLMSERVE_CLI_COMMAND_LINE_H
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +25,13 @@ std::optional<int> parse(CLI::App &app, int argc, char **argv);
 // "llmrun bench offline": the names of `app` and of the commands above it.
 std::string command_name(const CLI::App &app);
 
+// A whole decimal integer ("-12"; "010" is ten, "0x10" and "1e3" are not
+// integers), or nullopt.
+std::optional<int64_t> to_integer(const std::string &text);
+// A whole number in decimal or scientific notation, or "inf"/"infinity"
+// (signed), or nullopt; NaN and hexadecimal are not numbers.
+std::optional<double> to_number(const std::string &text);
+
 // Checks of an option's values as they are parsed. A wrong value is a usage
 // error worded "OPTION 'VALUE': why", as the runtime's errors about options
 // are (CLI11 would word a validator's message "OPTION: why"). Each returns
@@ -43,4 +50,4 @@ CLI::Option *one_of(CLI::Option *option, const std::vector<std::string> &values)
 
 } // namespace llmserve::cli
 
-#endif // LLMSERVE_TOOLS_LLMRUN_COMMAND_LINE_H
+#endif // LLMSERVE_CLI_COMMAND_LINE_H
