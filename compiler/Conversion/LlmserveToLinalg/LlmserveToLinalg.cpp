@@ -1,8 +1,8 @@
 //===- LlmserveToLinalg.cpp - Elementwise llmserve ops as linalg.generic --===//
 //
-// The first ops on DESIGN's linalg path: silu_mul and gelu become
-// `linalg.generic` ops on tensors (all dimensions parallel, identity maps,
-// the first input as the init). llmserve-to-cpu-kernels outlines such a generic
+// The elementwise ops on the CPU pipeline's linalg path: silu_mul and gelu
+// become `linalg.generic` ops on tensors (all dimensions parallel, identity
+// maps, the first input as the init). llmserve-to-cpu-kernels outlines such a generic
 // like any op; one-shot bufferization and the transform schedule
 // `cpu-kernels.mlir` turn its kernel into vector code.
 //
