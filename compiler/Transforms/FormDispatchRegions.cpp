@@ -28,9 +28,6 @@ using namespace mlir::llmserve;
 
 namespace {
 
-// The CPU target's packed-weight linear computes 16 output columns at a time.
-constexpr int64_t kPanelWidth = 16;
-
 bool isF32(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType().isF32();
 }
@@ -58,7 +55,7 @@ SmallVector<LinearOp> fusableLinears(linalg::GenericOp g) {
       continue;
     Value weight = linear.getWeight();
     if (!weight.getDefiningOp<WeightOp>() ||
-        cast<RankedTensorType>(weight.getType()).getDimSize(0) % kPanelWidth != 0)
+        cast<RankedTensorType>(weight.getType()).getDimSize(0) % LlmserveDialect::kPanelWidth != 0)
       continue;
     if (!linears.empty() &&
         (linear.getInput() != linears.front().getInput() ||

@@ -19,8 +19,8 @@ namespace mlir::llmserve {
 
 /// Rows per workgroup of the kernels that compute rows one at a time.
 inline constexpr int64_t kRowsPerGroup = 4;
-/// f32 lanes of the kernels' vectors, and columns of a weight panel.
-inline constexpr int64_t kVectorWidth = 16;
+/// f32 lanes of the kernels' vectors: a weight panel's columns.
+inline constexpr int64_t kVectorWidth = LlmserveDialect::kPanelWidth;
 /// Rows of a linear's workgroup block: a decode step of up to 64 sequences
 /// reads each weight block once.
 inline constexpr int64_t kLinearRowsPerGroup = 64;

@@ -43,7 +43,7 @@ void forEachUse(Value value, function_ref<void(OpOperand &)> fn) {
 bool mlir::llmserve::usePanelLayout(Value weight) {
   auto op = weight.getDefiningOp<WeightOp>();
   int64_t rows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  if (!op || rows % kVectorWidth != 0)
+  if (!op || rows % LlmserveDialect::kPanelWidth != 0)
     return false;
   bool asLinearWeight = false, otherwise = false;
   forEachUse(weight, [&](OpOperand &use) {

@@ -57,9 +57,11 @@ def Llmserve_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kScratchAttrName =
         "llmserve.scratch";
     /// On a weight op whose tensor the kernels read in a packed layout, and
-    /// the one layout there is: [N/16][K][16] panels (docs/bundle.md).
+    /// the one layout there is: [N/16][K][16] panels (docs/bundle.md), for
+    /// weights of a whole number of panels.
     static constexpr ::llvm::StringLiteral kLayoutAttrName = "llmserve.layout";
     static constexpr ::llvm::StringLiteral kPanelLayout = "panels16";
+    static constexpr int64_t kPanelWidth = 16;
   }];
 }
 
