@@ -170,9 +170,10 @@ def prepare(build, out, tinyllama):
     if tinyllama:
         sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))
         import make_fixtures  # noqa: E402
+        from checkpoints import llama  # noqa: E402
         checkpoint = os.path.join(out, "tinyllama_config")
         os.makedirs(checkpoint, exist_ok=True)
-        config = make_fixtures.llama_config(
+        config = llama.config(
             hidden_size=2048, intermediate_size=5632, num_attention_heads=32,
             num_key_value_heads=4, num_hidden_layers=22, vocab_size=32000,
             max_position_embeddings=2048, torch_dtype="bfloat16")

@@ -29,8 +29,11 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+import layers  # noqa: E402
 import make_fixtures  # noqa: E402
 import torch_reference as ref  # noqa: E402
+from checkpoints import gpt2 as gpt2_checkpoint, llama as llama_checkpoint  # noqa: E402
+from models import GPT2, Llama  # noqa: E402
 from safetensors_io import read_checkpoint, read_safetensors, write_safetensors  # noqa: E402
 
 TOKENS = [1, 17, 250, 3, 99, 42, 42, 7, 180, 64, 5, 222, 13, 77]
@@ -39,13 +42,13 @@ LLAMA3_SCALING = {"factor": 4.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0
 
 
 def llama(**overrides):
-    config = make_fixtures.llama_config(**overrides)
-    return ref.Llama(config, make_fixtures.llama_weights(config, 7), torch.float64)
+    config = llama_checkpoint.config(**overrides)
+    return Llama(config, llama_checkpoint.weights(config, 7), torch.float64)
 
 
 def gpt2():
-    config = make_fixtures.gpt2_config()
-    return ref.GPT2(config, make_fixtures.gpt2_weights(config, 7), torch.float64)
+    config = gpt2_checkpoint.config()
+    return GPT2(config, gpt2_checkpoint.weights(config, 7), torch.float64)
 
 
 def models():
@@ -64,9 +67,9 @@ class IncrementalDecoding(unittest.TestCase):
         for name, model in models().items():
             with self.subTest(model=name):
                 full = ref.logits(model, TOKENS)
-                cache = ref.KVCache(model.layers)
+                cache = layers.KVCache(model.layers)
                 one_by_one = torch.cat([model.forward([t], cache) for t in TOKENS])
-                cache = ref.KVCache(model.layers)
+                cache = layers.KVCache(model.layers)
                 chunks = torch.cat([model.forward(TOKENS[a:b], cache)
                                     for a, b in ((0, 5), (5, 6), (6, 13), (13, 14))])
                 torch.testing.assert_close(one_by_one, full, rtol=0, atol=1e-10)
@@ -86,7 +89,7 @@ class IncrementalDecoding(unittest.TestCase):
 
     def test_sliding_window_changes_only_late_positions(self):
         windowed = llama(model_type="mistral", sliding_window=4)
-        full = ref.Llama(dict(windowed.config, sliding_window=None), windowed.w, torch.float64)
+        full = Llama(dict(windowed.config, sliding_window=None), windowed.w, torch.float64)
         a, b = ref.logits(windowed, TOKENS), ref.logits(full, TOKENS)
         # Positions 0..3 see at most 4 keys, so the window does not bind yet.
         torch.testing.assert_close(a[:4], b[:4], rtol=0, atol=1e-12)
@@ -98,25 +101,25 @@ class Rope(unittest.TestCase):
         torch.manual_seed(0)
         x = torch.randn(3, 9, 16, dtype=torch.float64)
         positions = torch.arange(5, 14)
-        inv_freq = ref.rope_inv_freq(16, 10000.0, None)
+        inv_freq = layers.rope_inv_freq(16, 10000.0, None)
         half = x.shape[-1] // 2
         z = torch.complex(x[..., :half], x[..., half:])
         rotation = torch.polar(torch.ones(9, half, dtype=torch.float64),
                                positions.view(-1, 1).double() * inv_freq.view(1, -1))
         rotated = z * rotation
         expected = torch.cat([rotated.real, rotated.imag], dim=-1)
-        torch.testing.assert_close(ref.rotate_half_rope(x, positions, inv_freq), expected)
+        torch.testing.assert_close(layers.rotate_half_rope(x, positions, inv_freq), expected)
 
     def test_default_frequencies(self):
-        inv_freq = ref.rope_inv_freq(8, 10000.0, None)
+        inv_freq = layers.rope_inv_freq(8, 10000.0, None)
         expected = [1.0, 10000.0 ** -0.25, 10000.0 ** -0.5, 10000.0 ** -0.75]
         torch.testing.assert_close(inv_freq, torch.tensor(expected, dtype=torch.float64))
 
     def test_llama3_scaling_regimes(self):
         # theta 500000, head_dim 16: wavelengths 6.3, 32.5, 167, ... against
         # original/high = 16 and original/low = 64.
-        plain = ref.rope_inv_freq(16, 500000.0, None)
-        scaled = ref.rope_inv_freq(16, 500000.0, LLAMA3_SCALING)
+        plain = layers.rope_inv_freq(16, 500000.0, None)
+        scaled = layers.rope_inv_freq(16, 500000.0, LLAMA3_SCALING)
         wavelen = 2 * math.pi / plain
         self.assertLess(wavelen[0], 16)
         self.assertEqual(scaled[0], plain[0])  # high frequency: kept
@@ -127,7 +130,7 @@ class Rope(unittest.TestCase):
         self.assertTrue(plain[1] / 4 < scaled[1] < plain[1])
         torch.testing.assert_close(scaled[2:], plain[2:] / 4.0)  # low frequency: slowed
         with self.assertRaisesRegex(ValueError, "rope_scaling type 'yarn'"):
-            ref.rope_inv_freq(16, 10000.0, {"rope_type": "yarn", "factor": 2.0})
+            layers.rope_inv_freq(16, 10000.0, {"rope_type": "yarn", "factor": 2.0})
 
 
 class Attention(unittest.TestCase):
@@ -139,7 +142,7 @@ class Attention(unittest.TestCase):
         v = torch.randn(kv_heads, length, dim, dtype=torch.float64)
         positions = torch.arange(length - 3, length)
         for window in (None, 2, 3):
-            out = ref.attention(q, k, v, positions, window)
+            out = layers.attention(q, k, v, positions, window)
             for h in range(heads):
                 kv = h // (heads // kv_heads)
                 for t, i in enumerate(positions.tolist()):
@@ -234,7 +237,7 @@ class SecondImplementations(unittest.TestCase):
 
     def test_gelu_new_is_torch_tanh_gelu(self):
         x = torch.linspace(-6, 6, 101, dtype=torch.float64)
-        torch.testing.assert_close(ref.gelu_tanh(x), torch.nn.functional.gelu(x, approximate="tanh"))
+        torch.testing.assert_close(layers.gelu_tanh(x), torch.nn.functional.gelu(x, approximate="tanh"))
 
 
 class Loading(unittest.TestCase):
@@ -253,16 +256,16 @@ class Loading(unittest.TestCase):
             self.assertTrue(torch.equal(read_checkpoint(directory)["i"], tensors["i"]))
 
     def test_gpt2_reads_both_name_layouts(self):
-        config = make_fixtures.gpt2_config()
-        prefixed = make_fixtures.gpt2_weights(config, 3)
-        hub = make_fixtures.gpt2_weights(config, 3, prefix="", mask_buffers=True)
-        a = ref.logits(ref.GPT2(config, prefixed, torch.float64), TOKENS)
-        b = ref.logits(ref.GPT2(config, hub, torch.float64), TOKENS)
+        config = gpt2_checkpoint.config()
+        prefixed = gpt2_checkpoint.weights(config, 3)
+        hub = gpt2_checkpoint.weights(config, 3, prefix="", mask_buffers=True)
+        a = ref.logits(GPT2(config, prefixed, torch.float64), TOKENS)
+        b = ref.logits(GPT2(config, hub, torch.float64), TOKENS)
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
     def test_command_line(self):
-        config = make_fixtures.llama_config()
-        weights = make_fixtures.llama_weights(config, 5)
+        config = llama_checkpoint.config()
+        weights = llama_checkpoint.weights(config, 5)
         script = os.path.join(HERE, "torch_reference.py")
         with tempfile.TemporaryDirectory() as directory:
             make_fixtures.write_weights(directory, weights, shards=2)
@@ -270,7 +273,7 @@ class Loading(unittest.TestCase):
             out = subprocess.run([sys.executable, script, directory, "--tokens", "1,2,3", "--greedy", "2",
                                   "--json"], check=True, capture_output=True, text=True).stdout
             result = json.loads(out)
-            model = ref.Llama(config, weights, torch.float64)
+            model = Llama(config, weights, torch.float64)
             torch.testing.assert_close(torch.tensor(result["logits"], dtype=torch.float64),
                                        ref.logits(model, [1, 2, 3]))
             self.assertEqual(result["greedy"], ref.greedy(model, [1, 2, 3], 2)[0])
@@ -280,16 +283,16 @@ class Loading(unittest.TestCase):
             self.assertIn("below the vocabulary size 300", bad.stderr)
 
     def test_unsupported_configs_are_refused(self):
-        config = make_fixtures.llama_config()
-        weights = make_fixtures.llama_weights(config, 0)
+        config = llama_checkpoint.config()
+        weights = llama_checkpoint.weights(config, 0)
         with self.assertRaisesRegex(ValueError, "hidden_act 'gelu'"):
-            ref.Llama(dict(config, hidden_act="gelu"), weights, torch.float64)
-        qwen = make_fixtures.llama_config("qwen2", use_sliding_window=True)
+            Llama(dict(config, hidden_act="gelu"), weights, torch.float64)
+        qwen = llama_checkpoint.config("qwen2", use_sliding_window=True)
         with self.assertRaisesRegex(ValueError, "use_sliding_window"):
-            ref.Llama(qwen, make_fixtures.llama_weights(qwen, 0), torch.float64)
-        g = make_fixtures.gpt2_config()
+            Llama(qwen, llama_checkpoint.weights(qwen, 0), torch.float64)
+        g = gpt2_checkpoint.config()
         with self.assertRaisesRegex(ValueError, "activation_function 'relu'"):
-            ref.GPT2(dict(g, activation_function="relu"), make_fixtures.gpt2_weights(g, 0), torch.float64)
+            GPT2(dict(g, activation_function="relu"), gpt2_checkpoint.weights(g, 0), torch.float64)
 
 
 if __name__ == "__main__":

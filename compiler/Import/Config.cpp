@@ -1,0 +1,72 @@
+//===- Config.cpp - A Hugging Face config.json, read with errors ----------===//
+
+#include "compiler/Import/Config.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+namespace json = llvm::json;
+
+llvm::Error mlir::llmserve::makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<json::Value> mlir::llmserve::readJson(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError(path + ": " + buffer.getError().message());
+  auto value = json::parse((*buffer)->getBuffer());
+  if (!value)
+    return makeError(path + ": invalid JSON: " + llvm::toString(value.takeError()));
+  return value;
+}
+
+llvm::Expected<int64_t> Config::integer(llvm::StringRef key) const {
+  if (std::optional<int64_t> v = object.getInteger(key))
+    return *v;
+  return error("missing or non-integer \"" + key + "\"");
+}
+
+llvm::Expected<int64_t> Config::integer(llvm::StringRef key, int64_t fallback) const {
+  const json::Value *v = object.get(key);
+  if (!v || v->kind() == json::Value::Null)
+    return fallback;
+  return integer(key);
+}
+
+llvm::Expected<double> Config::number(llvm::StringRef key, double fallback) const {
+  const json::Value *v = object.get(key);
+  if (!v || v->kind() == json::Value::Null)
+    return fallback;
+  if (std::optional<double> d = v->getAsNumber())
+    return *d;
+  return error("\"" + key + "\" must be a number");
+}
+
+bool Config::boolean(llvm::StringRef key, bool fallback) const {
+  return object.getBoolean(key).value_or(fallback);
+}
+
+std::string Config::string(llvm::StringRef key, llvm::StringRef fallback) const {
+  return object.getString(key).value_or(fallback).str();
+}
+
+const json::Object *Config::nested(llvm::StringRef key) const {
+  return object.getObject(key);
+}
+
+SmallVector<int64_t> Config::integers(llvm::StringRef key) const {
+  SmallVector<int64_t> values;
+  if (std::optional<int64_t> v = object.getInteger(key))
+    values.push_back(*v);
+  else if (const json::Array *a = object.getArray(key))
+    for (const json::Value &e : *a)
+      if (std::optional<int64_t> v = e.getAsInteger())
+        values.push_back(*v);
+  return values;
+}
+
+llvm::Error Config::error(const llvm::Twine &message) const {
+  return makeError(path + ": " + message);
+}

@@ -1,0 +1,213 @@
+//===- GraphBuilder.cpp - The step function's shared pieces ---------------===//
+
+#include "compiler/Import/GraphBuilder.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::llmserve;
+namespace abi = ::llmserve::abi;
+
+GraphBuilder::GraphBuilder(MLIRContext *context, const ModelShape &shape,
+                           const ImportOptions &options,
+                           const llvm::StringSet<> &names)
+    : b(context), loc(b.getUnknownLoc()), m(shape), options(options),
+      names(names) {}
+
+llvm::Expected<OwningOpRef<ModuleOp>> GraphBuilder::build(const Model &model) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  buildEntry(model, "step", /*returnLogits=*/false);
+  if (options.logitsEntry)
+    buildEntry(model, "logits", /*returnLogits=*/true);
+  if (!missing.empty())
+    return makeError("the checkpoint has no tensor '" + missing.front() + "'" +
+                     (missing.size() > 1
+                          ? " (and " + llvm::Twine(missing.size() - 1) + " more)"
+                          : ""));
+  return module;
+}
+
+void GraphBuilder::buildEntry(const Model &model, StringRef name,
+                              bool returnLogits) {
+  OpBuilder::InsertionGuard guard(b);
+  func::FuncOp func = createStepFunction(name, returnLogits);
+  b.setInsertionPointToStart(func.addEntryBlock());
+  args = func.getArguments();
+  Value logits = model.buildLogits(*this);
+  if (returnLogits)
+    func::ReturnOp::create(b, loc, logits);
+  else
+    func::ReturnOp::create(b, loc, sample(logits));
+}
+
+Type GraphBuilder::f32() { return b.getF32Type(); }
+
+RankedTensorType GraphBuilder::tokens(int64_t width) {
+  return RankedTensorType::get({ShapedType::kDynamic, width}, f32());
+}
+
+RankedTensorType GraphBuilder::cacheType() {
+  return RankedTensorType::get(
+      {ShapedType::kDynamic, options.blockSize, m.kvHeads, m.headDim}, f32());
+}
+
+/// Integer dimensions are static, symbolic ones dynamic.
+RankedTensorType GraphBuilder::contractType(const abi::ContractArray &c) {
+  llvm::StringRef dtype = c.dtype;
+  Type element = dtype == "f32"   ? f32()
+                 : dtype == "i64" ? Type(b.getI64Type())
+                                  : Type(b.getI32Type());
+  SmallVector<int64_t> shape;
+  for (llvm::StringRef dim : llvm::split(llvm::StringRef(c.shape), ',')) {
+    int64_t size;
+    shape.push_back(dim.getAsInteger(10, size) ? ShapedType::kDynamic : size);
+  }
+  return RankedTensorType::get(shape, element);
+}
+
+func::FuncOp GraphBuilder::createStepFunction(StringRef name, bool returnLogits) {
+  SmallVector<Type> inputs;
+  for (const abi::ContractArray &c : abi::kStepArguments)
+    inputs.push_back(contractType(c));
+  SmallVector<DictionaryAttr> argAttrs;
+  for (const abi::ContractArray &c : abi::kStepArguments)
+    argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+        LlmserveDialect::kContractAttrName, b.getStringAttr(c.name))));
+  for (int64_t layer = 0; layer < m.layers; ++layer) {
+    for (const char *role : {"k", "v"}) {
+      inputs.push_back(cacheType());
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          LlmserveDialect::kKvCacheAttrName,
+          b.getDictionaryAttr(
+              {b.getNamedAttr("layer", b.getI64IntegerAttr(layer)),
+               b.getNamedAttr("role", b.getStringAttr(role))}))));
+    }
+  }
+  SmallVector<Type> results;
+  if (returnLogits)
+    results.push_back(RankedTensorType::get({ShapedType::kDynamic, m.vocab}, f32()));
+  else
+    for (const abi::ContractArray &c : abi::kStepResults)
+      results.push_back(contractType(c));
+  auto type = b.getFunctionType(inputs, results);
+  auto func = func::FuncOp::create(b, loc, name, type, {}, argAttrs);
+  if (!returnLogits)
+    for (auto [i, c] : llvm::enumerate(abi::kStepResults))
+      func.setResultAttr(i, LlmserveDialect::kContractAttrName,
+                         b.getStringAttr(c.name));
+  return func;
+}
+
+Value GraphBuilder::contract(llvm::StringRef name) {
+  for (int i = 0; i < abi::kNumStepArguments; ++i)
+    if (name == abi::kStepArguments[i].name)
+      return args[i];
+  llvm_unreachable("unknown step-contract array");
+}
+
+Value GraphBuilder::cache(int64_t layer, int role) {
+  return args[abi::kNumStepArguments + 2 * layer + role];
+}
+
+Value GraphBuilder::weight(const std::string &name, ArrayRef<int64_t> shape,
+                           bool transposed, std::optional<int64_t> rowBegin) {
+  if (!names.empty() && !names.contains(name))
+    missing.push_back(name);
+  DenseI64ArrayAttr rows;
+  if (rowBegin)
+    rows = b.getDenseI64ArrayAttr({*rowBegin, *rowBegin + shape[0]});
+  return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), name,
+                          transposed, rows);
+}
+
+Value GraphBuilder::embedding(Value table, llvm::StringRef indices) {
+  int64_t width = cast<RankedTensorType>(table.getType()).getDimSize(1);
+  return EmbeddingOp::create(b, loc, tokens(width), table, contract(indices));
+}
+
+Value GraphBuilder::linear(Value x, Value w, Value bias) {
+  int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
+  return LinearOp::create(b, loc, tokens(n), x, w, bias);
+}
+
+Value GraphBuilder::rope(Value x, const RopeParams &params) {
+  auto op = RopeOp::create(
+      b, loc, x.getType(), x, contract("positions"),
+      b.getI64IntegerAttr(m.headDim), b.getI64IntegerAttr(m.headDim),
+      b.getF64FloatAttr(params.theta),
+      RopeStyleAttr::get(b.getContext(), RopeStyle::neox),
+      RopeScalingAttr::get(b.getContext(), params.scaling), FloatAttr(),
+      FloatAttr(), FloatAttr(), IntegerAttr());
+  if (params.scaling != RopeScaling::none)
+    op.setScalingFactorAttr(b.getF64FloatAttr(params.factor));
+  if (params.scaling == RopeScaling::llama3) {
+    op.setLowFreqFactorAttr(b.getF64FloatAttr(params.lowFreqFactor));
+    op.setHighFreqFactorAttr(b.getF64FloatAttr(params.highFreqFactor));
+    op.setOriginalMaxPositionAttr(b.getI64IntegerAttr(params.originalMaxPosition));
+  }
+  return op;
+}
+
+Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
+                              std::optional<int64_t> slidingWindow) {
+  Value slots = contract("slot_mapping");
+  Value kc = KvWriteOp::create(b, loc, cacheType(), k, cache(layer, 0), slots);
+  Value vc = KvWriteOp::create(b, loc, cacheType(), v, cache(layer, 1), slots);
+  auto lseType = RankedTensorType::get({ShapedType::kDynamic, m.heads}, f32());
+  auto op = PagedAttentionOp::create(
+      b, loc, tokens(m.heads * m.headDim), lseType, q, kc, vc,
+      contract("block_table"), contract("context_len"), contract("query_start"),
+      b.getI64IntegerAttr(m.heads),
+      b.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(m.headDim))),
+      slidingWindow ? b.getI64IntegerAttr(*slidingWindow) : IntegerAttr());
+  return op.getResult();
+}
+
+std::pair<Value, Value> GraphBuilder::rmsNorm(Value x, Value residual, Value w,
+                                              double epsilon) {
+  auto op = RmsNormOp::create(b, loc, x, w, residual, b.getF32FloatAttr(epsilon));
+  return {op.getResult(), residual ? op.getResidualOut() : x};
+}
+
+std::pair<Value, Value> GraphBuilder::layerNorm(Value x, Value residual, Value w,
+                                                Value bias, double epsilon) {
+  auto op = LayerNormOp::create(b, loc, x, w, bias, residual,
+                                b.getF32FloatAttr(epsilon));
+  return {op.getResult(), residual ? op.getResidualOut() : x};
+}
+
+Value GraphBuilder::siluMul(Value gate, Value up) {
+  return SiluMulOp::create(b, loc, gate.getType(), gate, up);
+}
+
+Value GraphBuilder::gelu(Value x, GeluApproximation approximation) {
+  return GeluOp::create(b, loc, x.getType(), x, approximation);
+}
+
+Value GraphBuilder::logits(Value hidden, Value head) {
+  int64_t width = cast<RankedTensorType>(hidden.getType()).getDimSize(1);
+  Value rows = GatherRowsOp::create(b, loc, tokens(width), hidden,
+                                    contract("logits_rows"));
+  return linear(rows, head);
+}
+
+SmallVector<Value> GraphBuilder::sample(Value logits) {
+  Value penalised = ApplyPenaltiesOp::create(
+      b, loc, logits.getType(), logits, contract("penalty_start"),
+      contract("penalty_tokens"), contract("penalty_counts"),
+      contract("presence_penalty"), contract("frequency_penalty"),
+      contract("repetition_penalty"));
+  Value tokens = SampleOp::create(
+      b, loc, contractType(abi::kStepResults[0]), penalised,
+      contract("temperature"), contract("top_p"), contract("top_k"),
+      contract("min_p"), contract("seed"), contract("context_len"));
+  auto logprobs = LogprobsOp::create(
+      b, loc, contractType(abi::kStepResults[1]),
+      contractType(abi::kStepResults[2]), contractType(abi::kStepResults[3]),
+      logits, tokens, contract("num_logprobs"));
+  return {tokens, logprobs.getTokenLogprob(), logprobs.getTopTokens(),
+          logprobs.getTopLogprobs()};
+}

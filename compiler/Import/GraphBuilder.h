@@ -1,0 +1,89 @@
+//===- GraphBuilder.h - The step function's shared pieces ------*- C++ -*-===//
+//
+// Builds the `step` function (and `logits` when asked) of a Model: its
+// signature (the step contract and one K and one V cache per layer), the
+// sampling that ends it, and the pieces every family's graph is made of.
+// Residual adds are fused into the norms: a norm takes the previous
+// sublayer's output plus the residual stream and returns the new stream.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMSERVE_IMPORT_GRAPHBUILDER_H
+#define LLMSERVE_IMPORT_GRAPHBUILDER_H
+
+#include "compiler/Import/HfImporter.h"
+#include "compiler/Import/Model.h"
+#include "llmserve/abi.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::llmserve {
+
+class GraphBuilder {
+public:
+  /// `names` are the checkpoint's tensors; empty means the weights are not
+  /// there, and names are not checked.
+  GraphBuilder(MLIRContext *context, const ModelShape &shape,
+               const ImportOptions &options, const llvm::StringSet<> &names);
+
+  /// The module of `model`'s entry points; an error names the first tensor
+  /// the checkpoint lacks.
+  llvm::Expected<OwningOpRef<ModuleOp>> build(const Model &model);
+
+  OpBuilder &builder() { return b; }
+  Location location() const { return loc; }
+  /// f32 activations [T, width].
+  RankedTensorType tokens(int64_t width);
+  /// The step-contract argument `name` (step_arguments.def).
+  Value contract(llvm::StringRef name);
+
+  /// A checkpoint tensor, optionally transposed and restricted to rows
+  /// [rowBegin, rowBegin + shape[0]) of the (transposed) tensor.
+  Value weight(const std::string &name, ArrayRef<int64_t> shape,
+               bool transposed = false, std::optional<int64_t> rowBegin = {});
+  /// Rows of `table` for the contract array `indices` (token ids, positions).
+  Value embedding(Value table, llvm::StringRef indices);
+  Value linear(Value x, Value w, Value bias = {});
+  Value rope(Value x, const RopeParams &params);
+  /// Attention of layer `layer` over the paged cache: K and V written
+  /// first, then read.
+  Value attention(int64_t layer, Value q, Value k, Value v,
+                  std::optional<int64_t> slidingWindow = {});
+  /// rms_norm of `x` (+ `residual`): {normalized, new residual stream}.
+  std::pair<Value, Value> rmsNorm(Value x, Value residual, Value w, double epsilon);
+  std::pair<Value, Value> layerNorm(Value x, Value residual, Value w, Value bias,
+                                    double epsilon);
+  Value siluMul(Value gate, Value up);
+  Value gelu(Value x, GeluApproximation approximation);
+  /// The logits of the last row of every sequence.
+  Value logits(Value hidden, Value head);
+
+private:
+  void buildEntry(const Model &model, StringRef name, bool returnLogits);
+  Type f32();
+  RankedTensorType cacheType();
+  RankedTensorType contractType(const ::llmserve::abi::ContractArray &c);
+  func::FuncOp createStepFunction(StringRef name, bool returnLogits);
+  Value cache(int64_t layer, int role);
+  /// The step's results: tokens sampled from the penalised logits, and
+  /// log-probs of the model's own distribution.
+  SmallVector<Value> sample(Value logits);
+
+  OpBuilder b;
+  Location loc;
+  const ModelShape &m;
+  const ImportOptions &options;
+  const llvm::StringSet<> &names;
+  ValueRange args;
+  std::vector<std::string> missing;
+};
+
+} // namespace mlir::llmserve
+
+#endif // LLMSERVE_IMPORT_GRAPHBUILDER_H

@@ -1,0 +1,7 @@
+"""One module per model family; MODELS maps each model_type a family reads
+(its class's MODEL_TYPES) to the family's class."""
+
+from models.gpt2 import GPT2
+from models.llama import Llama
+
+MODELS = {model_type: model for model in (Llama, GPT2) for model_type in model.MODEL_TYPES}
