@@ -151,9 +151,12 @@ def case_gather_rows():
     return [x, rows], module([x, rows], body, [("%y", ty)]), [t(x)[torch.from_numpy(rows).long()]]
 
 
-def norm_case(kind, residual):
+def norm_case(kind, residual, group=None):
+    """`group`: a weight (and bias) of that width, normalizing each row as
+    d / group groups (per-head norms)."""
     n, d, eps = 6, 48, 1e-5
-    x, w, b, r = f32(n, d), f32(d), f32(d), f32(n, d)
+    g = group or d
+    x, w, b, r = f32(n, d), f32(g), f32(g), f32(n, d)
     ty = mlir_type(x)
     inputs = [x, w] + ([b] if kind == "layer_norm" else []) + ([r] if residual else [])
     operands = "%a0, %a1" + (", %a2" if kind == "layer_norm" else "")
@@ -162,12 +165,14 @@ def norm_case(kind, residual):
     names = "%y, %s" if residual else "%y"
     body = f"  {names} = llmserve.{kind} {operands}{res} epsilon {eps:e} : {types}"
     s = t(x) + (t(r) if residual else 0)
+    groups = s.view(n, d // g, g)
     if kind == "rms_norm":
-        y = s * torch.rsqrt((s * s).mean(-1, keepdim=True) + eps) * t(w)
+        y = groups * torch.rsqrt((groups * groups).mean(-1, keepdim=True) + eps) * t(w)
     else:
-        mean = s.mean(-1, keepdim=True)
-        var = ((s - mean) ** 2).mean(-1, keepdim=True)
-        y = (s - mean) * torch.rsqrt(var + eps) * t(w) + t(b)
+        mean = groups.mean(-1, keepdim=True)
+        var = ((groups - mean) ** 2).mean(-1, keepdim=True)
+        y = (groups - mean) * torch.rsqrt(var + eps) * t(w) + t(b)
+    y = y.reshape(n, d)
     results = [("%y", ty)] + ([("%s", ty)] if residual else [])
     return inputs, module(inputs, body, results), [y] + ([s] if residual else [])
 
@@ -469,6 +474,11 @@ CASES = {
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),
     "rms_norm_residual": lambda: norm_case("rms_norm", True),
+    # Per-head norms (Qwen3's q and k): 3 heads of 16, and 2 groups of 24
+    # after a residual add.
+    "rms_norm_per_head": lambda: norm_case("rms_norm", False, group=16),
+    "rms_norm_grouped_residual": lambda: norm_case("rms_norm", True, group=24),
+    "layer_norm_grouped": lambda: norm_case("layer_norm", False, group=16),
     "layer_norm": lambda: norm_case("layer_norm", False),
     "layer_norm_residual": lambda: norm_case("layer_norm", True),
     "rope_neox": lambda: rope_case("neox", 16, None),

@@ -10,7 +10,8 @@ using namespace mlir;
 using namespace mlir::llmserve;
 
 /// rms_norm and layer_norm as linalg on tensor views of the workgroup's
-/// rows ([rows, D]): s = input (+ residual, which is stored to
+/// rows ([rows, D]; with a weight of G < D, rows of G: each row of the input
+/// is D / G of them): s = input (+ residual, which is stored to
 /// residual_out); per row the sum of s² (layer_norm: the sum of s, then of
 /// (s - mean)²) into a stack buffer; rsqrt(sum / D + epsilon) in place;
 /// then (s - mean) · rsqrt · weight (+ bias) into the result. The CPU
@@ -29,15 +30,23 @@ Grid mlir::llmserve::buildNormKernel(CpuKernelEmitter &e, bool hasResidual,
   int result = next++;
   std::optional<int> residualOut =
       hasResidual ? std::optional<int>(next++) : std::nullopt;
-  // A weight has a static shape.
+  // A weight has a static shape. A weight narrower than the rows (per-head
+  // norms) makes each row that many rows of the weight's width.
   int64_t width = e.bindingType(weight).getDimSize(0);
-  auto [first, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
+  int64_t inputWidth = e.bindingType(input).getDimSize(1);
+  int64_t groups = ShapedType::isDynamic(inputWidth) ? 1 : inputWidth / width;
+  Value totalRows = e.dimSize(0, 0);
+  if (groups > 1)
+    totalRows = a.muli(totalRows, e.index(groups));
+  auto [first, end] = e.rowRange(totalRows, kRowsPerGroup);
   // A plain variable: the lambdas below capture it (C++17 lambdas cannot
   // capture structured bindings).
   Value begin = first;
   OpFoldResult rows = a.subi(end, begin);
   auto rowsView = [&](int binding) {
-    return e.subview(e.binding(binding), {begin, b.getIndexAttr(0)},
+    Value rowsOfWidth = groups == 1 ? e.binding(binding)
+                                    : e.binding(binding, {totalRows, e.index(width)});
+    return e.subview(rowsOfWidth, {begin, b.getIndexAttr(0)},
                      {rows, b.getIndexAttr(width)});
   };
   MLIRContext *ctx = b.getContext();
@@ -147,5 +156,8 @@ Grid mlir::llmserve::buildNormKernel(CpuKernelEmitter &e, bool hasResidual,
                                      : scaled;
                        });
   e.storeInto(y, resultView);
-  return e.rowGrid(0, kRowsPerGroup);
+  if (groups == 1)
+    return e.rowGrid(0, kRowsPerGroup);
+  return {ceilDivExpr(e.dimExpr(0, 0) + "*" + std::to_string(groups), kRowsPerGroup),
+          "1", "1"};
 }

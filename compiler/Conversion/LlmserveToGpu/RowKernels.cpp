@@ -46,14 +46,24 @@ Grid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, bool hasResidual,
                                      double epsilon) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
+  // A weight narrower than the rows (per-head norms) makes each row that
+  // many rows of the weight's width, a block each.
+  int64_t groupWidth = e.bindingType(1).getDimSize(0);
+  int64_t inputWidth = e.bindingType(0).getDimSize(1);
+  int64_t groups = ShapedType::isDynamic(inputWidth) ? 1 : inputWidth / groupWidth;
+  auto rows = [&](int binding) {
+    return groups == 1 ? e.binding(binding)
+                       : e.binding(binding, {a.muli(e.dimSize(0, 0), e.index(groups)),
+                                             e.index(groupWidth)});
+  };
   int next = 0;
-  Value input = e.binding(next++), weight = e.binding(next++);
+  Value input = rows(next++), weight = e.binding(next++);
   Value bias = hasBias ? e.binding(next++) : Value();
-  Value residual = hasResidual ? e.binding(next++) : Value();
-  Value result = e.binding(next++);
-  Value residualOut = hasResidual ? e.binding(next++) : Value();
+  Value residual = hasResidual ? rows(next++) : Value();
+  Value result = rows(next++);
+  Value residualOut = hasResidual ? rows(next++) : Value();
   Value scratch = e.sharedBuffer({e.numWarps()}, b.getF32Type());
-  Value width = e.dimSize(0, 1);
+  Value width = groups == 1 ? e.dimSize(0, 1) : e.index(groupWidth);
   Value widthF = a.toF32(width);
   Value t = e.blockId(0);
   Value source = hasResidual ? residualOut : input;
@@ -93,7 +103,9 @@ Grid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, bool hasResidual,
       y = a.add(y, e.loadF32(bias, d));
     e.storeF32(y, result, {t, d});
   });
-  return {e.dimExpr(0, 0), "1", "1"};
+  if (groups == 1)
+    return {e.dimExpr(0, 0), "1", "1"};
+  return {e.dimExpr(0, 0) + "*" + std::to_string(groups), "1", "1"};
 }
 
 namespace {

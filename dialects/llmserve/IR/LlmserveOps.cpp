@@ -141,16 +141,22 @@ LogicalResult EmbeddingOp::verify() {
 // RmsNormOp and LayerNormOp
 //===----------------------------------------------------------------------===//
 
-// `bias` is null for rms_norm, `residual` null when there is none.
+// `bias` is null for rms_norm, `residual` null when there is none. The
+// weight's size is the group each row is normalized in: all of it, or
+// equal parts of it (per-head norms).
 static LogicalResult verifyNorm(Operation *op, Value input, Value weight,
                                 Value bias, Value residual,
                                 FloatAttr epsilon) {
-  if (failed(verifySameElementType(op, "weight", weight, "input", input)) ||
-      failed(verifyDimsMatch(op, "weight", weight, 0, "input", input, 1)))
+  if (failed(verifySameElementType(op, "weight", weight, "input", input)))
     return failure();
+  int64_t group = cast<ShapedType>(weight.getType()).getDimSize(0);
+  int64_t width = cast<ShapedType>(input.getType()).getDimSize(1);
+  if (isStatic(width) && isStatic(group) && (group == 0 || width % group != 0))
+    return op->emitOpError() << "weight dim 0 (" << group
+                             << ") must divide input dim 1 (" << width << ")";
   if (bias &&
       (failed(verifySameElementType(op, "bias", bias, "input", input)) ||
-       failed(verifyDimsMatch(op, "bias", bias, 0, "input", input, 1))))
+       failed(verifyDimsMatch(op, "bias", bias, 0, "weight", weight, 0))))
     return failure();
   if (residual && residual.getType() != input.getType())
     return op->emitOpError() << "residual type " << residual.getType()

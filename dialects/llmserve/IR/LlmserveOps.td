@@ -96,14 +96,19 @@ def Llmserve_RmsNormOp : Llmserve_NormOp<"rms_norm"> {
     residual_out = s                (only with `residual`)
     ```
 
-    `weight` is [D]. `residual`, `result` and `residual_out` have the type of
-    `input`. The mean is accumulated in f32 whatever the element type.
+    `weight` is [D], or [G] for a G that divides D: then each row is
+    normalized as D / G separate groups of G elements with the same weight
+    (the per-head q and k norms of Qwen3 and Gemma 3, G = head_dim).
+    `residual`, `result` and `residual_out` have the type of `input`. The
+    mean is accumulated in f32 whatever the element type.
 
     Example:
 
     ```mlir
     %y = llmserve.rms_norm %x, %w epsilon 1.0e-06
         : tensor<?x64xf32>, tensor<64xf32>
+    %qn = llmserve.rms_norm %q, %qw epsilon 1.0e-06
+        : tensor<?x256xf32>, tensor<64xf32>
     %y2, %s = llmserve.rms_norm %attn, %w residual %x epsilon 1.0e-06
         : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>
     ```
@@ -130,7 +135,8 @@ def Llmserve_LayerNormOp : Llmserve_NormOp<"layer_norm"> {
     ```
 
     The mean and the (biased) variance are over D and accumulated in f32.
-    `weight` and `bias` are [D]. `residual`, `result` and `residual_out` have
+    `weight` and `bias` are [D], or both [G] for a G that divides D, which
+    normalizes each row as D / G groups as rms_norm does. `residual`, `result` and `residual_out` have
     the type of `input`.
 
     Example:

@@ -310,3 +310,21 @@ func.func @rms_norm_residual(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>) -> (ten
   %y, %s = llmserve.rms_norm %x, %w residual %r epsilon 1.0e-05 : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>
   return %y, %s : tensor<?x64xf32>, tensor<?x64xf32>
 }
+
+// -----
+
+// A per-head norm (a weight of 16 for rows of 64): the rows are read as
+// [T * 4, 16] and the grid covers T * 4 of them, 4 a workgroup.
+// CHECK-LABEL: func.func @rms_norm_per_head
+//       CHECK:   llmserve.rms_norm
+//  CHECK-SAME:     grid = ["ceildiv($0*4,4)", "1", "1"]
+//       CHECK: func.func @llmserve_d0_rms_norm(
+//       CHECK:   %[[ROWS:.+]] = arith.muli %{{.+}}, %c4
+//       CHECK:   memref.subview %{{.+}}[%{{.+}}, 0] [%{{.+}}, 16] [1, 1] : memref<?x16xf32> to memref<?x16xf32, strided<[16, 1], offset: ?>>
+//       CHECK:   linalg.generic
+//  CHECK-SAME:       ins(%{{.+}} : tensor<?x16xf32>)
+func.func @rms_norm_per_head(%q: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = llmserve.weight "q_norm" : tensor<16xf32>
+  %y = llmserve.rms_norm %q, %w epsilon 1.0e-06 : tensor<?x64xf32>, tensor<16xf32>
+  return %y : tensor<?x64xf32>
+}

@@ -109,6 +109,21 @@ func.func @rms_norm(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64x
 
 // -----
 
+// A per-head norm (a weight of 16 for rows of 64) takes a block per head:
+// the rows are read as [T * 4, 16].
+// CHECK-LABEL: func.func @rms_norm_per_head
+//       CHECK:   llmserve.rms_norm
+//  CHECK-SAME:     grid = ["$0*4", "1", "1"]
+//       CHECK: gpu.func @llmserve_d0_rms_norm
+//       CHECK:   %[[ROWS:.+]] = arith.muli %{{.+}}, %c4
+//       CHECK:   memref.reinterpret_cast %{{.+}} to offset: [0], sizes: [%[[ROWS]], 16], strides: [16, 1]
+func.func @rms_norm_per_head(%q: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tensor<?x64xbf16> {
+  %y = llmserve.rms_norm %q, %w epsilon 1.0e-06 : tensor<?x64xbf16>, tensor<16xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
 // Attention: tiles of rows of one sequence and one KV head; with 4 query
 // heads per KV head (GQA) a tile holds 4 rows, so the grid is
 // ceil(T/4) + S tiles by 2 KV heads, none when T = S. Keys go in chunks of

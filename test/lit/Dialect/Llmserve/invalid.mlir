@@ -126,8 +126,16 @@ func.func @rms_norm_weight_type(%x: tensor<?x8xf32>, %w: tensor<8xf16>) {
 // -----
 
 func.func @rms_norm_weight_size(%x: tensor<?x8xf32>, %w: tensor<16xf32>) {
-  // expected-error @+1 {{'llmserve.rms_norm' op weight dim 0 (16) must equal input dim 1 (8)}}
+  // expected-error @+1 {{'llmserve.rms_norm' op weight dim 0 (16) must divide input dim 1 (8)}}
   %y = llmserve.rms_norm %x, %w epsilon 1.0e-06 : tensor<?x8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_group_size(%x: tensor<?x8xf32>, %w: tensor<3xf32>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op weight dim 0 (3) must divide input dim 1 (8)}}
+  %y = llmserve.rms_norm %x, %w epsilon 1.0e-06 : tensor<?x8xf32>, tensor<3xf32>
   return
 }
 
@@ -175,9 +183,9 @@ func.func @layer_norm_weight_type(%x: tensor<?x8xbf16>, %w: tensor<8xf32>, %b: t
 
 // -----
 
-func.func @layer_norm_weight_size(%x: tensor<?x8xbf16>, %w: tensor<4xbf16>, %b: tensor<8xbf16>) {
-  // expected-error @+1 {{'llmserve.layer_norm' op weight dim 0 (4) must equal input dim 1 (8)}}
-  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<4xbf16>, tensor<8xbf16>
+func.func @layer_norm_weight_size(%x: tensor<?x8xbf16>, %w: tensor<3xbf16>, %b: tensor<3xbf16>) {
+  // expected-error @+1 {{'llmserve.layer_norm' op weight dim 0 (3) must divide input dim 1 (8)}}
+  %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<3xbf16>, tensor<3xbf16>
   return
 }
 
@@ -192,7 +200,7 @@ func.func @layer_norm_bias_type(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>, %b: te
 // -----
 
 func.func @layer_norm_bias_size(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>, %b: tensor<9xbf16>) {
-  // expected-error @+1 {{'llmserve.layer_norm' op bias dim 0 (9) must equal input dim 1 (8)}}
+  // expected-error @+1 {{'llmserve.layer_norm' op bias dim 0 (9) must equal weight dim 0 (8)}}
   %y = llmserve.layer_norm %x, %w, %b epsilon 1.0e-05 : tensor<?x8xbf16>, tensor<8xbf16>, tensor<9xbf16>
   return
 }

@@ -46,6 +46,16 @@ func.func @rms_norm(%x: tensor<?x64xf32>, %w: tensor<64xf32>, %r: tensor<?x64xf3
 
 // -----
 
+// Per-head: each row is 4 groups of 16 with the same weight.
+// CHECK-LABEL: func @rms_norm_grouped
+func.func @rms_norm_grouped(%q: tensor<?x64xf32>, %w: tensor<16xf32>) -> tensor<?x64xf32> {
+  // CHECK: llmserve.rms_norm %{{.*}}, %{{.*}} epsilon 9.99999997E-7 : tensor<?x64xf32>, tensor<16xf32>
+  %y = llmserve.rms_norm %q, %w epsilon 1.0e-06 : tensor<?x64xf32>, tensor<16xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @layer_norm
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xbf16>, %[[W:.*]]: tensor<64xbf16>, %[[B:.*]]: tensor<?xbf16>, %[[R:.*]]: tensor<?x?xbf16>)
 func.func @layer_norm(%x: tensor<?x?xbf16>, %w: tensor<64xbf16>, %b: tensor<?xbf16>, %r: tensor<?x?xbf16>)
