@@ -67,6 +67,14 @@ SmallVector<int64_t> Config::integers(llvm::StringRef key) const {
   return values;
 }
 
+SmallVector<std::string> Config::strings(llvm::StringRef key) const {
+  SmallVector<std::string> values;
+  if (const json::Array *a = object.getArray(key))
+    for (const json::Value &e : *a)
+      values.push_back(e.getAsString().value_or("").str());
+  return values;
+}
+
 llvm::Error Config::error(const llvm::Twine &message) const {
   return makeError(path + ": " + message);
 }

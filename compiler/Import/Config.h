@@ -37,6 +37,8 @@ public:
   const llvm::json::Object *nested(llvm::StringRef key) const;
   /// An integer or a list of them (`eos_token_id`).
   SmallVector<int64_t> integers(llvm::StringRef key) const;
+  /// A list of strings; empty when absent (non-strings read as "").
+  SmallVector<std::string> strings(llvm::StringRef key) const;
   /// "<file>: <message>".
   llvm::Error error(const llvm::Twine &message) const;
   const std::string &file() const { return path; }

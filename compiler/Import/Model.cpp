@@ -10,6 +10,7 @@ ArrayRef<ModelFamily> mlir::llmserve::modelFamilies() {
       {"llama", readLlama},
       {"mistral", readLlama},
       {"qwen2", readLlama},
+      {"qwen3", readLlama},
       {"gpt2", readGpt2},
   };
   return families;

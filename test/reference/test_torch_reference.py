@@ -57,6 +57,9 @@ def models():
         "llama_tied": llama(tie_word_embeddings=True),
         "llama3": llama(rope_theta=500000.0, rope_scaling=LLAMA3_SCALING),
         "qwen2": llama(model_type="qwen2", tie_word_embeddings=True),
+        "qwen3": llama(model_type="qwen3", tie_word_embeddings=True),
+        "qwen3_window": llama(model_type="qwen3", use_sliding_window=True, sliding_window=4,
+                              max_window_layers=1),
         "mistral": llama(model_type="mistral", sliding_window=4),
         "gpt2": gpt2(),
     }
@@ -282,14 +285,23 @@ class Loading(unittest.TestCase):
             self.assertEqual(bad.returncode, 2)
             self.assertIn("below the vocabulary size 300", bad.stderr)
 
+    def test_sliding_windows_by_layer(self):
+        def windows(model_type, **overrides):
+            config = llama_checkpoint.config(model_type, **overrides)
+            return Llama(config, llama_checkpoint.weights(config, 0), torch.float64).windows
+
+        self.assertEqual(windows("mistral", sliding_window=8), [8, 8])
+        self.assertEqual(windows("qwen2", sliding_window=8), [None, None])
+        self.assertEqual(windows("qwen2", sliding_window=8, use_sliding_window=True,
+                                 max_window_layers=1), [None, 8])
+        self.assertEqual(windows("qwen3", sliding_window=8, use_sliding_window=True,
+                                 layer_types=["sliding_attention", "full_attention"]), [8, None])
+
     def test_unsupported_configs_are_refused(self):
         config = llama_checkpoint.config()
         weights = llama_checkpoint.weights(config, 0)
         with self.assertRaisesRegex(ValueError, "hidden_act 'gelu'"):
             Llama(dict(config, hidden_act="gelu"), weights, torch.float64)
-        qwen = llama_checkpoint.config("qwen2", use_sliding_window=True)
-        with self.assertRaisesRegex(ValueError, "use_sliding_window"):
-            Llama(qwen, llama_checkpoint.weights(qwen, 0), torch.float64)
         g = gpt2_checkpoint.config()
         with self.assertRaisesRegex(ValueError, "activation_function 'relu'"):
             GPT2(dict(g, activation_function="relu"), gpt2_checkpoint.weights(g, 0), torch.float64)

@@ -1,9 +1,10 @@
-//===- Llama.cpp - The Llama family: llama, mistral, qwen2 -----------------===//
+//===- Llama.cpp - The Llama family: llama, mistral, qwen2, qwen3 ---------===//
 //
 // Per layer: rms_norm → q/k/v linear (+bias for Qwen2 or attention_bias) →
-// rope → paged attention (GQA; Mistral's sliding window) → o linear →
-// rms_norm → gate/up linear → silu_mul → down linear; then the final
-// rms_norm and the LM head, tied to the embedding with tie_word_embeddings.
+// Qwen3's per-head rms_norm of q and k → rope → paged attention (GQA; a
+// sliding window on the layers that have one) → o linear → rms_norm →
+// gate/up linear → silu_mul → down linear; then the final rms_norm and the
+// LM head, tied to the embedding with tie_word_embeddings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,12 +22,50 @@ public:
   Value buildLogits(GraphBuilder &g) const override;
 
 private:
+  llvm::Error readSlidingWindow(const Config &config, llvm::StringRef modelType);
+
   int64_t intermediate = 0;
   double epsilon = 1e-6;
-  bool tiedEmbeddings = false, qkvBias = false, outputBias = false;
-  std::optional<int64_t> slidingWindow;
+  bool tiedEmbeddings = false, qkvBias = false, outputBias = false, qkNorm = false;
+  /// Per layer: the sliding window, if the layer has one.
+  std::vector<std::optional<int64_t>> slidingWindow;
   RopeParams rope;
 };
+
+/// Mistral slides every layer's window; Qwen2 and Qwen3 only with
+/// use_sliding_window, and only from layer max_window_layers on, unless
+/// layer_types names each layer's attention.
+llvm::Error Llama::readSlidingWindow(const Config &config,
+                                     llvm::StringRef modelType) {
+  const int64_t layers = shape_.layers;
+  slidingWindow.assign(layers, std::nullopt);
+  bool qwen = modelType == "qwen2" || modelType == "qwen3";
+  if (modelType != "mistral" && !(qwen && config.boolean("use_sliding_window", false)))
+    return llvm::Error::success();
+  int64_t window;
+  LLMSERVE_TRY_ASSIGN(window, config.integer("sliding_window", 0));
+  if (window <= 0)
+    return llvm::Error::success();
+  int64_t firstSliding = 0;
+  if (qwen)
+    LLMSERVE_TRY_ASSIGN(firstSliding, config.integer("max_window_layers", layers));
+  SmallVector<std::string> types = config.strings("layer_types");
+  if (!types.empty() && static_cast<int64_t>(types.size()) != layers)
+    return config.error("layer_types has " + llvm::Twine(types.size()) +
+                        " entries for " + llvm::Twine(layers) + " layers");
+  for (int64_t l = 0; l < layers; ++l) {
+    bool sliding = l >= firstSliding;
+    if (!types.empty()) {
+      if (types[l] != "sliding_attention" && types[l] != "full_attention")
+        return config.error("unsupported layer_types entry '" + types[l] +
+                            "' (supported: full_attention, sliding_attention)");
+      sliding = types[l] == "sliding_attention";
+    }
+    if (sliding)
+      slidingWindow[l] = window;
+  }
+  return llvm::Error::success();
+}
 
 llvm::Expected<std::unique_ptr<Model>> Llama::read(const Config &config,
                                                    llvm::StringRef modelType) {
@@ -56,15 +95,9 @@ llvm::Expected<std::unique_ptr<Model>> Llama::read(const Config &config,
   bool attentionBias = config.boolean("attention_bias", false);
   model->qkvBias = modelType == "qwen2" || attentionBias;
   model->outputBias = attentionBias;
-  // Mistral sets sliding_window; Qwen2 only uses it with use_sliding_window.
-  bool window = modelType == "mistral" ||
-                (modelType == "qwen2" && config.boolean("use_sliding_window", false));
-  if (window) {
-    int64_t w;
-    LLMSERVE_TRY_ASSIGN(w, config.integer("sliding_window", 0));
-    if (w > 0)
-      model->slidingWindow = w;
-  }
+  model->qkNorm = modelType == "qwen3";
+  if (llvm::Error error = model->readSlidingWindow(config, modelType))
+    return std::move(error);
   return model;
 }
 
@@ -84,10 +117,18 @@ Value Llama::buildLogits(GraphBuilder &g) const {
       return g.linear(normed, g.weight(base + ".weight", {width, m.hidden}),
                       bias ? g.weight(base + ".bias", {width}) : Value());
     };
-    Value q = g.rope(proj("q_proj", qWidth, qkvBias), rope);
-    Value k = g.rope(proj("k_proj", kvWidth, qkvBias), rope);
+    // Qwen3 normalizes each head of q and k before the rotation.
+    auto headNorm = [&](Value x, const char *name) {
+      if (!qkNorm)
+        return x;
+      return g.rmsNorm(x, {}, g.weight(p + "self_attn." + name + ".weight", {m.headDim}),
+                       epsilon)
+          .first;
+    };
+    Value q = g.rope(headNorm(proj("q_proj", qWidth, qkvBias), "q_norm"), rope);
+    Value k = g.rope(headNorm(proj("k_proj", kvWidth, qkvBias), "k_norm"), rope);
     Value v = proj("v_proj", kvWidth, qkvBias);
-    Value attn = g.attention(l, q, k, v, slidingWindow);
+    Value attn = g.attention(l, q, k, v, slidingWindow[l]);
     Value o = g.linear(attn, g.weight(p + "self_attn.o_proj.weight", {m.hidden, qWidth}),
                        outputBias ? g.weight(p + "self_attn.o_proj.bias", {m.hidden})
                                   : Value());

@@ -1,7 +1,10 @@
-"""The Llama family (model_type llama, mistral, qwen2): RMSNorm, rotate-half
-RoPE with rope_theta and the llama3 frequency scaling, grouped-query
-attention, SwiGLU MLP, q/k/v biases (qwen2, or llama's attention_bias), tied
-embeddings, mistral's sliding window."""
+"""The Llama family (model_type llama, mistral, qwen2, qwen3): RMSNorm,
+rotate-half RoPE with rope_theta and the llama3 frequency scaling,
+grouped-query attention, SwiGLU MLP, q/k/v biases (qwen2, or
+attention_bias), qwen3's RMSNorm of each query and key head before the
+rotation, tied embeddings, and sliding windows: mistral's on every layer,
+qwen's with use_sliding_window from layer max_window_layers on (or as
+layer_types says)."""
 
 import torch
 
@@ -9,7 +12,7 @@ from layers import attention, merge_heads, rms_norm, rope_inv_freq, rotate_half_
 
 
 class Llama:
-    MODEL_TYPES = ("llama", "mistral", "qwen2")
+    MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
     def __init__(self, config, weights, dtype):
         self.config = config
@@ -20,9 +23,8 @@ class Llama:
         self.eps = config["rms_norm_eps"]
         if config.get("hidden_act", "silu") != "silu":
             raise ValueError(f"hidden_act {config['hidden_act']!r} is not supported")
-        if config["model_type"] == "qwen2" and config.get("use_sliding_window"):
-            raise ValueError("qwen2 use_sliding_window is not supported")
-        self.window = config.get("sliding_window") if config["model_type"] == "mistral" else None
+        self.qk_norm = config["model_type"] == "qwen3"
+        self.windows = self.layer_windows(config)
         self.inv_freq = rope_inv_freq(self.head_dim, config.get("rope_theta", 10000.0),
                                       config.get("rope_scaling"))
         self.w = {name: t.to(dtype) for name, t in weights.items()}
@@ -30,6 +32,17 @@ class Llama:
             self.lm_head = self.w["model.embed_tokens.weight"]
         else:
             self.lm_head = self.w["lm_head.weight"]
+
+    def layer_windows(self, config):
+        """Each layer's sliding window, or None."""
+        model_type, window = config["model_type"], config.get("sliding_window")
+        qwen = model_type in ("qwen2", "qwen3")
+        if not window or not (model_type == "mistral" or (qwen and config.get("use_sliding_window"))):
+            return [None] * self.layers
+        if "layer_types" in config:
+            return [window if t == "sliding_attention" else None for t in config["layer_types"]]
+        first = config.get("max_window_layers", self.layers) if qwen else 0
+        return [window if layer >= first else None for layer in range(self.layers)]
 
     def linear(self, x, name):
         y = x @ self.w[name + ".weight"].T
@@ -46,10 +59,13 @@ class Llama:
             q = split_heads(self.linear(h, p + "self_attn.q_proj"), self.heads)
             k = split_heads(self.linear(h, p + "self_attn.k_proj"), self.kv_heads)
             v = split_heads(self.linear(h, p + "self_attn.v_proj"), self.kv_heads)
+            if self.qk_norm:
+                q = rms_norm(q, self.w[p + "self_attn.q_norm.weight"], self.eps)
+                k = rms_norm(k, self.w[p + "self_attn.k_norm.weight"], self.eps)
             q = rotate_half_rope(q, positions, self.inv_freq)
             k = rotate_half_rope(k, positions, self.inv_freq)
             k, v = cache.append(layer, k, v)
-            a = attention(q, k, v, positions, self.window)
+            a = attention(q, k, v, positions, self.windows[layer])
             x = x + self.linear(merge_heads(a), p + "self_attn.o_proj")
             h = rms_norm(x, self.w[p + "post_attention_layernorm.weight"], self.eps)
             gate = self.linear(h, p + "mlp.gate_proj")

@@ -27,12 +27,14 @@ json read_json(const fs::path &path) {
   return json::parse(in);
 }
 
-// The tensors Hugging Face's LlamaForCausalLM (Mistral, Qwen2) saves for `c`.
+// The tensors Hugging Face's LlamaForCausalLM (Mistral, Qwen2, Qwen3) saves
+// for `c`.
 Shapes llama_shapes(const json &c) {
   const int64_t hidden = c["hidden_size"], inter = c["intermediate_size"];
   const int64_t heads = c["num_attention_heads"], kv_heads = c["num_key_value_heads"];
-  const int64_t head_dim = hidden / heads, vocab = c["vocab_size"];
+  const int64_t head_dim = c.value("head_dim", hidden / heads), vocab = c["vocab_size"];
   const bool bias = c["model_type"] == "qwen2";
+  const bool qk_norm = c["model_type"] == "qwen3";
   Shapes s{{"model.embed_tokens.weight", {vocab, hidden}}, {"model.norm.weight", {hidden}}};
   if (!c["tie_word_embeddings"].get<bool>())
     s["lm_head.weight"] = {vocab, hidden};
@@ -48,6 +50,10 @@ Shapes llama_shapes(const json &c) {
       s[p + "self_attn.q_proj.bias"] = {heads * head_dim};
       s[p + "self_attn.k_proj.bias"] = {kv_heads * head_dim};
       s[p + "self_attn.v_proj.bias"] = {kv_heads * head_dim};
+    }
+    if (qk_norm) {
+      s[p + "self_attn.q_norm.weight"] = {head_dim};
+      s[p + "self_attn.k_norm.weight"] = {head_dim};
     }
     s[p + "mlp.gate_proj.weight"] = {inter, hidden};
     s[p + "mlp.up_proj.weight"] = {inter, hidden};
