@@ -159,25 +159,62 @@ void to_json(const Value &v, int indent, int depth, std::string &out) {
   }
 }
 
-std::vector<std::string> code_points(const std::string &s) {
-  std::vector<std::string> out;
+struct CodePoint {
+  size_t begin, size;
+  uint32_t value;
+};
+
+// Python strings are sequences of code points. Bytes that are not valid UTF-8
+// (values built by a C++ caller) count one by one, as U+FFFD.
+std::vector<CodePoint> decode(const std::string &s) {
+  std::vector<CodePoint> out;
   for (size_t i = 0, len; i < s.size(); i += len) {
-    unicode::decode_at(s, i, &len);
-    out.push_back(s.substr(i, len));
+    auto lead = static_cast<unsigned char>(s[i]);
+    size_t need = lead < 0x80 ? 1 : lead < 0xC0 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    uint32_t cp = 0xFFFD;
+    len = 1;
+    if (need && i + need <= s.size())
+      cp = unicode::decode_at(s, i, &len);
+    out.push_back({i, len, cp});
   }
   return out;
 }
 
-std::string strip(const std::string &s, const Value &chars, bool left, bool right) {
-  auto strippable = [&](char c) {
-    if (chars.is_null() || is_undefined(chars))
-      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-    return chars.get_ref<const std::string &>().find(c) != std::string::npos;
+// The text of code points [begin, end).
+std::string text(const std::string &s, const std::vector<CodePoint> &cps, size_t begin,
+                 size_t end) {
+  size_t from = begin < cps.size() ? cps[begin].begin : s.size();
+  size_t to = end < cps.size() ? cps[end].begin : s.size();
+  return s.substr(from, to - from);
+}
+
+std::vector<std::string> code_points(const std::string &s) {
+  std::vector<std::string> out;
+  for (const CodePoint &c : decode(s))
+    out.push_back(s.substr(c.begin, c.size));
+  return out;
+}
+
+// Python's str.isspace(): White_Space and the separators U+001C..U+001F.
+bool python_space(uint32_t cp) {
+  return unicode::is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F);
+}
+
+// Python's str.strip/lstrip/rstrip: `chars` (none: whitespace) is a set of
+// code points.
+std::string strip(const std::string &s, const std::string *chars, bool left, bool right) {
+  std::vector<uint32_t> set;
+  if (chars)
+    for (const CodePoint &c : decode(*chars))
+      set.push_back(c.value);
+  auto strippable = [&](const CodePoint &c) {
+    return chars ? std::find(set.begin(), set.end(), c.value) != set.end() : python_space(c.value);
   };
-  size_t begin = 0, end = s.size();
-  while (left && begin < end && strippable(s[begin])) ++begin;
-  while (right && end > begin && strippable(s[end - 1])) --end;
-  return s.substr(begin, end - begin);
+  std::vector<CodePoint> cps = decode(s);
+  size_t begin = 0, end = cps.size();
+  while (left && begin < end && strippable(cps[begin])) ++begin;
+  while (right && end > begin && strippable(cps[end - 1])) --end;
+  return text(s, cps, begin, end);
 }
 
 bool values_equal(const Value &a, const Value &b) {
@@ -324,6 +361,18 @@ private:
     return args[i].get<std::string>();
   }
 
+  // strip()'s and trim's optional characters; none: whitespace.
+  static const std::string *chars_arg(const Expr &e, const std::vector<Value> &args,
+                                      const std::string &what) {
+    if (args.size() > 1)
+      fail(e.line, what + " takes at most one argument");
+    if (args.empty() || args[0].is_null() || is_undefined(args[0]))
+      return nullptr;
+    if (!args[0].is_string())
+      fail(e.line, what + ": expected a string argument");
+    return &args[0].get_ref<const std::string &>();
+  }
+
   Value eval(const Expr &e) {
     switch (e.kind) {
     case Expr::Literal:
@@ -404,7 +453,7 @@ private:
         return undefined();
       return obj.is_array() ? obj[i] : Value(chars[i]);
     }
-    fail(e.line, std::string("cannot index ") + type_name(obj) + " with " + type_name(key));
+    return undefined(); // as jinja2: a failed lookup is undefined, not an error
   }
 
   Value slice(const Expr &e) {
@@ -500,7 +549,7 @@ private:
     if (obj.is_string()) {
       const std::string &s = obj.get_ref<const std::string &>();
       if (m == "strip" || m == "lstrip" || m == "rstrip")
-        return strip(s, args.empty() ? Value() : args[0], m != "rstrip", m != "lstrip");
+        return strip(s, chars_arg(e, args, m + "()"), m != "rstrip", m != "lstrip");
       if (m == "startswith")
         return s.compare(0, string_arg(e, args, 0, m).size(), args[0].get<std::string>()) == 0;
       if (m == "endswith") {
@@ -545,14 +594,13 @@ private:
   Value split(const Expr &e, const std::string &s, const std::vector<Value> &args) {
     Value parts = Value::array();
     if (args.empty() || args[0].is_null()) { // runs of whitespace
-      size_t i = 0;
-      while (true) {
-        while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-        if (i == s.size()) break;
-        size_t j = i;
-        while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
-        parts.push_back(s.substr(i, j - i));
-        i = j;
+      std::vector<CodePoint> cps = decode(s);
+      for (size_t i = 0, j; i < cps.size(); i = j) {
+        for (j = i; j < cps.size() && !python_space(cps[j].value);)
+          ++j;
+        if (j > i)
+          parts.push_back(text(s, cps, i, j));
+        j += j < cps.size();
       }
       return parts;
     }
@@ -591,6 +639,8 @@ private:
     }
     if (f == "string")
       return to_text(v);
+    if (f == "trim") // jinja2 trims str(v)
+      return strip(to_text(v), chars_arg(e, args, "trim"), true, true);
     if (is_undefined(v) && (f == "length" || f == "count"))
       return 0;
     if (f == "length" || f == "count") {
@@ -598,8 +648,6 @@ private:
         return code_points(v.get<std::string>()).size();
       if (v.is_array() || v.is_object())
         return v.size();
-    } else if (f == "trim" && v.is_string()) {
-      return strip(v.get<std::string>(), Value(), true, true);
     } else if ((f == "upper" || f == "lower" || f == "capitalize") && v.is_string()) {
       std::string s = v.get<std::string>();
       for (size_t i = 0; i < s.size(); ++i) {
@@ -620,7 +668,7 @@ private:
       for (const auto &[k, item] : v.items())
         list.push_back(Value::array({k, item}));
       return list;
-    } else if (f != "length" && f != "count" && f != "trim" && f != "upper" && f != "lower" &&
+    } else if (f != "length" && f != "count" && f != "upper" && f != "lower" &&
                f != "capitalize" && f != "first" && f != "last" && f != "join" && f != "items") {
       fail(e.line, "unsupported filter '" + f +
                        "' (supported: tojson, default, string, length, count, trim, upper, "

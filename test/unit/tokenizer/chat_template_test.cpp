@@ -22,6 +22,11 @@ std::string render_error(const std::string &source, const ordered_json &messages
   return "";
 }
 
+std::string render(const std::string &source,
+                   const ordered_json &variables = ordered_json::object()) {
+  return ChatTemplate(source, "<s>", "</s>").render(kMessages, false, variables);
+}
+
 TEST(ChatTemplate, RendersWithTrimBlocksAndLstripBlocks) {
   ChatTemplate t("{{ bos_token }}\n{% for m in messages %}\n  {% if m.role == 'user' %}\n"
                  "[{{ m.content }}]\n  {% else %}\n{{ m.content + eos_token }}\n  {% endif %}\n"
@@ -44,6 +49,42 @@ TEST(ChatTemplate, FromTokenizer) {
   EXPECT_EQ(ChatTemplate::from_tokenizer(with).render(kMessages, false), "<s>!");
   auto without = Tokenizer::from_json(testing::sentencepiece_json().dump());
   EXPECT_THROW(ChatTemplate::from_tokenizer(without), ChatTemplateError);
+}
+
+// Python's str.isspace() whitespace: Unicode White_Space and U+001C..U+001F.
+TEST(ChatTemplate, StripsAndSplitsPythonWhitespace) {
+  const ordered_json text = {{"s", "\x1c\u3000 a\u00a0b\u2028\n"}};
+  EXPECT_EQ(render("[{{ s | trim }}]", text), "[a\u00a0b]");
+  EXPECT_EQ(render("[{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip(none) }}]", text),
+            "[a\u00a0b|a\u00a0b\u2028\n|\x1c\u3000 a\u00a0b]");
+  EXPECT_EQ(render("{{ s.split() }}", text), "['a', 'b']");
+  EXPECT_EQ(render("{{ '\u200b'.strip() | length }}"), "1"); // not White_Space
+}
+
+TEST(ChatTemplate, StripsCharactersByCodePoint) {
+  // 'é' and 'è' share their first UTF-8 byte; Python strips whole code points.
+  EXPECT_EQ(render("{{ 'èéè'.strip('è') }}|{{ 'xxaxx'.lstrip('x') }}|"
+                   "{{ 'ab\n\n'.rstrip('\n') }}"),
+            "é|axx|ab");
+  EXPECT_EQ(render("{{ '--a--' | trim('-') }}"), "a");
+}
+
+TEST(ChatTemplate, TrimPrintsItsValueFirst) { // jinja2 trims str(value)
+  EXPECT_EQ(render("[{{ 5 | trim }}|{{ none | trim }}|{{ missing | trim }}]"), "[5|None|]");
+}
+
+TEST(ChatTemplate, FailedLookupsAreUndefined) { // as jinja2's getitem
+  EXPECT_EQ(render("[{{ none['x'] }}|{{ 'abc'['x'] }}|{{ [1]['x'] }}|{{ 7['x'] }}|{{ [1][5] }}]"),
+            "[||||]");
+  EXPECT_EQ(render("{{ 'yes' if parts[0]['text'] is undefined }}",
+                   {{"parts", ordered_json::array({"bare string"})}}),
+            "yes");
+}
+
+TEST(ChatTemplate, BytesThatAreNotUtf8DoNotCrash) {
+  const ordered_json bad = {{"s", std::string("a\xF0", 2)}};
+  EXPECT_EQ(render("{{ s | length }} {{ s.strip() | length }} {{ s[-1] | length }}", bad),
+            "2 2 1");
 }
 
 TEST(ChatTemplateErrors, NameTheFeatureAndLine) {
@@ -81,6 +122,15 @@ TEST(ChatTemplateErrors, RuntimeErrors) {
             std::string::npos);
   EXPECT_NE(render_error("{% set n = 1 %}{% set n.a = 2 %}").find("not a namespace"), std::string::npos);
   EXPECT_NE(render_error("{{ messages }}", ordered_json::object()).find("messages must be a list"),
+            std::string::npos);
+}
+
+TEST(ChatTemplateErrors, StripArguments) {
+  EXPECT_NE(render_error("{{ 'a'.strip(1) }}").find("strip(): expected a string argument"),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ 'a'.rstrip('a', 'b') }}").find("rstrip() takes at most one argument"),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ 'a' | trim(none, 2) }}").find("trim takes at most one argument"),
             std::string::npos);
 }
 
