@@ -5,6 +5,7 @@
 #include "tokenizer/unicode.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -49,6 +50,32 @@ bool truthy(const Value &v) {
 
 std::string python_repr(const Value &v);
 
+// Python's repr() of a float, which str() and json.dumps() print too: the
+// shortest digits that read back the same, positional for exponents -4..15.
+std::string python_float(double x) {
+  if (!std::isfinite(x))
+    return std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf";
+  char buf[32];
+  char *end = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific).ptr;
+  std::string sci(buf, end); // [-]d[.ddd]e(+|-)dd
+  size_t e = sci.find('e');
+  int exp = std::stoi(sci.substr(e + 1));
+  std::string sign = sci[0] == '-' ? "-" : "", digits;
+  for (size_t i = sign.size(); i < e; ++i)
+    if (sci[i] != '.')
+      digits += sci[i];
+  if (exp < -4 || exp >= 16) {
+    char exponent[8];
+    std::snprintf(exponent, sizeof exponent, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+    return sign + digits[0] + (digits.size() > 1 ? "." + digits.substr(1) : "") + exponent;
+  }
+  if (exp < 0)
+    return sign + "0." + std::string(-exp - 1, '0') + digits;
+  if (digits.size() <= static_cast<size_t>(exp) + 1)
+    return sign + digits + std::string(exp + 1 - digits.size(), '0') + ".0";
+  return sign + digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
+}
+
 // How {{ v }} prints v (Python's str()).
 std::string to_text(const Value &v) {
   switch (v.type()) {
@@ -58,6 +85,7 @@ std::string to_text(const Value &v) {
   case Value::value_t::string: return v.get<std::string>();
   case Value::value_t::array:
   case Value::value_t::object: return python_repr(v);
+  case Value::value_t::number_float: return python_float(v.get<double>());
   default: return v.dump();
   }
 }
@@ -154,6 +182,14 @@ void to_json(const Value &v, int indent, int depth, std::string &out) {
   case Value::value_t::discarded:
     out += "null";
     break;
+  case Value::value_t::number_float: {
+    double x = v.get<double>();
+    if (std::isfinite(x))
+      out += python_float(x);
+    else
+      out += std::isnan(x) ? "NaN" : x < 0 ? "-Infinity" : "Infinity";
+    break;
+  }
   default:
     out += v.dump();
   }

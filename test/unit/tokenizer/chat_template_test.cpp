@@ -81,6 +81,16 @@ TEST(ChatTemplate, FailedLookupsAreUndefined) { // as jinja2's getitem
             "yes");
 }
 
+TEST(ChatTemplate, PrintsFloatsAsPython) { // repr(): positional for exponents -4..15
+  const ordered_json numbers = {
+      {"x", {1e15, 1e16, 1e-4, 1e-5, 0.1, 2.5, -0.0, 3.0, 1.5e300, 5e-324, 123456789.125}}};
+  const std::string python = "[1000000000000000.0, 1e+16, 0.0001, 1e-05, 0.1, 2.5, -0.0, 3.0, "
+                             "1.5e+300, 5e-324, 123456789.125]";
+  EXPECT_EQ(render("{{ x }}", numbers), python);
+  EXPECT_EQ(render("{{ x | tojson }}", numbers), python);
+  EXPECT_EQ(render("{{ 7 / 2 }} {{ 4 / 4 }}"), "3.5 1.0");
+}
+
 TEST(ChatTemplate, BytesThatAreNotUtf8DoNotCrash) {
   const ordered_json bad = {{"s", std::string("a\xF0", 2)}};
   EXPECT_EQ(render("{{ s | length }} {{ s.strip() | length }} {{ s[-1] | length }}", bad),
