@@ -279,6 +279,9 @@ public:
   }
 
 private:
+  static constexpr size_t kMaxRange = 100000;
+  static constexpr int64_t kMaxIndent = 64; // an output size bound; templates indent 2 or 4
+
   Flow run(const Node &n, std::string &out) {
     switch (n.kind) {
     case Node::Text:
@@ -390,6 +393,13 @@ private:
       fail(e.line, what + " takes no keyword arguments");
   }
 
+  // An integer as int64 (JSON input may hold larger unsigned ones).
+  static int64_t integer(const Expr &e, const Value &v) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      fail(e.line, "integer out of range: " + v.dump());
+    return v.get<int64_t>();
+  }
+
   static std::string string_arg(const Expr &e, const std::vector<Value> &args, size_t i,
                                 const std::string &what) {
     if (i >= args.size() || !args[i].is_string())
@@ -439,8 +449,12 @@ private:
       Value v = eval(*e.args[0]);
       if (e.name == "not")
         return !truthy(v);
-      if (v.is_number_integer())
-        return -v.get<int64_t>();
+      if (v.is_number_integer()) {
+        int64_t x = integer(e, v), negated;
+        if (__builtin_sub_overflow(0, x, &negated))
+          fail(e.line, "integer overflow");
+        return negated;
+      }
       if (v.is_number())
         return -v.get<double>();
       fail(e.line, std::string("cannot negate ") + type_name(v));
@@ -482,7 +496,7 @@ private:
       if (obj.is_string())
         chars = code_points(obj.get<std::string>());
       int64_t size = obj.is_array() ? obj.size() : chars.size();
-      int64_t i = key.get<int64_t>();
+      int64_t i = integer(e, key);
       if (i < 0)
         i += size;
       if (i < 0 || i >= size)
@@ -502,7 +516,7 @@ private:
         return std::nullopt;
       if (!v.is_number_integer())
         fail(e.line, "slice bounds must be integers");
-      return v.get<int64_t>();
+      return integer(e, v);
     };
     std::vector<Value> items;
     if (obj.is_array())
@@ -564,14 +578,19 @@ private:
         for (const auto &a : args)
           if (!a.is_number_integer())
             fail(e.line, "range() takes integers");
-        int64_t lo = args.size() > 1 ? args[0].get<int64_t>() : 0;
-        int64_t hi = args.empty() ? 0 : args[args.size() > 1 ? 1 : 0].get<int64_t>();
-        int64_t step = args.size() > 2 ? args[2].get<int64_t>() : 1;
+        int64_t lo = args.size() > 1 ? integer(e, args[0]) : 0;
+        int64_t hi = args.empty() ? 0 : integer(e, args[args.size() > 1 ? 1 : 0]);
+        int64_t step = args.size() > 2 ? integer(e, args[2]) : 1;
         if (step == 0)
           fail(e.line, "range() step cannot be zero");
         Value list = Value::array();
-        for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step)
+        for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
+          if (list.size() == kMaxRange) // the limit of jinja2's sandbox, which transformers uses
+            fail(e.line, "range() of more than " + std::to_string(kMaxRange) + " items");
           list.push_back(i);
+          if (__builtin_add_overflow(i, step, &i))
+            break;
+        }
         return list;
       }
     }
@@ -662,7 +681,10 @@ private:
         Value a = eval(*arg);
         if (k != "indent" || !a.is_number_integer())
           fail(e.line, "tojson: only an integer 'indent' argument is supported");
-        indent = static_cast<int>(a.get<int64_t>());
+        int64_t spaces = integer(e, a);
+        if (spaces > kMaxIndent)
+          fail(e.line, "tojson: indent above " + std::to_string(kMaxIndent) + " is not supported");
+        indent = static_cast<int>(std::max<int64_t>(spaces, 0)); // as Python: none below 0
       }
       std::string out;
       to_json(v, indent, 0, out);
@@ -773,14 +795,22 @@ private:
       fail(e.line, "unsupported operand types for " + op + ": " + type_name(a) + " and " +
                        type_name(b));
     if (a.is_number_integer() && b.is_number_integer() && op != "/") {
-      int64_t x = a.get<int64_t>(), y = b.get<int64_t>();
+      int64_t x = integer(e, a), y = integer(e, b), r = 0;
       if ((op == "//" || op == "%") && y == 0)
         fail(e.line, "division by zero");
-      if (op == "+") return x + y;
-      if (op == "-") return x - y;
-      if (op == "*") return x * y;
+      // Python's integers do not overflow; int64 ones stop with an error.
+      if ((op == "+" && __builtin_add_overflow(x, y, &r)) ||
+          (op == "-" && __builtin_sub_overflow(x, y, &r)) ||
+          (op == "*" && __builtin_mul_overflow(x, y, &r)) ||
+          (op == "//" && x == INT64_MIN && y == -1))
+        fail(e.line, "integer overflow");
+      if (op == "+" || op == "-" || op == "*") return r;
+      if (op == "%" && y == -1) return 0;
       if (op == "//") return x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
-      if (op == "%") return ((x % y) + y) % y;
+      if (op == "%") { // the sign of the divisor, as in Python
+        r = x % y;
+        return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+      }
       if (op == "<") return x < y;
       if (op == ">") return x > y;
       if (op == "<=") return x <= y;

@@ -91,6 +91,11 @@ TEST(ChatTemplate, PrintsFloatsAsPython) { // repr(): positional for exponents -
   EXPECT_EQ(render("{{ 7 / 2 }} {{ 4 / 4 }}"), "3.5 1.0");
 }
 
+TEST(ChatTemplate, TojsonIndent) {
+  EXPECT_EQ(render("{{ [1, {'a': 2}] | tojson(indent=2) }}"), "[\n  1,\n  {\n    \"a\": 2\n  }\n]");
+  EXPECT_EQ(render("{{ [1] | tojson(indent=-3) }}"), "[\n1\n]"); // Python: no indentation
+}
+
 TEST(ChatTemplate, BytesThatAreNotUtf8DoNotCrash) {
   const ordered_json bad = {{"s", std::string("a\xF0", 2)}};
   EXPECT_EQ(render("{{ s | length }} {{ s.strip() | length }} {{ s[-1] | length }}", bad),
@@ -132,6 +137,66 @@ TEST(ChatTemplateErrors, RuntimeErrors) {
             std::string::npos);
   EXPECT_NE(render_error("{% set n = 1 %}{% set n.a = 2 %}").find("not a namespace"), std::string::npos);
   EXPECT_NE(render_error("{{ messages }}", ordered_json::object()).find("messages must be a list"),
+            std::string::npos);
+}
+
+std::string repeat(const std::string &s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i)
+    out += s;
+  return out;
+}
+
+// Templates come from model files: bad ones must fail with a message, never
+// exhaust the stack, trap or run away.
+TEST(ChatTemplateErrors, BadTemplatesFailInsteadOfCrashing) {
+  const std::string too_deep = "line 1: nested more than 100 levels deep";
+  EXPECT_NE(render_error("{{ " + repeat("(", 100000) + "1" + repeat(")", 100000) + " }}")
+                .find(too_deep), std::string::npos);
+  EXPECT_NE(render_error("{{ " + repeat("[", 200) + repeat("]", 200) + " }}").find(too_deep),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ " + repeat("not ", 100000) + "x }}").find(too_deep),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ " + repeat("- ", 100000) + "1 }}").find(too_deep), std::string::npos);
+  EXPECT_NE(render_error(repeat("{% if true %}", 100000) + repeat("{% endif %}", 100000))
+                .find(too_deep), std::string::npos);
+  EXPECT_EQ(render(repeat("(", 90) + "{{ " + repeat("(", 90) + "'ok'" + repeat(")", 90) + " }}"),
+            repeat("(", 90) + "ok");
+  EXPECT_NE(render_error("\n{{ 99999999999999999999 }}")
+                .find("line 2: number 99999999999999999999 is out of range"),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ 1" + repeat("0", 400) + ".5 }}").find("is out of range"),
+            std::string::npos);
+}
+
+TEST(ChatTemplateErrors, IntegersDoNotOverflow) { // Python's integers are unbounded
+  for (const char *source :
+       {"{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
+        "{{ 4294967296 * 4294967296 }}", "{{ (-9223372036854775807 - 1) // -1 }}",
+        "{{ -(-9223372036854775807 - 1) }}"})
+    EXPECT_NE(render_error(source).find("integer overflow"), std::string::npos) << source;
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }} {{ 5 % 9223372036854775807 }} "
+                   "{{ -7 % 3 }}"),
+            "0 5 2");
+  try {
+    render("{{ x + 1 }}", {{"x", uint64_t{1} << 63}});
+    ADD_FAILURE();
+  } catch (const ChatTemplateError &e) {
+    EXPECT_NE(std::string(e.what()).find("integer out of range: 9223372036854775808"),
+              std::string::npos);
+  }
+}
+
+TEST(ChatTemplateErrors, LimitsOfTheSandbox) {
+  EXPECT_EQ(render("{{ range(100000) | length }}"), "100000");
+  EXPECT_NE(render_error("{{ range(100001) | length }}").find("range() of more than 100000 items"),
+            std::string::npos);
+  // The last step would pass INT64_MAX.
+  EXPECT_EQ(render("{% for i in range(9223372036854775800, 9223372036854775807, 5) %}"
+                   "{{ i }} {% endfor %}"),
+            "9223372036854775800 9223372036854775805 ");
+  EXPECT_NE(render_error("{{ [] | tojson(indent=65) }}")
+                .find("tojson: indent above 64 is not supported"),
             std::string::npos);
 }
 
