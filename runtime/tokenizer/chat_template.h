@@ -1,8 +1,9 @@
 // Chat templates: renders the Jinja templates of tokenizer_config.json
 // ("chat_template") for a list of messages, as transformers'
 // apply_chat_template does (trim_blocks, lstrip_blocks, its tojson). Supports
-// the Jinja subset that the Llama 3, Qwen and Mistral families' templates use;
-// anything else is a ChatTemplateError naming the feature and template line.
+// the Jinja subset that the Llama 3, Qwen, Gemma 3, Mistral and Phi-4-mini
+// templates use; anything else is a ChatTemplateError naming the feature and
+// template line.
 #ifndef LLMSERVE_TOKENIZER_CHAT_TEMPLATE_H
 #define LLMSERVE_TOKENIZER_CHAT_TEMPLATE_H
 

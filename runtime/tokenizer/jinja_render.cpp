@@ -5,6 +5,7 @@
 #include "tokenizer/unicode.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -49,6 +50,32 @@ bool truthy(const Value &v) {
 
 std::string python_repr(const Value &v);
 
+// Python's repr() of a float, which str() and json.dumps() print too: the
+// shortest digits that read back the same, positional for exponents -4..15.
+std::string python_float(double x) {
+  if (!std::isfinite(x))
+    return std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf";
+  char buf[32];
+  char *end = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific).ptr;
+  std::string sci(buf, end); // [-]d[.ddd]e(+|-)dd
+  size_t e = sci.find('e');
+  int exp = std::stoi(sci.substr(e + 1));
+  std::string sign = sci[0] == '-' ? "-" : "", digits;
+  for (size_t i = sign.size(); i < e; ++i)
+    if (sci[i] != '.')
+      digits += sci[i];
+  if (exp < -4 || exp >= 16) {
+    char exponent[8];
+    std::snprintf(exponent, sizeof exponent, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+    return sign + digits[0] + (digits.size() > 1 ? "." + digits.substr(1) : "") + exponent;
+  }
+  if (exp < 0)
+    return sign + "0." + std::string(-exp - 1, '0') + digits;
+  if (digits.size() <= static_cast<size_t>(exp) + 1)
+    return sign + digits + std::string(exp + 1 - digits.size(), '0') + ".0";
+  return sign + digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
+}
+
 // How {{ v }} prints v (Python's str()).
 std::string to_text(const Value &v) {
   switch (v.type()) {
@@ -58,6 +85,7 @@ std::string to_text(const Value &v) {
   case Value::value_t::string: return v.get<std::string>();
   case Value::value_t::array:
   case Value::value_t::object: return python_repr(v);
+  case Value::value_t::number_float: return python_float(v.get<double>());
   default: return v.dump();
   }
 }
@@ -154,30 +182,75 @@ void to_json(const Value &v, int indent, int depth, std::string &out) {
   case Value::value_t::discarded:
     out += "null";
     break;
+  case Value::value_t::number_float: {
+    double x = v.get<double>();
+    if (std::isfinite(x))
+      out += python_float(x);
+    else
+      out += std::isnan(x) ? "NaN" : x < 0 ? "-Infinity" : "Infinity";
+    break;
+  }
   default:
     out += v.dump();
   }
 }
 
-std::vector<std::string> code_points(const std::string &s) {
-  std::vector<std::string> out;
+struct CodePoint {
+  size_t begin, size;
+  uint32_t value;
+};
+
+// Python strings are sequences of code points. Bytes that are not valid UTF-8
+// (values built by a C++ caller) count one by one, as U+FFFD.
+std::vector<CodePoint> decode(const std::string &s) {
+  std::vector<CodePoint> out;
   for (size_t i = 0, len; i < s.size(); i += len) {
-    unicode::decode_at(s, i, &len);
-    out.push_back(s.substr(i, len));
+    auto lead = static_cast<unsigned char>(s[i]);
+    size_t need = lead < 0x80 ? 1 : lead < 0xC0 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    uint32_t cp = 0xFFFD;
+    len = 1;
+    if (need && i + need <= s.size())
+      cp = unicode::decode_at(s, i, &len);
+    out.push_back({i, len, cp});
   }
   return out;
 }
 
-std::string strip(const std::string &s, const Value &chars, bool left, bool right) {
-  auto strippable = [&](char c) {
-    if (chars.is_null() || is_undefined(chars))
-      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-    return chars.get_ref<const std::string &>().find(c) != std::string::npos;
+// The text of code points [begin, end).
+std::string text(const std::string &s, const std::vector<CodePoint> &cps, size_t begin,
+                 size_t end) {
+  size_t from = begin < cps.size() ? cps[begin].begin : s.size();
+  size_t to = end < cps.size() ? cps[end].begin : s.size();
+  return s.substr(from, to - from);
+}
+
+std::vector<std::string> code_points(const std::string &s) {
+  std::vector<std::string> out;
+  for (const CodePoint &c : decode(s))
+    out.push_back(s.substr(c.begin, c.size));
+  return out;
+}
+
+// Python's str.isspace(): White_Space and the separators U+001C..U+001F.
+bool python_space(uint32_t cp) {
+  return unicode::is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F);
+}
+
+// Python's str.strip/lstrip/rstrip: `chars` (none: whitespace) is a set of
+// code points.
+std::string strip(const std::string &s, const std::string *chars, bool left, bool right) {
+  std::vector<uint32_t> set;
+  if (chars)
+    for (const CodePoint &c : decode(*chars))
+      set.push_back(c.value);
+  auto strippable = [&](const CodePoint &c) {
+    return chars ? std::find(set.begin(), set.end(), c.value) != set.end() : python_space(c.value);
   };
-  size_t begin = 0, end = s.size();
-  while (left && begin < end && strippable(s[begin])) ++begin;
-  while (right && end > begin && strippable(s[end - 1])) --end;
-  return s.substr(begin, end - begin);
+  std::vector<CodePoint> cps = decode(s);
+  size_t begin = 0, end = cps.size();
+  while (left && begin < end && strippable(cps[begin])) ++begin;
+  while (right && end > begin && strippable(cps[end - 1])) --end;
+  return text(s, cps, begin, end);
 }
 
 bool values_equal(const Value &a, const Value &b) {
@@ -206,6 +279,9 @@ public:
   }
 
 private:
+  static constexpr size_t kMaxRange = 100000;
+  static constexpr int64_t kMaxIndent = 64; // an output size bound; templates indent 2 or 4
+
   Flow run(const Node &n, std::string &out) {
     switch (n.kind) {
     case Node::Text:
@@ -317,11 +393,30 @@ private:
       fail(e.line, what + " takes no keyword arguments");
   }
 
+  // An integer as int64 (JSON input may hold larger unsigned ones).
+  static int64_t integer(const Expr &e, const Value &v) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      fail(e.line, "integer out of range: " + v.dump());
+    return v.get<int64_t>();
+  }
+
   static std::string string_arg(const Expr &e, const std::vector<Value> &args, size_t i,
                                 const std::string &what) {
     if (i >= args.size() || !args[i].is_string())
       fail(e.line, what + ": expected a string argument");
     return args[i].get<std::string>();
+  }
+
+  // strip()'s and trim's optional characters; none: whitespace.
+  static const std::string *chars_arg(const Expr &e, const std::vector<Value> &args,
+                                      const std::string &what) {
+    if (args.size() > 1)
+      fail(e.line, what + " takes at most one argument");
+    if (args.empty() || args[0].is_null() || is_undefined(args[0]))
+      return nullptr;
+    if (!args[0].is_string())
+      fail(e.line, what + ": expected a string argument");
+    return &args[0].get_ref<const std::string &>();
   }
 
   Value eval(const Expr &e) {
@@ -354,8 +449,12 @@ private:
       Value v = eval(*e.args[0]);
       if (e.name == "not")
         return !truthy(v);
-      if (v.is_number_integer())
-        return -v.get<int64_t>();
+      if (v.is_number_integer()) {
+        int64_t x = integer(e, v), negated;
+        if (__builtin_sub_overflow(0, x, &negated))
+          fail(e.line, "integer overflow");
+        return negated;
+      }
       if (v.is_number())
         return -v.get<double>();
       fail(e.line, std::string("cannot negate ") + type_name(v));
@@ -397,14 +496,14 @@ private:
       if (obj.is_string())
         chars = code_points(obj.get<std::string>());
       int64_t size = obj.is_array() ? obj.size() : chars.size();
-      int64_t i = key.get<int64_t>();
+      int64_t i = integer(e, key);
       if (i < 0)
         i += size;
       if (i < 0 || i >= size)
         return undefined();
       return obj.is_array() ? obj[i] : Value(chars[i]);
     }
-    fail(e.line, std::string("cannot index ") + type_name(obj) + " with " + type_name(key));
+    return undefined(); // as jinja2: a failed lookup is undefined, not an error
   }
 
   Value slice(const Expr &e) {
@@ -417,7 +516,7 @@ private:
         return std::nullopt;
       if (!v.is_number_integer())
         fail(e.line, "slice bounds must be integers");
-      return v.get<int64_t>();
+      return integer(e, v);
     };
     std::vector<Value> items;
     if (obj.is_array())
@@ -479,14 +578,19 @@ private:
         for (const auto &a : args)
           if (!a.is_number_integer())
             fail(e.line, "range() takes integers");
-        int64_t lo = args.size() > 1 ? args[0].get<int64_t>() : 0;
-        int64_t hi = args.empty() ? 0 : args[args.size() > 1 ? 1 : 0].get<int64_t>();
-        int64_t step = args.size() > 2 ? args[2].get<int64_t>() : 1;
+        int64_t lo = args.size() > 1 ? integer(e, args[0]) : 0;
+        int64_t hi = args.empty() ? 0 : integer(e, args[args.size() > 1 ? 1 : 0]);
+        int64_t step = args.size() > 2 ? integer(e, args[2]) : 1;
         if (step == 0)
           fail(e.line, "range() step cannot be zero");
         Value list = Value::array();
-        for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step)
+        for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
+          if (list.size() == kMaxRange) // the limit of jinja2's sandbox, which transformers uses
+            fail(e.line, "range() of more than " + std::to_string(kMaxRange) + " items");
           list.push_back(i);
+          if (__builtin_add_overflow(i, step, &i))
+            break;
+        }
         return list;
       }
     }
@@ -500,7 +604,7 @@ private:
     if (obj.is_string()) {
       const std::string &s = obj.get_ref<const std::string &>();
       if (m == "strip" || m == "lstrip" || m == "rstrip")
-        return strip(s, args.empty() ? Value() : args[0], m != "rstrip", m != "lstrip");
+        return strip(s, chars_arg(e, args, m + "()"), m != "rstrip", m != "lstrip");
       if (m == "startswith")
         return s.compare(0, string_arg(e, args, 0, m).size(), args[0].get<std::string>()) == 0;
       if (m == "endswith") {
@@ -545,14 +649,13 @@ private:
   Value split(const Expr &e, const std::string &s, const std::vector<Value> &args) {
     Value parts = Value::array();
     if (args.empty() || args[0].is_null()) { // runs of whitespace
-      size_t i = 0;
-      while (true) {
-        while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-        if (i == s.size()) break;
-        size_t j = i;
-        while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
-        parts.push_back(s.substr(i, j - i));
-        i = j;
+      std::vector<CodePoint> cps = decode(s);
+      for (size_t i = 0, j; i < cps.size(); i = j) {
+        for (j = i; j < cps.size() && !python_space(cps[j].value);)
+          ++j;
+        if (j > i)
+          parts.push_back(text(s, cps, i, j));
+        j += j < cps.size();
       }
       return parts;
     }
@@ -578,7 +681,10 @@ private:
         Value a = eval(*arg);
         if (k != "indent" || !a.is_number_integer())
           fail(e.line, "tojson: only an integer 'indent' argument is supported");
-        indent = static_cast<int>(a.get<int64_t>());
+        int64_t spaces = integer(e, a);
+        if (spaces > kMaxIndent)
+          fail(e.line, "tojson: indent above " + std::to_string(kMaxIndent) + " is not supported");
+        indent = static_cast<int>(std::max<int64_t>(spaces, 0)); // as Python: none below 0
       }
       std::string out;
       to_json(v, indent, 0, out);
@@ -591,6 +697,8 @@ private:
     }
     if (f == "string")
       return to_text(v);
+    if (f == "trim") // jinja2 trims str(v)
+      return strip(to_text(v), chars_arg(e, args, "trim"), true, true);
     if (is_undefined(v) && (f == "length" || f == "count"))
       return 0;
     if (f == "length" || f == "count") {
@@ -598,8 +706,6 @@ private:
         return code_points(v.get<std::string>()).size();
       if (v.is_array() || v.is_object())
         return v.size();
-    } else if (f == "trim" && v.is_string()) {
-      return strip(v.get<std::string>(), Value(), true, true);
     } else if ((f == "upper" || f == "lower" || f == "capitalize") && v.is_string()) {
       std::string s = v.get<std::string>();
       for (size_t i = 0; i < s.size(); ++i) {
@@ -620,7 +726,7 @@ private:
       for (const auto &[k, item] : v.items())
         list.push_back(Value::array({k, item}));
       return list;
-    } else if (f != "length" && f != "count" && f != "trim" && f != "upper" && f != "lower" &&
+    } else if (f != "length" && f != "count" && f != "upper" && f != "lower" &&
                f != "capitalize" && f != "first" && f != "last" && f != "join" && f != "items") {
       fail(e.line, "unsupported filter '" + f +
                        "' (supported: tojson, default, string, length, count, trim, upper, "
@@ -689,14 +795,22 @@ private:
       fail(e.line, "unsupported operand types for " + op + ": " + type_name(a) + " and " +
                        type_name(b));
     if (a.is_number_integer() && b.is_number_integer() && op != "/") {
-      int64_t x = a.get<int64_t>(), y = b.get<int64_t>();
+      int64_t x = integer(e, a), y = integer(e, b), r = 0;
       if ((op == "//" || op == "%") && y == 0)
         fail(e.line, "division by zero");
-      if (op == "+") return x + y;
-      if (op == "-") return x - y;
-      if (op == "*") return x * y;
+      // Python's integers do not overflow; int64 ones stop with an error.
+      if ((op == "+" && __builtin_add_overflow(x, y, &r)) ||
+          (op == "-" && __builtin_sub_overflow(x, y, &r)) ||
+          (op == "*" && __builtin_mul_overflow(x, y, &r)) ||
+          (op == "//" && x == INT64_MIN && y == -1))
+        fail(e.line, "integer overflow");
+      if (op == "+" || op == "-" || op == "*") return r;
+      if (op == "%" && y == -1) return 0;
       if (op == "//") return x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
-      if (op == "%") return ((x % y) + y) % y;
+      if (op == "%") { // the sign of the divisor, as in Python
+        r = x % y;
+        return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+      }
       if (op == "<") return x < y;
       if (op == ">") return x > y;
       if (op == "<=") return x <= y;
