@@ -123,9 +123,11 @@ Value GraphBuilder::weight(const std::string &name, ArrayRef<int64_t> shape,
                           transposed, rows);
 }
 
-Value GraphBuilder::embedding(Value table, llvm::StringRef indices) {
+Value GraphBuilder::embedding(Value table, llvm::StringRef indices,
+                              std::optional<double> scale) {
   int64_t width = cast<RankedTensorType>(table.getType()).getDimSize(1);
-  return EmbeddingOp::create(b, loc, tokens(width), table, contract(indices));
+  return EmbeddingOp::create(b, loc, tokens(width), table, contract(indices),
+                             scale ? b.getF32FloatAttr(*scale) : FloatAttr());
 }
 
 Value GraphBuilder::linear(Value x, Value w, Value bias) {
@@ -152,7 +154,8 @@ Value GraphBuilder::rope(Value x, const RopeParams &params) {
 }
 
 Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
-                              std::optional<int64_t> slidingWindow) {
+                              std::optional<int64_t> slidingWindow,
+                              std::optional<double> scale) {
   Value slots = contract("slot_mapping");
   Value kc = KvWriteOp::create(b, loc, cacheType(), k, cache(layer, 0), slots);
   Value vc = KvWriteOp::create(b, loc, cacheType(), v, cache(layer, 1), slots);
@@ -161,14 +164,16 @@ Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
       b, loc, tokens(m.heads * m.headDim), lseType, q, kc, vc,
       contract("block_table"), contract("context_len"), contract("query_start"),
       b.getI64IntegerAttr(m.heads),
-      b.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(m.headDim))),
+      b.getF32FloatAttr(scale ? *scale : 1.0 / std::sqrt(static_cast<double>(m.headDim))),
       slidingWindow ? b.getI64IntegerAttr(*slidingWindow) : IntegerAttr());
   return op.getResult();
 }
 
 std::pair<Value, Value> GraphBuilder::rmsNorm(Value x, Value residual, Value w,
-                                              double epsilon) {
-  auto op = RmsNormOp::create(b, loc, x, w, residual, b.getF32FloatAttr(epsilon));
+                                              double epsilon, double weightOffset) {
+  auto op = RmsNormOp::create(b, loc, x, w, residual, b.getF32FloatAttr(epsilon),
+                              weightOffset != 0 ? b.getF32FloatAttr(weightOffset)
+                                                : FloatAttr());
   return {op.getResult(), residual ? op.getResidualOut() : x};
 }
 
@@ -185,6 +190,10 @@ Value GraphBuilder::siluMul(Value gate, Value up) {
 
 Value GraphBuilder::gelu(Value x, GeluApproximation approximation) {
   return GeluOp::create(b, loc, x.getType(), x, approximation);
+}
+
+Value GraphBuilder::geluMul(Value gate, Value up, GeluApproximation approximation) {
+  return GeluMulOp::create(b, loc, gate.getType(), gate, up, approximation);
 }
 
 Value GraphBuilder::logits(Value hidden, Value head) {

@@ -47,20 +47,27 @@ public:
   /// [rowBegin, rowBegin + shape[0]) of the (transposed) tensor.
   Value weight(const std::string &name, ArrayRef<int64_t> shape,
                bool transposed = false, std::optional<int64_t> rowBegin = {});
-  /// Rows of `table` for the contract array `indices` (token ids, positions).
-  Value embedding(Value table, llvm::StringRef indices);
+  /// Rows of `table` for the contract array `indices` (token ids,
+  /// positions), times `scale` if given.
+  Value embedding(Value table, llvm::StringRef indices,
+                  std::optional<double> scale = {});
   Value linear(Value x, Value w, Value bias = {});
   Value rope(Value x, const RopeParams &params);
   /// Attention of layer `layer` over the paged cache: K and V written
-  /// first, then read.
+  /// first, then read. Scores are scaled by `scale`, 1/sqrt(head_dim) by
+  /// default.
   Value attention(int64_t layer, Value q, Value k, Value v,
-                  std::optional<int64_t> slidingWindow = {});
-  /// rms_norm of `x` (+ `residual`): {normalized, new residual stream}.
-  std::pair<Value, Value> rmsNorm(Value x, Value residual, Value w, double epsilon);
+                  std::optional<int64_t> slidingWindow = {},
+                  std::optional<double> scale = {});
+  /// rms_norm of `x` (+ `residual`) with weight `w` (+ `weightOffset`):
+  /// {normalized, new residual stream}.
+  std::pair<Value, Value> rmsNorm(Value x, Value residual, Value w, double epsilon,
+                                  double weightOffset = 0);
   std::pair<Value, Value> layerNorm(Value x, Value residual, Value w, Value bias,
                                     double epsilon);
   Value siluMul(Value gate, Value up);
   Value gelu(Value x, GeluApproximation approximation);
+  Value geluMul(Value gate, Value up, GeluApproximation approximation);
   /// The logits of the last row of every sequence.
   Value logits(Value hidden, Value head);
 

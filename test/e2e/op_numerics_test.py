@@ -136,12 +136,15 @@ def case_tied_embedding():
     return [ids], module([ids], body, results), [rows, rows @ t(table).T], {"w": table}
 
 
-def case_embedding():
+def case_embedding(scale=None):
+    """`scale`: Gemma's embeddings times sqrt(hidden)."""
     v, d, n = 50, 24, 9
     table, ids = f32(v, d), i32(0, v, n)
     ty = f"tensor<{n}x{d}xf32>"
-    body = f"  %y = llmserve.embedding %a0, %a1 : {mlir_type(table)}, {mlir_type(ids)} -> {ty}"
-    return [table, ids], module([table, ids], body, [("%y", ty)]), [t(table)[torch.from_numpy(ids).long()]]
+    attr = f" scale {scale}" if scale is not None else ""
+    body = f"  %y = llmserve.embedding %a0, %a1{attr} : {mlir_type(table)}, {mlir_type(ids)} -> {ty}"
+    rows = t(table)[torch.from_numpy(ids).long()]
+    return [table, ids], module([table, ids], body, [("%y", ty)]), [rows * (scale or 1.0)]
 
 
 def case_gather_rows():
@@ -151,9 +154,10 @@ def case_gather_rows():
     return [x, rows], module([x, rows], body, [("%y", ty)]), [t(x)[torch.from_numpy(rows).long()]]
 
 
-def norm_case(kind, residual, group=None):
+def norm_case(kind, residual, group=None, weight_offset=None):
     """`group`: a weight (and bias) of that width, normalizing each row as
-    d / group groups (per-head norms)."""
+    d / group groups (per-head norms); `weight_offset`: added to the weight
+    (Gemma's 1 + weight)."""
     n, d, eps = 6, 48, 1e-5
     g = group or d
     x, w, b, r = f32(n, d), f32(g), f32(g), f32(n, d)
@@ -163,11 +167,13 @@ def norm_case(kind, residual, group=None):
     types = ", ".join(mlir_type(a) for a in inputs)
     res = f" residual %a{len(inputs) - 1}" if residual else ""
     names = "%y, %s" if residual else "%y"
-    body = f"  {names} = llmserve.{kind} {operands}{res} epsilon {eps:e} : {types}"
+    offset = f" weight_offset {weight_offset}" if weight_offset is not None else ""
+    body = f"  {names} = llmserve.{kind} {operands}{res} epsilon {eps:e}{offset} : {types}"
+    w_eff = t(w) + (weight_offset or 0.0)
     s = t(x) + (t(r) if residual else 0)
     groups = s.view(n, d // g, g)
     if kind == "rms_norm":
-        y = groups * torch.rsqrt((groups * groups).mean(-1, keepdim=True) + eps) * t(w)
+        y = groups * torch.rsqrt((groups * groups).mean(-1, keepdim=True) + eps) * w_eff
     else:
         mean = groups.mean(-1, keepdim=True)
         var = ((groups - mean) ** 2).mean(-1, keepdim=True)
@@ -226,6 +232,13 @@ def case_silu_mul():
     g, u = f32(7, 33, scale=3), f32(7, 33)
     body = f"  %y = llmserve.silu_mul %a0, %a1 : {mlir_type(g)}"
     ref = t(g) / (1 + torch.exp(-t(g))) * t(u)
+    return [g, u], module([g, u], body, [("%y", mlir_type(g))]), [ref]
+
+
+def case_gelu_mul(approximation):
+    g, u = f32(6, 35, scale=3), f32(6, 35)
+    body = f"  %y = llmserve.gelu_mul %a0, %a1 approximation {approximation} : {mlir_type(g)}"
+    ref = torch.nn.functional.gelu(t(g), approximate=approximation) * t(u)
     return [g, u], module([g, u], body, [("%y", mlir_type(g))]), [ref]
 
 
@@ -465,6 +478,7 @@ CASES = {
     "linear_panels": lambda: case_linear_checkpoint(False, m=13, k=40, n=64),
     "linear_panels_bias": lambda: case_linear_checkpoint(True, m=77, k=600, n=176),
     "embedding": case_embedding,
+    "embedding_scaled": lambda: case_embedding(scale=4.898979485566356),
     "embedding_tied_linear": case_tied_embedding,
     # 70 rows: two row blocks; 112 columns: 7 panels, a full block of 6 and
     # one (3-panel tiles and a single); k = 300: a full and a partial chunk.
@@ -477,6 +491,10 @@ CASES = {
     # Per-head norms (Qwen3's q and k): 3 heads of 16, and 2 groups of 24
     # after a residual add.
     "rms_norm_per_head": lambda: norm_case("rms_norm", False, group=16),
+    # Gemma's norms: (1 + weight), per head for q and k.
+    "rms_norm_weight_offset": lambda: norm_case("rms_norm", True, weight_offset=1.0),
+    "rms_norm_per_head_weight_offset": lambda: norm_case("rms_norm", False, group=12,
+                                                         weight_offset=1.0),
     "rms_norm_grouped_residual": lambda: norm_case("rms_norm", True, group=24),
     "layer_norm_grouped": lambda: norm_case("layer_norm", False, group=16),
     "layer_norm": lambda: norm_case("layer_norm", False),
@@ -487,6 +505,8 @@ CASES = {
     "rope_llama3": lambda: rope_case("neox", 16, {"type": "llama3", "factor": 8.0, "low": 1.0,
                                                   "high": 4.0, "original": 64}),
     "silu_mul": case_silu_mul,
+    "gelu_mul_tanh": lambda: case_gelu_mul("tanh"),
+    "gelu_mul_exact": lambda: case_gelu_mul("none"),
     "gelu_tanh": lambda: gelu_case("tanh"),
     "gelu_exact": lambda: gelu_case("none"),
     "kv_write_paged_attention": lambda: attention_case(None),

@@ -10,6 +10,7 @@
 #define LLMSERVE_CONVERSION_LLMSERVETOCPU_CPUKERNELS_H
 
 #include "compiler/Conversion/Common/Dispatch.h"
+#include "compiler/Conversion/Common/Norm.h"
 #include "compiler/Conversion/LlmserveToCpu/CpuKernelEmitter.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -33,8 +34,7 @@ Grid buildGatherKernel(CpuKernelEmitter &e, Operation *op);
 Grid buildRopeKernel(CpuKernelEmitter &e, RopeOp op);
 Grid buildKvWriteKernel(CpuKernelEmitter &e);
 // Norm.cpp
-Grid buildNormKernel(CpuKernelEmitter &e, bool hasResidual, bool hasBias,
-                     bool centered, double epsilon);
+Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 // Elementwise.cpp
 FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
                                        linalg::GenericOp op);

@@ -47,23 +47,15 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
       .Case<EmbeddingOp, GatherRowsOp>(
           [&](auto) { return buildGatherKernel(e, op); })
-      .Case([&](RmsNormOp o) {
-        return buildNormKernel(e, bool(o.getResidual()), /*hasBias=*/false,
-                               /*centered=*/false,
-                               o.getEpsilon().convertToDouble());
-      })
-      .Case([&](LayerNormOp o) {
-        return buildNormKernel(e, bool(o.getResidual()), /*hasBias=*/true,
-                               /*centered=*/true,
-                               o.getEpsilon().convertToDouble());
-      })
+      .Case<RmsNormOp, LayerNormOp>(
+          [&](auto o) { return buildNormKernel(e, normParams(o)); })
       .Case([&](LinearOp o) { return buildLinearKernel(e, o); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](linalg::GenericOp g) { return buildElementwiseKernel(e, g); })
       .Case([&](DispatchRegionOp r) { return buildDispatchRegionKernel(e, r); })
-      .Case<SiluMulOp, GeluOp>([&](auto) -> FailureOr<Grid> {
+      .Case<SiluMulOp, GeluMulOp, GeluOp>([&](auto) -> FailureOr<Grid> {
         return op->emitOpError("has no CPU kernel of its own: "
                                "llmserve-to-linalg makes it a "
                                "linalg.generic first"),

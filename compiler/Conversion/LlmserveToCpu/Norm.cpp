@@ -17,9 +17,9 @@ using namespace mlir::llmserve;
 /// then (s - mean) · rsqrt · weight (+ bias) into the result. The CPU
 /// schedule (cpu-kernels.mlir) walks each row in 16-wide vectors, so a
 /// row's sums depend on D alone, not on the rows beside it.
-Grid mlir::llmserve::buildNormKernel(CpuKernelEmitter &e, bool hasResidual,
-                                     bool hasBias, bool centered,
-                                     double epsilon) {
+Grid mlir::llmserve::buildNormKernel(CpuKernelEmitter &e, const NormParams &params) {
+  const bool hasResidual = params.hasResidual, hasBias = params.hasBias,
+             centered = params.centered;
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   int next = 0;
@@ -108,7 +108,7 @@ Grid mlir::llmserve::buildNormKernel(CpuKernelEmitter &e, bool hasResidual,
         [](Arith &x, ValueRange args) { return x.add(args[0], args[1]); });
     e.storeInto(s, outView);
   }
-  Value widthF = e.f32(static_cast<double>(width)), epsilonF = e.f32(epsilon);
+  Value widthF = e.f32(static_cast<double>(width)), epsilonF = e.f32(params.epsilon);
   Value sums, meanSource;
   if (centered) {
     meanSource = rowSum({{s, element}},
@@ -150,7 +150,11 @@ Grid mlir::llmserve::buildNormKernel(CpuKernelEmitter &e, bool hasResidual,
                          Value v = args[0];
                          if (centered)
                            v = x.sub(v, x.div(args[3], widthF));
-                         Value scaled = x.mul(x.mul(v, args[1]), args[2]);
+                         Value w = args[2];
+                         if (params.weightOffset != 0)
+                           w = x.add(w, arith::ConstantOp::create(
+                                            x.b, x.b.getF32FloatAttr(params.weightOffset)));
+                         Value scaled = x.mul(x.mul(v, args[1]), w);
                          // The bias is the last input (args end with the init).
                          return bias ? x.add(scaled, args[inputs.size() - 1])
                                      : scaled;

@@ -15,7 +15,8 @@
 using namespace mlir;
 using namespace mlir::llmserve;
 
-/// embedding and gather_rows: out[i] = source[indices[i]]. Indices outside
+/// embedding and gather_rows: out[i] = source[indices[i]] (times an
+/// embedding's scale). Indices outside
 /// the source (which the runtime rejects for token ids) give zeros rather
 /// than an out-of-bounds read. An embedding table that is also a linear's
 /// weight (tied word embeddings) may be stored in panels: row r is then
@@ -32,6 +33,9 @@ Grid mlir::llmserve::buildGatherKernel(CpuKernelEmitter &e, Operation *op) {
       panels ? e.binding(0, {e.index(tableRows / kVectorWidth), width, lanes})
              : e.binding(0);
   Value indices = e.binding(1), out = e.binding(2);
+  std::optional<APFloat> scale;
+  if (auto embedding = dyn_cast<EmbeddingOp>(op))
+    scale = embedding.getScale();
   auto [begin, end] = e.rowRange(e.dimSize(1, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value i) {
     Value index = a.toIndex(a.load(indices, i));
@@ -42,6 +46,8 @@ Grid mlir::llmserve::buildGatherKernel(CpuKernelEmitter &e, Operation *op) {
       Value element =
           panels ? a.load(source, {a.divui(row, lanes), d, a.remui(row, lanes)})
                  : a.load(source, {row, d});
+      if (scale)
+        element = a.mul(element, e.f32(scale->convertToDouble()));
       a.store(a.select(valid, element, zero), out, {i, d});
     });
   });

@@ -10,6 +10,7 @@
 #define LLMSERVE_CONVERSION_LLMSERVETOGPU_GPUKERNELS_H
 
 #include "compiler/Conversion/Common/Dispatch.h"
+#include "compiler/Conversion/Common/Norm.h"
 #include "compiler/Conversion/LlmserveToGpu/GpuKernelEmitter.h"
 #include "llmserve/IR/LlmserveOps.h"
 
@@ -20,12 +21,12 @@ namespace mlir::llmserve {
 /// Threads per block of the kernel of `op`.
 int64_t gpuBlockSize(Operation *op);
 
-Grid buildGatherKernel(GpuKernelEmitter &e);
-Grid buildNormKernel(GpuKernelEmitter &e, bool hasResidual, bool hasBias,
-                     bool centered, double epsilon);
+Grid buildGatherKernel(GpuKernelEmitter &e, Operation *op);
+Grid buildNormKernel(GpuKernelEmitter &e, const NormParams &params);
 Grid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
 Grid buildKvWriteKernel(GpuKernelEmitter &e);
 Grid buildSiluMulKernel(GpuKernelEmitter &e);
+Grid buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp op);
 Grid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
 Grid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
 /// Whether `op` also has the kernel for small M (f16/bf16, K a multiple of

@@ -92,22 +92,15 @@ SmallVector<SmallVector<std::string>> scratchShapes(Operation *op,
 FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
       .Case<EmbeddingOp, GatherRowsOp>(
-          [&](auto) { return buildGatherKernel(e); })
-      .Case([&](RmsNormOp o) {
-        return buildNormKernel(e, bool(o.getResidual()), /*hasBias=*/false,
-                               /*centered=*/false,
-                               o.getEpsilon().convertToDouble());
-      })
-      .Case([&](LayerNormOp o) {
-        return buildNormKernel(e, bool(o.getResidual()), /*hasBias=*/true,
-                               /*centered=*/true,
-                               o.getEpsilon().convertToDouble());
-      })
+          [&](auto) { return buildGatherKernel(e, op); })
+      .Case<RmsNormOp, LayerNormOp>(
+          [&](auto o) { return buildNormKernel(e, normParams(o)); })
       .Case([&](LinearOp o) { return buildLinearKernel(e, o); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](SiluMulOp) { return buildSiluMulKernel(e); })
+      .Case([&](GeluMulOp o) { return buildGeluMulKernel(e, o); })
       .Case([&](GeluOp o) { return buildGeluKernel(e, o); })
       .Case([&](ApplyPenaltiesOp) { return buildApplyPenaltiesKernel(e); })
       .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })

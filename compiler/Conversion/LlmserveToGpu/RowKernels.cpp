@@ -5,7 +5,7 @@
 // touch consecutive elements (coalesced). Norm sums go through a warp
 // butterfly and then the warps in order: a fixed reduction order that depends
 // only on the row's width, never on the other rows (batch invariance).
-// silu_mul and gelu are flat elementwise kernels.
+// silu_mul, gelu_mul and gelu are flat elementwise kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,9 +23,9 @@ namespace {
 constexpr int64_t kElementsPerThread = 4;
 } // namespace
 
-Grid mlir::llmserve::buildGatherKernel(GpuKernelEmitter &e) {
-  // out[i] = source[indices[i]]; an index outside the source gives zeros
-  // rather than an out-of-bounds read.
+Grid mlir::llmserve::buildGatherKernel(GpuKernelEmitter &e, Operation *op) {
+  // out[i] = source[indices[i]] (times an embedding's scale, in f32); an
+  // index outside the source gives zeros rather than an out-of-bounds read.
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   Value source = e.binding(0), indices = e.binding(1), out = e.binding(2);
@@ -33,17 +33,25 @@ Grid mlir::llmserve::buildGatherKernel(GpuKernelEmitter &e) {
   Value index = a.toIndex(a.load(indices, i));
   Value valid = a.cmpi(arith::CmpIPredicate::ult, index, e.dimSize(0, 0));
   Value row = a.select(valid, index, e.index(0));
+  std::optional<APFloat> scale;
+  if (auto embedding = dyn_cast<EmbeddingOp>(op))
+    scale = embedding.getScale();
   Type element = e.elementType(0);
   Value zero = arith::ConstantOp::create(b, b.getZeroAttr(element));
   e.threadLoop(e.dimSize(0, 1), [&](Value d) {
-    a.store(a.select(valid, a.load(source, {row, d}), zero), out, {i, d});
+    if (!scale) {
+      a.store(a.select(valid, a.load(source, {row, d}), zero), out, {i, d});
+      return;
+    }
+    Value scaled = a.mul(e.loadF32(source, {row, d}), e.f32(scale->convertToDouble()));
+    e.storeF32(a.select(valid, scaled, e.f32(0)), out, {i, d});
   });
   return {e.dimExpr(1, 0), "1", "1"};
 }
 
-Grid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, bool hasResidual,
-                                     bool hasBias, bool centered,
-                                     double epsilon) {
+Grid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, const NormParams &params) {
+  const bool hasResidual = params.hasResidual, hasBias = params.hasBias,
+             centered = params.centered;
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   // A weight narrower than the rows (per-head norms) makes each row that
@@ -93,12 +101,15 @@ Grid mlir::llmserve::buildNormKernel(GpuKernelEmitter &e, bool hasResidual,
     meanSquare = e.blockReduce(squares, scratch, add);
   }
   Value variance = a.div(meanSquare, widthF);
-  Value inv = math::RsqrtOp::create(b, a.add(variance, e.f32(epsilon)));
+  Value inv = math::RsqrtOp::create(b, a.add(variance, e.f32(params.epsilon)));
   e.threadLoop(width, [&](Value d) {
     Value s = e.loadF32(source, {t, d});
     if (centered)
       s = a.sub(s, mean);
-    Value y = a.mul(a.mul(s, inv), e.loadF32(weight, d));
+    Value w = e.loadF32(weight, d);
+    if (params.weightOffset != 0)
+      w = a.add(w, e.f32(params.weightOffset));
+    Value y = a.mul(a.mul(s, inv), w);
     if (hasBias)
       y = a.add(y, e.loadF32(bias, d));
     e.storeF32(y, result, {t, d});
@@ -245,21 +256,34 @@ Grid mlir::llmserve::buildSiluMulKernel(GpuKernelEmitter &e) {
   });
 }
 
-Grid mlir::llmserve::buildGeluKernel(GpuKernelEmitter &e, GeluOp o) {
+namespace {
+
+/// 0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3)).
+Value gelu(GpuKernelEmitter &e, Value x, GeluApproximation approximation) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
-  bool tanhApprox = o.getApproximation() == GeluApproximation::tanh;
+  Value inner;
+  if (approximation == GeluApproximation::tanh) {
+    Value cube = a.mul(a.mul(x, x), x);
+    Value arg =
+        a.mul(e.f32(std::sqrt(2.0 / M_PI)), a.add(x, a.mul(e.f32(0.044715), cube)));
+    inner = math::TanhOp::create(b, arg);
+  } else {
+    inner = math::ErfOp::create(b, a.mul(x, e.f32(M_SQRT1_2)));
+  }
+  return a.mul(a.mul(e.f32(0.5), x), a.add(e.f32(1), inner));
+}
+
+} // namespace
+
+Grid mlir::llmserve::buildGeluKernel(GpuKernelEmitter &e, GeluOp o) {
   return elementwise(e, 2, [&](ArrayRef<Value> in) {
-    Value x = in[0];
-    Value inner;
-    if (tanhApprox) {
-      Value cube = a.mul(a.mul(x, x), x);
-      Value arg = a.mul(e.f32(std::sqrt(2.0 / M_PI)),
-                        a.add(x, a.mul(e.f32(0.044715), cube)));
-      inner = math::TanhOp::create(b, arg);
-    } else {
-      inner = math::ErfOp::create(b, a.mul(x, e.f32(M_SQRT1_2)));
-    }
-    return a.mul(a.mul(e.f32(0.5), x), a.add(e.f32(1), inner));
+    return gelu(e, in[0], o.getApproximation());
+  });
+}
+
+Grid mlir::llmserve::buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp o) {
+  return elementwise(e, 3, [&](ArrayRef<Value> in) {
+    return e.arith().mul(gelu(e, in[0], o.getApproximation()), in[1]);
   });
 }

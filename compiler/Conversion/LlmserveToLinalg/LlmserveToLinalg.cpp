@@ -86,32 +86,49 @@ struct SiluMulToGeneric : OpRewritePattern<SiluMulOp> {
 };
 
 /// 0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3)).
+Value gelu(ImplicitLocOpBuilder &b, Value x, GeluApproximation approximation) {
+  Value inner;
+  if (approximation == GeluApproximation::tanh) {
+    Value cube = arith::MulFOp::create(b, arith::MulFOp::create(b, x, x), x);
+    Value arg = arith::MulFOp::create(
+        b, constant(b, std::sqrt(2.0 / M_PI)),
+        arith::AddFOp::create(b, x, arith::MulFOp::create(b, constant(b, 0.044715), cube)));
+    inner = math::TanhOp::create(b, arg);
+  } else {
+    inner = math::ErfOp::create(b, arith::MulFOp::create(b, x, constant(b, M_SQRT1_2)));
+  }
+  return arith::MulFOp::create(b, arith::MulFOp::create(b, constant(b, 0.5), x),
+                               arith::AddFOp::create(b, constant(b, 1), inner));
+}
+
 struct GeluToGeneric : OpRewritePattern<GeluOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GeluOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(matchF32NotOutlined(op)))
       return failure();
-    bool tanhApproximation = op.getApproximation() == GeluApproximation::tanh;
+    GeluApproximation approximation = op.getApproximation();
     replaceByElementwiseGeneric(
         rewriter, op, op->getOperands(),
         [&](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
-          Value x = in[0];
-          Value inner;
-          if (tanhApproximation) {
-            Value cube = arith::MulFOp::create(b, arith::MulFOp::create(b, x, x), x);
-            Value arg = arith::MulFOp::create(
-                b, constant(b, std::sqrt(2.0 / M_PI)),
-                arith::AddFOp::create(
-                    b, x, arith::MulFOp::create(b, constant(b, 0.044715), cube)));
-            inner = math::TanhOp::create(b, arg);
-          } else {
-            inner = math::ErfOp::create(
-                b, arith::MulFOp::create(b, x, constant(b, M_SQRT1_2)));
-          }
-          return arith::MulFOp::create(
-              b, arith::MulFOp::create(b, constant(b, 0.5), x),
-              arith::AddFOp::create(b, constant(b, 1), inner));
+          return gelu(b, in[0], approximation);
+        });
+    return success();
+  }
+};
+
+/// gelu(gate) * up (GeGLU).
+struct GeluMulToGeneric : OpRewritePattern<GeluMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeluMulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(matchF32NotOutlined(op)))
+      return failure();
+    GeluApproximation approximation = op.getApproximation();
+    replaceByElementwiseGeneric(
+        rewriter, op, op->getOperands(),
+        [&](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
+          return arith::MulFOp::create(b, gelu(b, in[0], approximation), in[1]);
         });
     return success();
   }
@@ -132,5 +149,5 @@ struct LlmserveToLinalgPass
 
 void mlir::llmserve::populateLlmserveToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<SiluMulToGeneric, GeluToGeneric>(patterns.getContext());
+  patterns.add<SiluMulToGeneric, GeluMulToGeneric, GeluToGeneric>(patterns.getContext());
 }

@@ -134,6 +134,8 @@ LogicalResult EmbeddingOp::verify() {
       failed(verifyDimsMatch(op, "result", getResult(), 1, "table",
                              getTable(), 1)))
     return failure();
+  if (std::optional<APFloat> scale = getScale(); scale && !scale->isFinite())
+    return emitOpError() << "scale must be finite";
   return success();
 }
 
@@ -178,6 +180,8 @@ static void inferNormResultTypes(Adaptor adaptor,
 }
 
 LogicalResult RmsNormOp::verify() {
+  if (!getWeightOffset().isFinite())
+    return emitOpError() << "weight_offset must be finite";
   return verifyNorm(getOperation(), getInput(), getWeight(), /*bias=*/{},
                     getResidual(), getEpsilonAttr());
 }

@@ -54,21 +54,26 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
 def Llmserve_EmbeddingOp : Llmserve_Op<"embedding", [Pure]> {
   let summary = "token embedding lookup";
   let description = [{
-    Row `ids[t]` of `table` [V, D] for each token t: the result is [T, D].
-    Every id must be in [0, V).
+    Row `ids[t]` of `table` [V, D] for each token t, times `scale` when it
+    is given (Gemma's sqrt(D)): the result is [T, D]. Every id must be in
+    [0, V).
 
     Example:
 
     ```mlir
     %x = llmserve.embedding %table, %ids
         : tensor<32000x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    %g = llmserve.embedding %table, %ids scale 8.0
+        : tensor<32000x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
     ```
   }];
   let arguments = (ins Llmserve_FloatTensor2D:$table,
-                       Llmserve_I32Tensor1D:$ids);
+                       Llmserve_I32Tensor1D:$ids,
+                       OptionalAttr<F32Attr>:$scale);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{
-    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+    $table `,` $ids (`scale` $scale^)? attr-dict `:` type($table) `,` type($ids)
+    `->` type($result)
   }];
 }
 
@@ -99,6 +104,7 @@ def Llmserve_RmsNormOp : Llmserve_NormOp<"rms_norm"> {
     `weight` is [D], or [G] for a G that divides D: then each row is
     normalized as D / G separate groups of G elements with the same weight
     (the per-head q and k norms of Qwen3 and Gemma 3, G = head_dim).
+    `weight_offset` is added to the weight (Gemma's `(1 + weight)`).
     `residual`, `result` and `residual_out` have the type of `input`. The
     mean is accumulated in f32 whatever the element type.
 
@@ -109,6 +115,8 @@ def Llmserve_RmsNormOp : Llmserve_NormOp<"rms_norm"> {
         : tensor<?x64xf32>, tensor<64xf32>
     %qn = llmserve.rms_norm %q, %qw epsilon 1.0e-06
         : tensor<?x256xf32>, tensor<64xf32>
+    %g = llmserve.rms_norm %x, %w epsilon 1.0e-06 weight_offset 1.0
+        : tensor<?x64xf32>, tensor<64xf32>
     %y2, %s = llmserve.rms_norm %attn, %w residual %x epsilon 1.0e-06
         : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>
     ```
@@ -116,9 +124,11 @@ def Llmserve_RmsNormOp : Llmserve_NormOp<"rms_norm"> {
   let arguments = (ins Llmserve_FloatTensor2D:$input,
                        Llmserve_FloatTensor1D:$weight,
                        Optional<Llmserve_FloatTensor2D>:$residual,
-                       F32Attr:$epsilon);
+                       F32Attr:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_offset);
   let assemblyFormat = [{
-    $input `,` $weight (`residual` $residual^)? `epsilon` $epsilon attr-dict
+    $input `,` $weight (`residual` $residual^)? `epsilon` $epsilon
+    (`weight_offset` $weight_offset^)? attr-dict
     `:` type($input) `,` type($weight) (`,` type($residual)^)?
   }];
 }
@@ -369,6 +379,32 @@ def Llmserve_SiluMulOp : Llmserve_Op<"silu_mul",
                        Llmserve_FloatTensor2D:$up);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($gate)";
+  // The type constraints above are the whole contract.
+  let hasVerifier = 0;
+}
+
+def Llmserve_GeluMulOp : Llmserve_Op<"gelu_mul",
+    [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
+  let summary = "gelu(gate) * up, the GeGLU activation";
+  let description = [{
+    Elementwise `gelu(gate) * up` over [T, F] (GeGLU, Gemma's MLP), with
+    `gelu`'s `approximation`.
+
+    Example:
+
+    ```mlir
+    %h = llmserve.gelu_mul %gate, %up approximation tanh : tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins
+    Llmserve_FloatTensor2D:$gate,
+    Llmserve_FloatTensor2D:$up,
+    DefaultValuedAttr<Llmserve_GeluApproximationAttr,
+                      "::mlir::llmserve::GeluApproximation::none">:$approximation);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $gate `,` $up (`approximation` `` $approximation^)? attr-dict `:` type($gate)
+  }];
   // The type constraints above are the whole contract.
   let hasVerifier = 0;
 }

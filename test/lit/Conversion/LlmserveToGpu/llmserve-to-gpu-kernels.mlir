@@ -219,6 +219,33 @@ func.func @silu_mul(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>) -> tensor<?x64
 
 // -----
 
+// GeGLU: gelu(gate) * up, element by element like silu_mul.
+// CHECK-LABEL: func.func @gelu_mul
+//       CHECK:   llmserve.gelu_mul
+//  CHECK-SAME:     grid = ["ceildiv($0*64,1024)", "1", "1"]
+//       CHECK: gpu.func @llmserve_d0_gelu_mul
+//       CHECK:   math.tanh
+//       CHECK:   arith.mulf
+func.func @gelu_mul(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %y = llmserve.gelu_mul %g, %u approximation tanh : tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// A scaled embedding (Gemma) multiplies in f32 and stores bf16.
+// CHECK-LABEL: func.func @embedding_scaled
+//       CHECK: gpu.func @llmserve_d0_embedding
+//       CHECK:   arith.extf %{{.*}} : bf16 to f32
+//       CHECK:   arith.mulf %{{.*}}, %{{.*}} : f32
+//       CHECK:   arith.truncf %{{.*}} : f32 to bf16
+func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> tensor<?x64xbf16> {
+  %x = llmserve.embedding %t, %ids scale 8.0 : tensor<100x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+  return %x : tensor<?x64xbf16>
+}
+
+// -----
+
 // The sampler: one block per sequence; block reductions of (value, index)
 // pairs pick the lowest index among equal maxima.
 // CHECK-LABEL: func.func @sample

@@ -37,6 +37,21 @@ func.func @gelu(%x: tensor<?x32xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
 
 // -----
 
+// gelu_mul: gelu(g) * u, reading both inputs.
+// CHECK-LABEL: func.func @gelu_mul
+//       CHECK:   linalg.generic
+//  CHECK-SAME:       ins(%{{.+}}, %{{.+}} : tensor<?x32xf32>, tensor<?x32xf32>)
+//       CHECK:   ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %{{.+}}: f32):
+//       CHECK:     math.tanh
+//       CHECK:     %[[OUT:.+]] = arith.mulf %{{.+}}, %[[B]] : f32
+//  CHECK-NEXT:     linalg.yield %[[OUT]] : f32
+func.func @gelu_mul(%g: tensor<?x32xf32>, %u: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %y = llmserve.gelu_mul %g, %u approximation tanh : tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
 // Left alone: an op already outlined, a non-f32 op (the CPU kernels refuse
 // it by name), and every other op, even one whose result is unused (no
 // folding, no dead-code removal).

@@ -112,6 +112,18 @@ func.func @embedding_ids_type(%table: tensor<100x8xf32>, %ids: tensor<?xi64>) {
 }
 
 //===----------------------------------------------------------------------===//
+// embedding
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @embedding_scale(%t: tensor<10x8xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.embedding' op scale must be finite}}
+  %x = llmserve.embedding %t, %ids scale 0x7FC00000 : tensor<10x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
 // rms_norm, layer_norm
 //===----------------------------------------------------------------------===//
 
@@ -128,6 +140,14 @@ func.func @rms_norm_weight_type(%x: tensor<?x8xf32>, %w: tensor<8xf16>) {
 func.func @rms_norm_weight_size(%x: tensor<?x8xf32>, %w: tensor<16xf32>) {
   // expected-error @+1 {{'llmserve.rms_norm' op weight dim 0 (16) must divide input dim 1 (8)}}
   %y = llmserve.rms_norm %x, %w epsilon 1.0e-06 : tensor<?x8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_offset(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'llmserve.rms_norm' op weight_offset must be finite}}
+  %y = llmserve.rms_norm %x, %w epsilon 1.0e-06 weight_offset 0x7F800000 : tensor<?x8xf32>, tensor<8xf32>
   return
 }
 

@@ -28,6 +28,8 @@ func.func @embedding(%table: tensor<1000x64xf16>, %ids: tensor<?xi32>, %ids4: te
   %x = llmserve.embedding %table, %ids : tensor<1000x64xf16>, tensor<?xi32> -> tensor<?x64xf16>
   // CHECK: llmserve.embedding %[[TABLE]], %[[IDS4]] : tensor<1000x64xf16>, tensor<4xi32> -> tensor<4x?xf16>
   %y = llmserve.embedding %table, %ids4 : tensor<1000x64xf16>, tensor<4xi32> -> tensor<4x?xf16>
+  // CHECK: llmserve.embedding %[[TABLE]], %[[IDS]] scale 8.000000e+00 : tensor<1000x64xf16>, tensor<?xi32> -> tensor<?x64xf16>
+  %z = llmserve.embedding %table, %ids scale 8.0 : tensor<1000x64xf16>, tensor<?xi32> -> tensor<?x64xf16>
   return %x, %y : tensor<?x64xf16>, tensor<4x?xf16>
 }
 
@@ -51,6 +53,11 @@ func.func @rms_norm(%x: tensor<?x64xf32>, %w: tensor<64xf32>, %r: tensor<?x64xf3
 func.func @rms_norm_grouped(%q: tensor<?x64xf32>, %w: tensor<16xf32>) -> tensor<?x64xf32> {
   // CHECK: llmserve.rms_norm %{{.*}}, %{{.*}} epsilon 9.99999997E-7 : tensor<?x64xf32>, tensor<16xf32>
   %y = llmserve.rms_norm %q, %w epsilon 1.0e-06 : tensor<?x64xf32>, tensor<16xf32>
+  // Gemma's (1 + weight); the default offset 0 is not printed.
+  // CHECK: llmserve.rms_norm %{{.*}}, %{{.*}} epsilon 9.99999997E-7 weight_offset 1.000000e+00 : tensor<?x64xf32>, tensor<16xf32>
+  %g = llmserve.rms_norm %q, %w epsilon 1.0e-06 weight_offset 1.0 : tensor<?x64xf32>, tensor<16xf32>
+  // CHECK: llmserve.rms_norm %{{.*}}, %{{.*}} epsilon 9.99999997E-7 : tensor<?x64xf32>, tensor<16xf32>
+  %z = llmserve.rms_norm %q, %w epsilon 1.0e-06 weight_offset 0.0 : tensor<?x64xf32>, tensor<16xf32>
   return %y : tensor<?x64xf32>
 }
 
@@ -156,6 +163,10 @@ func.func @activations(%gate: tensor<?x256xf32>, %up: tensor<?x256xf32>, %x: ten
     -> (tensor<?x256xf32>, tensor<?x256xf32>, tensor<2x3x4xf16>, tensor<2x3x4xf16>) {
   // CHECK: llmserve.silu_mul %[[G]], %[[U]] : tensor<?x256xf32>
   %h = llmserve.silu_mul %gate, %up : tensor<?x256xf32>
+  // CHECK: llmserve.gelu_mul %[[G]], %[[U]] approximation tanh : tensor<?x256xf32>
+  %gg = llmserve.gelu_mul %gate, %up approximation tanh : tensor<?x256xf32>
+  // CHECK: llmserve.gelu_mul %[[G]], %[[U]] : tensor<?x256xf32>
+  %ge = llmserve.gelu_mul %gate, %up approximation none : tensor<?x256xf32>
   // CHECK: llmserve.gelu %[[G]] : tensor<?x256xf32>
   %a = llmserve.gelu %gate : tensor<?x256xf32>
   // The default approximation is not printed.
