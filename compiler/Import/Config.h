@@ -53,10 +53,10 @@ private:
 /// Assigns the value of an llvm::Expected to `lhs`, or returns its error.
 #define LLMSERVE_TRY_ASSIGN(lhs, expr)                                         \
   do {                                                                         \
-    auto value = (expr);                                                       \
-    if (!value)                                                                \
-      return value.takeError();                                                \
-    lhs = *value;                                                              \
+    auto llmserveTryAssignValue = (expr);                                      \
+    if (!llmserveTryAssignValue)                                               \
+      return llmserveTryAssignValue.takeError();                               \
+    lhs = *llmserveTryAssignValue;                                             \
   } while (false)
 
 #endif // LLMSERVE_IMPORT_CONFIG_H

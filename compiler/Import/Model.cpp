@@ -11,6 +11,7 @@ ArrayRef<ModelFamily> mlir::llmserve::modelFamilies() {
       {"mistral", readLlama},
       {"qwen2", readLlama},
       {"qwen3", readLlama},
+      {"gemma3_text", readGemma3},
       {"gpt2", readGpt2},
   };
   return families;

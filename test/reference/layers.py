@@ -22,15 +22,16 @@ class KVCache:
         return k, v
 
 
-def attention(q, k, v, query_positions, window=None):
+def attention(q, k, v, query_positions, window=None, scale=None):
     """Causal attention of q [H, T, D] over k, v [KVH, L, D], where key j sits
     at position j. Query head h reads KV head h // (H / KVH). With a sliding
-    `window`, a query at position i sees keys i - window < j <= i."""
+    `window`, a query at position i sees keys i - window < j <= i. Scores are
+    scaled by `scale`, 1/sqrt(D) by default."""
     heads, kv_heads = q.shape[0], k.shape[0]
     group = heads // kv_heads
     k = k.repeat_interleave(group, dim=0)
     v = v.repeat_interleave(group, dim=0)
-    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(1, 2) * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
     i = query_positions.view(-1, 1)
     j = torch.arange(k.shape[1]).view(1, -1)
     visible = j <= i
@@ -51,11 +52,16 @@ def merge_heads(x):
 
 
 def rope_inv_freq(head_dim, theta, scaling):
-    """Per-pair rotation frequencies, with the llama3 rescaling if asked."""
+    """Per-pair rotation frequencies, with the linear or llama3 rescaling if
+    asked."""
     inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
     if scaling is None:
         return inv_freq
     kind = scaling.get("rope_type", scaling.get("type"))
+    if kind == "default":
+        return inv_freq
+    if kind == "linear":
+        return inv_freq / scaling["factor"]
     if kind != "llama3":
         raise ValueError(f"rope_scaling type {kind!r} is not supported")
     factor = scaling["factor"]

@@ -62,6 +62,32 @@ Shapes llama_shapes(const json &c) {
   return s;
 }
 
+// Gemma3ForCausalLM's tensors: four norms a layer and per-head q/k norms.
+Shapes gemma3_shapes(const json &c) {
+  const int64_t hidden = c["hidden_size"], inter = c["intermediate_size"];
+  const int64_t heads = c["num_attention_heads"], kv_heads = c["num_key_value_heads"];
+  const int64_t head_dim = c["head_dim"], vocab = c["vocab_size"];
+  Shapes s{{"model.embed_tokens.weight", {vocab, hidden}}, {"model.norm.weight", {hidden}}};
+  if (!c.value("tie_word_embeddings", true))
+    s["lm_head.weight"] = {vocab, hidden};
+  for (int layer = 0; layer < c["num_hidden_layers"].get<int>(); ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    for (const char *norm : {"input_layernorm", "post_attention_layernorm",
+                             "pre_feedforward_layernorm", "post_feedforward_layernorm"})
+      s[p + norm + ".weight"] = {hidden};
+    s[p + "self_attn.q_proj.weight"] = {heads * head_dim, hidden};
+    s[p + "self_attn.k_proj.weight"] = {kv_heads * head_dim, hidden};
+    s[p + "self_attn.v_proj.weight"] = {kv_heads * head_dim, hidden};
+    s[p + "self_attn.o_proj.weight"] = {hidden, heads * head_dim};
+    s[p + "self_attn.q_norm.weight"] = {head_dim};
+    s[p + "self_attn.k_norm.weight"] = {head_dim};
+    s[p + "mlp.gate_proj.weight"] = {inter, hidden};
+    s[p + "mlp.up_proj.weight"] = {inter, hidden};
+    s[p + "mlp.down_proj.weight"] = {hidden, inter};
+  }
+  return s;
+}
+
 // GPT2LMHeadModel's tensors: Conv1D weights are [in, out]; lm_head is tied.
 Shapes gpt2_shapes(const json &c, const std::string &prefix) {
   const int64_t n = c["n_embd"], positions = c["n_positions"], vocab = c["vocab_size"];
@@ -117,6 +143,8 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
     Shapes expected;
     if (config["model_type"] == "gpt2")
       expected = gpt2_shapes(config, ckpt.find("transformer.wte.weight") ? "transformer." : "");
+    else if (config["model_type"] == "gemma3_text")
+      expected = gemma3_shapes(config);
     else
       expected = llama_shapes(config);
     const DType dtype = *parse_dtype(std::map<std::string, std::string>{
