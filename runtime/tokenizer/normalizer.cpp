@@ -45,7 +45,7 @@ std::string Normalizer::normalize(std::string_view text) const {
   for (const Step &step : steps_) {
     switch (step.kind) {
     case Step::Nfc:
-      s = unicode::nfc(s);
+      s = unicode::normalize(s, unicode::NormalForm::C);
       break;
     case Step::Prepend:
       if (!s.empty())
