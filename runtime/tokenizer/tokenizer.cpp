@@ -203,6 +203,16 @@ void Tokenizer::load_added_tokens(const nlohmann::json &added) {
   for (const auto *list : {&raw, &normalized})
     for (const auto &t : *list)
       set_token(t.id, t.content, t.special);
+  // Hugging Face spells a normalized added token by its normalized content
+  // (decode shows it so), though it looks the token up by its content; and as
+  // decode skips the tokens spelled like a special token, a special one
+  // whose spelling changed is not skipped.
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    if (normalized_patterns[i] == normalized[i].content)
+      continue;
+    id_to_token_[normalized[i].id] = normalized_patterns[i];
+    special_[normalized[i].id] = false;
+  }
   raw_added_ = std::make_unique<AddedTokenMatcher>(std::move(raw), std::move(raw_patterns));
   normalized_added_ = std::make_unique<AddedTokenMatcher>(
       std::move(normalized), std::move(normalized_patterns));

@@ -111,6 +111,19 @@ TEST(ByteLevelBpe, DecodeReplacesInvalidUtf8LikeRust) {
   EXPECT_EQ(t.decode({261, 259}, true), "hello");
 }
 
+TEST(ByteLevelBpe, NormalizedAddedTokensAreSpelledNormalized) {
+  auto j = byte_level_json();
+  j["normalizer"] = {{"type", "Prepend"}, {"prepend", "> "}};
+  auto t = load(j);
+  // As in Hugging Face: found by its content, spelled (and decoded) by the
+  // normalized content.
+  EXPECT_EQ(t.encode("<|endoftext|>", false), (Ids{261}));
+  EXPECT_EQ(t.token_to_id("<|endoftext|>"), 261);
+  EXPECT_EQ(t.id_to_token(261), "> <|endoftext|>");
+  EXPECT_EQ(t.decode({261}, false), "> <|endoftext|>");
+  EXPECT_EQ(t.decode({261}, true), "> <|endoftext|>"); // no longer spelled as a special token
+}
+
 TEST(Tokenizer, Vocabulary) {
   auto t = load(byte_level_json());
   EXPECT_EQ(t.vocab_size(), 262u);
