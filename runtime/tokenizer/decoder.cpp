@@ -7,23 +7,6 @@
 #include <stdexcept>
 
 namespace llmserve {
-namespace {
-
-// The byte of a "<0xXX>" spelling, or -1.
-int byte_fallback_value(const std::string &t) {
-  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>')
-    return -1;
-  auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  int hi = hex(t[3]), lo = hex(t[4]);
-  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
-}
-
-} // namespace
 
 void Decoder::append_steps(const nlohmann::json &config, std::vector<Step> &steps) {
   std::string type = json_string(config, "type", "decoder");
@@ -105,7 +88,7 @@ void Decoder::apply(const Step &step, std::vector<std::string> &tokens) {
       pending.clear();
     };
     for (auto &t : tokens) {
-      int b = byte_fallback_value(t);
+      int b = byte_fallback_byte(t);
       if (b >= 0) {
         pending += static_cast<char>(b);
         continue;

@@ -44,6 +44,8 @@ TEST(SentencePieceBpe, MergesAcrossWordMarkersWhenTheVocabularyHasThem) {
   j["model"]["merges"] = {"b \u2581", "\u2581 a", "a b", "\u2581a b"};
   // "▁ab▁a": b+▁ merges first, so the words cannot be encoded apart.
   EXPECT_EQ(load(j).encode("ab a", false), (Ids{262, 265, 260}));
+  // Only after a "b": "▁ab▁a" and "▁a" are encoded apart, as one would.
+  EXPECT_EQ(load(j).encode("ab a a", false), (Ids{262, 265, 260, 262}));
   EXPECT_EQ(load(sentencepiece_json()).encode("ab a", false), (Ids{264, 262}));
 }
 
