@@ -12,7 +12,7 @@ APT_PACKAGES=(
   python3-psutil
   # runtime libraries and test frameworks
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libopenblas0-pthread
+  libopenblas-dev libopenblas0-pthread libonig-dev
   # numeric references and fixtures (Debian's python, /usr/bin/python3)
   python3-torch python3-numpy python3-jinja2
   # tests: HTTP clients, corpora, tokenizer training for the shipped model

@@ -42,6 +42,19 @@ std::string byte_fallback_spelling(uint8_t b) {
 
 } // namespace
 
+int byte_fallback_byte(std::string_view t) {
+  if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>')
+    return -1;
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  int hi = hex(t[3]), lo = hex(t[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
 const std::string &byte_level_char(uint8_t byte) {
   return byte_level_map().char_of[byte];
 }
@@ -139,15 +152,25 @@ Bpe::Bpe(const std::unordered_map<std::string, int32_t> &vocab,
         left + right);
     merges_.insert(left_id, right_id, Merge{static_cast<int32_t>(rank), merged_id});
   }
-  split_at_word_markers_ =
-      !options.byte_level && !options.ignore_merges && ids_.count(std::string(kWordMarker)) &&
-      std::none_of(merges.begin(), merges.end(), [](const auto &m) {
-        auto ends_with = [](const std::string &s, std::string_view suffix) {
-          return s.size() >= suffix.size() &&
-                 s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-        };
-        return m.second.rfind(kWordMarker, 0) == 0 && !ends_with(m.first, kWordMarker);
-      });
+  // The merges that join a symbol to a following word (a symbol starting
+  // with the marker); their left sides, when few and plain text, mark the
+  // word starts that cannot be split at.
+  auto ends_with = [](std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+  };
+  bool few_plain_joiners = true;
+  for (const auto &[left, right] : merges) {
+    if (right.rfind(kWordMarker, 0) != 0 || ends_with(left, kWordMarker))
+      continue;
+    bool plain = !(options.byte_fallback && byte_fallback_byte(left) >= 0) &&
+                 !(options.unk_id && ids_.at(left) == *options.unk_id);
+    few_plain_joiners = plain && word_joiners_.size() < kMaxWordJoiners;
+    if (!few_plain_joiners)
+      break;
+    word_joiners_.push_back(left);
+  }
+  split_at_word_markers_ = !options.byte_level && !options.ignore_merges &&
+                           ids_.count(std::string(kWordMarker)) && few_plain_joiners;
 }
 
 void Bpe::initial_symbols(std::string_view word,
@@ -261,11 +284,16 @@ void Bpe::encode(std::string_view piece, std::vector<int32_t> &ids) const {
     encode_word(piece, ids);
     return;
   }
-  // Words begin at a marker that follows something other than a marker.
+  // Words begin at a marker that follows something other than a marker, or
+  // than the left side of a merge onto a following word.
   size_t start = 0;
   for (size_t p = piece.find(kWordMarker, 1); p != std::string_view::npos;
        p = piece.find(kWordMarker, p + kWordMarker.size())) {
-    if (piece.compare(p - std::min(p, kWordMarker.size()), kWordMarker.size(), kWordMarker) == 0)
+    std::string_view before = piece.substr(0, p);
+    auto ends_with = [&](std::string_view suffix) {
+      return before.size() >= suffix.size() && before.substr(before.size() - suffix.size()) == suffix;
+    };
+    if (ends_with(kWordMarker) || std::any_of(word_joiners_.begin(), word_joiners_.end(), ends_with))
       continue;
     encode_word(piece.substr(start, p - start), ids);
     start = p;

@@ -72,11 +72,16 @@ private:
   int32_t byte_ids_[256]; // byte-level: the token of each single byte;
                           // byte fallback: the <0xXX> token (-1 if absent)
   MergeTable merges_;
-  // SentencePiece-style pieces are whole texts. When no merge joins a symbol
-  // to a following "▁" word marker (checked at load), the words starting at
-  // the markers merge independently, so they are encoded (and cached) apart.
-  // (The marker must be a token, or unknown-character runs could fuse across.)
+  // SentencePiece-style pieces are whole texts. A merge can cross the start
+  // of a word (a "▁" word marker) only by joining a symbol that ends there to
+  // one that starts there: where the text before the marker ends with the
+  // left side of no such merge (a "joiner", found at load), the words merge
+  // independently, so they are encoded (and cached) apart. (The marker must
+  // be a token, or unknown-character runs could fuse across; with more than a
+  // few joiners, or one a byte or unknown token, words are not split.)
   bool split_at_word_markers_ = false;
+  static constexpr size_t kMaxWordJoiners = 16;
+  std::vector<std::string> word_joiners_;
 
   // Pieces recur (words of a language), so their ids are cached.
   static constexpr size_t kMaxCachedPieces = 1 << 16;
@@ -84,6 +89,9 @@ private:
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };
+
+// The byte a byte-fallback token ("<0xXX>") stands for, or -1.
+int byte_fallback_byte(std::string_view spelling);
 
 // GPT-2's reversible map from bytes to printable characters, and back: the
 // spelling of byte-level tokens.

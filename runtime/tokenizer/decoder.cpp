@@ -7,33 +7,6 @@
 #include <stdexcept>
 
 namespace llmserve {
-namespace {
-
-// The byte of a "<0xXX>" spelling, or -1.
-int byte_fallback_value(const std::string &t) {
-  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>')
-    return -1;
-  auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  int hi = hex(t[3]), lo = hex(t[4]);
-  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
-}
-
-std::string replace_all(const std::string &s, const std::string &from,
-                        const std::string &to) {
-  std::string out;
-  size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos;
-       pos = hit + from.size())
-    out.append(s, pos, hit - pos).append(to);
-  return out.append(s, pos, std::string::npos);
-}
-
-} // namespace
 
 void Decoder::append_steps(const nlohmann::json &config, std::vector<Step> &steps) {
   std::string type = json_string(config, "type", "decoder");
@@ -41,20 +14,16 @@ void Decoder::append_steps(const nlohmann::json &config, std::vector<Step> &step
     for (const auto &child : json_field(config, "decoders", "decoder"))
       append_steps(child, steps);
   } else if (type == "ByteLevel") {
-    steps.push_back({Step::ByteLevel, {}, {}});
+    steps.push_back({Step::ByteLevel});
   } else if (type == "ByteFallback") {
-    steps.push_back({Step::ByteFallback, {}, {}});
+    steps.push_back({Step::ByteFallback});
   } else if (type == "Fuse") {
-    steps.push_back({Step::Fuse, {}, {}});
+    steps.push_back({Step::Fuse});
   } else if (type == "Replace") {
-    const auto &pattern = json_field(config, "pattern", "decoder.Replace");
-    if (!pattern.is_object() || !pattern.contains("String"))
-      throw std::invalid_argument(
-          "decoder.Replace: only String patterns are supported, got " + pattern.dump());
-    std::string from = json_string(pattern, "String", "decoder.Replace.pattern");
-    if (from.empty())
-      throw std::invalid_argument("decoder.Replace: empty pattern");
-    steps.push_back({Step::Replace, from, json_string(config, "content", "decoder.Replace")});
+    steps.push_back({Step::Replace,
+                     Pattern::from_json(json_field(config, "pattern", "decoder.Replace"),
+                                        "decoder.Replace.pattern"),
+                     json_string(config, "content", "decoder.Replace")});
   } else if (type == "Strip") {
     Step step{Step::Strip, {}, json_string(config, "content", "decoder.Strip")};
     const auto &start = json_field(config, "start", "decoder.Strip");
@@ -63,16 +32,17 @@ void Decoder::append_steps(const nlohmann::json &config, std::vector<Step> &step
       throw std::invalid_argument("decoder.Strip: start and stop must be counts");
     step.start = start.get<size_t>();
     step.stop = stop.get<size_t>();
-    steps.push_back(step);
+    steps.push_back(std::move(step));
   } else if (type == "Metaspace") {
-    Step step{Step::Metaspace, json_string(config, "replacement", "decoder.Metaspace"), " "};
-    if (step.pattern.empty())
+    std::string replacement = json_string(config, "replacement", "decoder.Metaspace");
+    if (replacement.empty())
       throw std::invalid_argument("decoder.Metaspace: empty replacement");
+    Step step{Step::Metaspace, Pattern::literal(replacement), " "};
     std::string scheme = config.value("prepend_scheme", "");
     bool prepends = scheme.empty() ? json_bool(config, "add_prefix_space", true, "decoder.Metaspace")
                                    : scheme != "never";
     step.start = prepends ? 1 : 0;
-    steps.push_back(step);
+    steps.push_back(std::move(step));
   } else {
     throw std::invalid_argument(
         "unsupported decoder type '" + type +
@@ -102,7 +72,7 @@ void Decoder::apply(const Step &step, std::vector<std::string> &tokens) {
   }
   case Step::Replace:
     for (auto &t : tokens)
-      t = replace_all(t, step.pattern, step.content);
+      t = step.pattern->replace(t, step.content);
     break;
   case Step::ByteFallback: {
     std::vector<std::string> out;
@@ -118,7 +88,7 @@ void Decoder::apply(const Step &step, std::vector<std::string> &tokens) {
       pending.clear();
     };
     for (auto &t : tokens) {
-      int b = byte_fallback_value(t);
+      int b = byte_fallback_byte(t);
       if (b >= 0) {
         pending += static_cast<char>(b);
         continue;
@@ -141,7 +111,7 @@ void Decoder::apply(const Step &step, std::vector<std::string> &tokens) {
     // The replacement is a space, except in the first token, where the
     // prepended one (and, as in Hugging Face, any other) is dropped.
     for (size_t i = 0; i < tokens.size(); ++i)
-      tokens[i] = replace_all(tokens[i], step.pattern, i == 0 && step.start ? "" : step.content);
+      tokens[i] = step.pattern->replace(tokens[i], i == 0 && step.start ? "" : step.content);
     break;
   case Step::Strip:
     for (auto &t : tokens) {

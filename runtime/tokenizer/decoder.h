@@ -4,8 +4,11 @@
 #ifndef LLMSERVE_TOKENIZER_DECODER_H
 #define LLMSERVE_TOKENIZER_DECODER_H
 
+#include "tokenizer/pattern.h"
+
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,11 +25,13 @@ public:
 private:
   struct Step {
     enum Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace } kind;
-    std::string pattern, content; // Replace: pattern -> content; Strip: content;
-                                  // Metaspace: pattern = the replacement
-    size_t start = 0, stop = 0;   // Strip: how many to strip at each end;
-                                  // Metaspace: start = 1 to drop the
-                                  // replacement from the first token
+    std::optional<Pattern> pattern; // Replace: what is replaced; Metaspace:
+                                    // the replacement character
+    std::string content;            // Replace: the replacement; Strip: what
+                                    // is stripped
+    size_t start = 0, stop = 0;     // Strip: how many to strip at each end;
+                                    // Metaspace: start = 1 to drop the
+                                    // replacement from the first token
   };
   static void append_steps(const nlohmann::json &config, std::vector<Step> &steps);
   static void apply(const Step &step, std::vector<std::string> &tokens);

@@ -2,8 +2,10 @@
 """Generates unicode_tables.inc from the Unicode Character Database.
 
 The pre-tokenizer matchers need each code point's general category and
-White_Space; the NFC normalizer needs canonical decompositions, combining
-classes, composition exclusions and the NFC quick-check. Input is Debian's
+White_Space; the normalizers need canonical and compatibility decompositions,
+combining classes, composition exclusions, the quick-check properties of the
+four normalization forms, and lowercase mappings (simple ones, plus the
+unconditional multi-character ones of SpecialCasing.txt). Input is Debian's
 `unicode-data` package; the output is committed so builds need no generation.
 
 usage: gen_unicode_tables.py [UCD_DIR] > unicode_tables.inc
@@ -16,9 +18,12 @@ UCD = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
 CATEGORIES = ["Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl",
               "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk",
               "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"]
+# Property bits above the category's five.
 WHITE_SPACE_BIT = 0x20
-NFC_MAYBE_CHANGES_BIT = 0x40
-NONZERO_CCC_BIT = 0x80
+NONZERO_CCC_BIT = 0x40
+CHANGES_WHEN_LOWERCASED_BIT = 0x80
+# "Maybe changes" bits: the code point's quick-check value is not Yes.
+QUICK_CHECK_BITS = {"NFC": 0x100, "NFD": 0x200, "NFKC": 0x400, "NFKD": 0x800}
 MAX_CP = 0x110000
 
 
@@ -38,7 +43,8 @@ def ranges(path, wanted):
 def main():
     category = [0] * MAX_CP
     ccc = {}
-    decomposition = {}
+    decomposition = {}  # cp -> (is_compatibility, [code points]), one level
+    lowercase = {}
     first = None
     for line in open(f"{UCD}/UnicodeData.txt", encoding="utf-8"):
         f = line.split(";")
@@ -54,16 +60,37 @@ def main():
         category[cp] = cat
         if int(f[3]):
             ccc[cp] = int(f[3])
-        if f[5] and not f[5].startswith("<"):
-            decomposition[cp] = [int(x, 16) for x in f[5].split()]
+        if f[5]:
+            fields = f[5].split()
+            compat = fields[0].startswith("<")
+            decomposition[cp] = (compat, [int(x, 16) for x in fields[compat:]])
+        if f[13]:
+            lowercase[cp] = int(f[13], 16)
+
+    # Unconditional multi-character lowercase mappings (no condition field).
+    special_lowercase = {}
+    for line in open(f"{UCD}/SpecialCasing.txt", encoding="utf-8"):
+        fields = [x.strip() for x in line.split("#", 1)[0].split(";")]
+        if len(fields) < 5 or fields[4]:
+            continue
+        cp, lower = int(fields[0], 16), [int(x, 16) for x in fields[1].split()]
+        if len(lower) > 1:
+            assert len(lower) == 2, "MultiLowercase holds two code points"
+            special_lowercase[cp] = lower
 
     props = category[:]
     for cp in ranges("PropList.txt", {"White_Space"}):
         props[cp] |= WHITE_SPACE_BIT
-    for cp in ranges("DerivedNormalizationProps.txt", {"NFC_QC;N", "NFC_QC;M"}):
-        props[cp] |= NFC_MAYBE_CHANGES_BIT
     for cp in ccc:
         props[cp] |= NONZERO_CCC_BIT
+    for cp in ranges("DerivedCoreProperties.txt", {"Changes_When_Lowercased"}):
+        props[cp] |= CHANGES_WHEN_LOWERCASED_BIT
+    # The bit guards the lowercase tables' lookups.
+    assert all(props[cp] & CHANGES_WHEN_LOWERCASED_BIT
+               for cp in list(lowercase) + list(special_lowercase))
+    for form, bit in QUICK_CHECK_BITS.items():
+        for cp in ranges("DerivedNormalizationProps.txt", {f"{form}_QC;N", f"{form}_QC;M"}):
+            props[cp] |= bit
     excluded = set(ranges("DerivedNormalizationProps.txt", {"Full_Composition_Exclusion"}))
 
     # Two-stage table: 256-code-point blocks, identical blocks shared.
@@ -80,14 +107,17 @@ def main():
     out.write("// (Debian unicode-data). Do not edit.\n")
     version = open(f"{UCD}/ReadMe.txt", encoding="utf-8").read()
     out.write(f"// Source: {UCD}, {[l for l in version.splitlines() if 'Date' in l][0].strip('# ')}\n\n")
-    out.write(f"constexpr uint8_t kWhiteSpaceBit = {WHITE_SPACE_BIT:#x};\n")
-    out.write(f"constexpr uint8_t kNfcMaybeChangesBit = {NFC_MAYBE_CHANGES_BIT:#x};\n")
-    out.write(f"constexpr uint8_t kNonzeroCombiningClassBit = {NONZERO_CCC_BIT:#x};\n\n")
+    out.write(f"constexpr uint16_t kWhiteSpaceBit = {WHITE_SPACE_BIT:#x};\n")
+    out.write(f"constexpr uint16_t kNonzeroCombiningClassBit = {NONZERO_CCC_BIT:#x};\n")
+    out.write(f"constexpr uint16_t kChangesWhenLowercasedBit = {CHANGES_WHEN_LOWERCASED_BIT:#x};\n")
+    for form, bit in QUICK_CHECK_BITS.items():
+        out.write(f"constexpr uint16_t k{form.capitalize()}MaybeChangesBit = {bit:#x};\n")
+    out.write("\n")
     out.write(f"constexpr uint16_t kPropertyBlockOf[{len(stage1)}] = {{\n")
     for i in range(0, len(stage1), 16):
         out.write("  " + ",".join(str(v) for v in stage1[i:i + 16]) + ",\n")
     out.write("};\n\n")
-    out.write(f"constexpr uint8_t kPropertyBlocks[{len(blocks)}][256] = {{\n")
+    out.write(f"constexpr uint16_t kPropertyBlocks[{len(blocks)}][256] = {{\n")
     for block in blocks:
         out.write("  {")
         out.write(",".join(str(v) for v in block))
@@ -100,16 +130,37 @@ def main():
         out.write(f"  {{{cp:#x},{ccc[cp]}}},\n")
     out.write("};\n\n")
 
-    out.write("// Canonical decompositions (one level; apply recursively). second = 0 for singletons.\n")
-    out.write("struct Decomposition { uint32_t cp, first, second; };\n")
+    chars = []
+    out.write("// Decompositions, one level (apply recursively): the code points\n")
+    out.write("// kDecompositionChars[offset, offset + length).\n")
+    out.write("struct Decomposition { uint32_t cp; uint16_t offset; uint8_t length; bool compatibility; };\n")
     out.write(f"constexpr Decomposition kDecompositions[{len(decomposition)}] = {{\n")
     for cp in sorted(decomposition):
-        d = decomposition[cp] + [0]
-        out.write(f"  {{{cp:#x},{d[0]:#x},{d[1]:#x}}},\n")
+        compat, d = decomposition[cp]
+        out.write(f"  {{{cp:#x},{len(chars)},{len(d)},{str(compat).lower()}}},\n")
+        chars += d
+    out.write("};\n\n")
+    out.write(f"constexpr uint32_t kDecompositionChars[{len(chars)}] = {{\n")
+    for i in range(0, len(chars), 12):
+        out.write("  " + ",".join(f"{c:#x}" for c in chars[i:i + 12]) + ",\n")
     out.write("};\n\n")
 
-    pairs = sorted((d[0], d[1], cp) for cp, d in decomposition.items()
-                   if len(d) == 2 and cp not in excluded)
+    out.write("// Simple lowercase mappings, sorted by code point.\n")
+    out.write("struct Lowercase { uint32_t cp, lower; };\n")
+    out.write(f"constexpr Lowercase kLowercases[{len(lowercase)}] = {{\n")
+    for cp in sorted(lowercase):
+        out.write(f"  {{{cp:#x},{lowercase[cp]:#x}}},\n")
+    out.write("};\n\n")
+    out.write("// Unconditional lowercase mappings to two code points (SpecialCasing.txt).\n")
+    out.write("struct MultiLowercase { uint32_t cp, first, second; };\n")
+    out.write(f"constexpr MultiLowercase kMultiLowercases[{len(special_lowercase)}] = {{\n")
+    for cp in sorted(special_lowercase):
+        a, b = special_lowercase[cp]
+        out.write(f"  {{{cp:#x},{a:#x},{b:#x}}},\n")
+    out.write("};\n\n")
+
+    pairs = sorted((d[0], d[1], cp) for cp, (compat, d) in decomposition.items()
+                   if not compat and len(d) == 2 and cp not in excluded)
     out.write("// Primary composites, sorted by (first, second).\n")
     out.write("struct Composition { uint32_t first, second, composite; };\n")
     out.write(f"constexpr Composition kCompositions[{len(pairs)}] = {{\n")

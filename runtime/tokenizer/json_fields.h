@@ -26,16 +26,21 @@ inline std::string json_string(const nlohmann::json &object, const char *key,
   return v.get<std::string>();
 }
 
+inline bool json_bool(const nlohmann::json &object, const char *key,
+                      const std::string &where) {
+  const auto &v = json_field(object, key, where);
+  if (!v.is_boolean())
+    throw std::invalid_argument(where + "." + key + ": expected a boolean, got " +
+                                v.dump());
+  return v.get<bool>();
+}
+
 // A boolean field that may be absent.
 inline bool json_bool(const nlohmann::json &object, const char *key,
                       bool fallback, const std::string &where) {
   if (!object.is_object() || !object.contains(key) || object.at(key).is_null())
     return fallback;
-  const auto &v = object.at(key);
-  if (!v.is_boolean())
-    throw std::invalid_argument(where + "." + key + ": expected a boolean, got " +
-                                v.dump());
-  return v.get<bool>();
+  return json_bool(object, key, where);
 }
 
 } // namespace llmserve

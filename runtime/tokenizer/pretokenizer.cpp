@@ -1,347 +1,290 @@
 #include "tokenizer/pretokenizer.h"
 
+#include "tokenizer/bpe.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/unicode.h"
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace llmserve {
 namespace {
 
-// What the patterns distinguish about a character.
-enum CharClass : uint8_t {
-  kLetter,  // \p{L}
-  kNumber,  // \p{N}
-  kSpace,   // \s other than \r and \n
-  kNewline, // \r or \n
-  kOther,   // [^\s\p{L}\p{N}]
-};
+// The character classes of the fixed pre-tokenizers, as Oniguruma regexes of
+// the Unicode properties Hugging Face tests. Whitespace uses the Rust regex
+// crate's \w (Alphabetic, marks, decimal digits, connector punctuation,
+// Join_Control); Punctuation takes ASCII punctuation and \p{P}; Digits and
+// WhitespaceSplit take Rust's char::is_numeric and char::is_whitespace.
+constexpr char kWords[] =
+    R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]+|[^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}\p{White_Space}]+)";
+constexpr char kPunctuation[] = R"([\p{P}!-/:-@\[-`{-~])";
+constexpr char kNumber[] = R"(\p{N})";
+constexpr char kWhiteSpace[] = R"(\p{White_Space})";
 
-struct AsciiClasses {
-  CharClass of[128];
-  constexpr AsciiClasses() : of() {
-    for (int c = 0; c < 128; ++c) {
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-        of[c] = kLetter;
-      else if (c >= '0' && c <= '9')
-        of[c] = kNumber;
-      else if (c == '\r' || c == '\n')
-        of[c] = kNewline;
-      else if (c == ' ' || (c >= '\t' && c <= '\f'))
-        of[c] = kSpace;
-      else
-        of[c] = kOther;
-    }
-  }
-};
-constexpr AsciiClasses kAscii;
+SplitBehavior parse_behavior(const std::string &name, const std::string &where) {
+  if (name == "Removed") return SplitBehavior::Removed;
+  if (name == "Isolated") return SplitBehavior::Isolated;
+  if (name == "MergedWithPrevious") return SplitBehavior::MergedWithPrevious;
+  if (name == "MergedWithNext") return SplitBehavior::MergedWithNext;
+  if (name == "Contiguous") return SplitBehavior::Contiguous;
+  throw std::invalid_argument(where + ".behavior: unknown value '" + name +
+                              "' (expected Removed, Isolated, MergedWithPrevious, "
+                              "MergedWithNext or Contiguous)");
+}
 
-// The text being split, read one code point at a time.
-class Text {
-public:
-  explicit Text(std::string_view s) : s_(s) {}
-  size_t size() const { return s_.size(); }
-  std::string_view view() const { return s_; }
-  char byte(size_t pos) const { return s_[pos]; }
+std::string parse_replacement(const nlohmann::json &config, const std::string &where,
+                              const char *key) {
+  std::string replacement = json_string(config, key, where);
+  size_t first_char_len = 0;
+  if (!replacement.empty() && unicode::valid_utf8_prefix(replacement) == replacement.size())
+    unicode::decode_at(replacement, 0, &first_char_len);
+  if (replacement.empty() || first_char_len != replacement.size())
+    throw std::invalid_argument(where + "." + key + ": expected one character, got '" +
+                                replacement + "'");
+  return replacement;
+}
 
-  // Class of the character at pos (< size()); its length goes to *len.
-  CharClass at(size_t pos, size_t *len) const {
-    auto b = static_cast<unsigned char>(s_[pos]);
-    if (b < 0x80) {
-      *len = 1;
-      return kAscii.of[b];
-    }
-    uint32_t cp = unicode::decode_at(s_, pos, len);
-    if (unicode::is_letter(cp))
-      return kLetter;
-    if (unicode::is_number(cp))
-      return kNumber;
-    if (unicode::is_white_space(cp))
-      return kSpace;
-    return kOther;
-  }
-  bool is(size_t pos, CharClass c) const {
-    size_t len;
-    return pos < size() && at(pos, &len) == c;
-  }
-  // End of the run of characters of class c (or, with `any_space`, of either
-  // whitespace class) starting at pos, at most `max_chars` long.
-  size_t run(size_t pos, CharClass c, size_t max_chars = SIZE_MAX) const {
-    size_t len;
-    for (size_t n = 0; n < max_chars && pos < size() && at(pos, &len) == c; ++n)
-      pos += len;
-    return pos;
-  }
-  size_t whitespace_run(size_t pos) const {
-    size_t len;
-    while (pos < size()) {
-      CharClass c = at(pos, &len);
-      if (c != kSpace && c != kNewline)
-        break;
-      pos += len;
-    }
-    return pos;
-  }
-  // Start of the last character before end.
-  size_t previous(size_t end) const {
-    size_t p = end - 1;
-    while ((static_cast<unsigned char>(s_[p]) & 0xC0) == 0x80)
-      --p;
-    return p;
-  }
-
-private:
-  std::string_view s_;
-};
-
-bool is_ascii_letter_ci(char c, char lower) { return (c | 0x20) == lower; }
-
-// 's 't 're 've 'm 'll 'd at pos (an apostrophe); 0 if none. Case-insensitive
-// matching follows Unicode case folding, under which U+017F (long s) is 's'.
-size_t match_contraction(const Text &t, size_t pos, bool ignore_case) {
-  auto is = [&](size_t p, char lower) {
-    if (p >= t.size())
-      return false;
-    return ignore_case ? is_ascii_letter_ci(t.byte(p), lower)
-                       : t.byte(p) == lower;
+// Hugging Face's NormalizedString::split of a piece: the matches and the
+// stretches between them (non-matches; `invert` swaps the two) become pieces
+// as the behavior says, appended to out; empty ones are dropped.
+void split_at(const Piece &piece, const std::vector<Span> &matches, SplitBehavior behavior,
+              bool invert, std::vector<Piece> &out) {
+  auto emit = [&](size_t start, size_t end) {
+    out.push_back({piece.text.substr(start, end - start), piece.at_start && start == 0});
   };
-  if (is(pos + 1, 's') || is(pos + 1, 't') || is(pos + 1, 'm') ||
-      is(pos + 1, 'd'))
-    return pos + 2;
-  if ((is(pos + 1, 'r') || is(pos + 1, 'v')) && is(pos + 2, 'e'))
-    return pos + 3;
-  if (is(pos + 1, 'l') && is(pos + 2, 'l'))
-    return pos + 3;
-  if (ignore_case && pos + 2 < t.size() && t.byte(pos + 1) == '\xC5' &&
-      t.byte(pos + 2) == '\xBF')
-    return pos + 3;
-  return 0;
-}
-
-// \s+(?!\S)|\s+ at pos, a whitespace character: the run, less its last
-// character when a non-space follows and that leaves something.
-size_t match_whitespace_tail(const Text &t, size_t pos) {
-  size_t end = t.whitespace_run(pos);
-  if (end == t.size())
-    return end;
-  size_t last = t.previous(end);
-  return last > pos ? last : end;
-}
-
-// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-size_t match_gpt2(const Text &t, size_t pos) {
-  if (t.byte(pos) == '\'') {
-    if (size_t end = match_contraction(t, pos, false))
-      return end;
+  if (behavior == SplitBehavior::Isolated || behavior == SplitBehavior::Removed) {
+    // Each part stands alone; Removed keeps the non-matches only.
+    bool keep_matches = behavior == SplitBehavior::Isolated || invert;
+    bool keep_gaps = behavior == SplitBehavior::Isolated || !invert;
+    size_t prev = 0;
+    for (const Span &m : matches) {
+      if (m.start != prev && keep_gaps)
+        emit(prev, m.start);
+      if (m.start != m.end && keep_matches)
+        emit(m.start, m.end);
+      prev = m.end;
+    }
+    if (prev != piece.text.size() && keep_gaps)
+      emit(prev, piece.text.size());
+    return;
   }
-  size_t start = t.byte(pos) == ' ' && pos + 1 < t.size() ? pos + 1 : pos;
-  size_t len;
-  CharClass c = t.at(start, &len);
-  if (c == kLetter || c == kNumber || c == kOther)
-    return t.run(start, c);
-  return match_whitespace_tail(t, pos);
-}
-
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,N}|
-//  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-// with N = max_digits (3 for cl100k, 1 for Qwen2).
-size_t match_cl100k(const Text &t, size_t pos, size_t max_digits) {
-  if (t.byte(pos) == '\'') {
-    if (size_t end = match_contraction(t, pos, true))
-      return end;
+  // The merging behaviors, part by part.
+  const size_t first = out.size();
+  bool previous_match = false;
+  std::optional<Span> pending; // MergedWithNext: a match the next part may join
+  auto part = [&](Span s, bool is_match) {
+    if (behavior == SplitBehavior::MergedWithNext) {
+      // A match joins the part after it when that is no match.
+      if (pending && !is_match)
+        s.start = pending->start;
+      else if (pending)
+        emit(pending->start, pending->end);
+      pending.reset();
+      if (is_match)
+        pending = s;
+      else
+        emit(s.start, s.end);
+      return;
+    }
+    bool merge = behavior == SplitBehavior::Contiguous ? is_match == previous_match
+                                                       : is_match && !previous_match;
+    if (merge && out.size() > first) {
+      Piece &last = out.back();
+      last.text = std::string_view(last.text.data(),
+                                   piece.text.data() + s.end - last.text.data());
+    } else {
+      emit(s.start, s.end);
+    }
+    previous_match = is_match;
+  };
+  size_t prev = 0;
+  for (const Span &m : matches) {
+    if (m.start != prev)
+      part({prev, m.start}, invert);
+    part(m, !invert);
+    prev = m.end;
   }
-  size_t len;
-  CharClass c = t.at(pos, &len);
-  if (c == kLetter)
-    return t.run(pos, kLetter);
-  if ((c == kSpace || c == kOther) && t.is(pos + len, kLetter))
-    return t.run(pos + len, kLetter);
-  if (c == kNumber)
-    return t.run(pos, kNumber, max_digits);
-  size_t start = t.byte(pos) == ' ' && t.is(pos + 1, kOther) ? pos + 1 : pos;
-  if (t.is(start, kOther))
-    return t.run(t.run(start, kOther), kNewline);
-  // Whitespace: through its last newline if it has one.
-  size_t end = t.whitespace_run(pos);
-  for (size_t p = end; p > pos;) {
-    p = t.previous(p);
-    if (t.byte(p) == '\n' || t.byte(p) == '\r')
-      return p + 1;
-  }
-  return match_whitespace_tail(t, pos);
+  if (prev != piece.text.size())
+    part({prev, piece.text.size()}, invert);
+  if (pending)
+    emit(pending->start, pending->end);
+  // Empty matches, unless a merge has grown them since.
+  out.erase(std::remove_if(out.begin() + first, out.end(),
+                           [](const Piece &p) { return p.text.empty(); }),
+            out.end());
 }
-
-// o200k (GPT-4o) distinguishes letter case: its words are
-// [^\r\n\p{L}\p{N}]?U*L+C? or [^\r\n\p{L}\p{N}]?U+L*C? with U = [Lu Lt Lm Lo M],
-// L = [Ll Lm Lo M] and C an optional case-insensitive contraction.
-enum O200kFlags : uint8_t {
-  kUpperSet = 1,  // U
-  kLowerSet = 2,  // L
-  kPrefix = 4,    // [^\r\n\p{L}\p{N}]
-  kSymbol = 8,    // [^\s\p{L}\p{N}]
-};
-
-uint8_t o200k_flags(const Text &t, size_t pos, size_t *len) {
-  auto b = static_cast<unsigned char>(t.byte(pos));
-  uint32_t cp = b < 0x80 ? (*len = 1, b) : unicode::decode_at(t.view(), pos, len);
-  switch (unicode::category(cp)) {
-  case unicode::Lu: case unicode::Lt: return kUpperSet;
-  case unicode::Ll: return kLowerSet;
-  case unicode::Lm: case unicode::Lo: return kUpperSet | kLowerSet;
-  case unicode::Mn: case unicode::Mc: case unicode::Me:
-    return kUpperSet | kLowerSet | kPrefix | kSymbol;
-  case unicode::Nd: case unicode::Nl: case unicode::No: return 0;
-  default:
-    if (cp == '\r' || cp == '\n')
-      return 0;
-    return unicode::is_white_space(cp) ? kPrefix : kPrefix | kSymbol;
-  }
-}
-
-// End of the run of characters whose flags include `flag`, from pos.
-size_t o200k_run(const Text &t, size_t pos, uint8_t flag) {
-  size_t len;
-  while (pos < t.size() && (o200k_flags(t, pos, &len) & flag))
-    pos += len;
-  return pos;
-}
-
-size_t with_contraction(const Text &t, size_t end) {
-  if (end < t.size() && t.byte(end) == '\'') {
-    if (size_t c = match_contraction(t, end, true))
-      return c;
-  }
-  return end;
-}
-
-// U*L+C? from start; 0 if it does not match.
-size_t match_o200k_lower_word(const Text &t, size_t start) {
-  size_t upper_end = o200k_run(t, start, kUpperSet), len;
-  if (upper_end < t.size() && (o200k_flags(t, upper_end, &len) & kLowerSet))
-    return with_contraction(t, o200k_run(t, upper_end, kLowerSet));
-  // Backtracking U*: L+ takes the last character of the run that is in both.
-  for (size_t p = upper_end; p > start;) {
-    p = t.previous(p);
-    if (o200k_flags(t, p, &len) & kLowerSet)
-      return with_contraction(t, p + len);
-  }
-  return 0;
-}
-
-// U+L*C? from start; 0 if it does not match.
-size_t match_o200k_upper_word(const Text &t, size_t start) {
-  size_t upper_end = o200k_run(t, start, kUpperSet);
-  if (upper_end == start)
-    return 0;
-  return with_contraction(t, o200k_run(t, upper_end, kLowerSet));
-}
-
-//   [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,3}|
-//    ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-size_t match_o200k(const Text &t, size_t pos) {
-  size_t len;
-  uint8_t flags = o200k_flags(t, pos, &len);
-  for (auto word : {match_o200k_lower_word, match_o200k_upper_word}) {
-    if ((flags & kPrefix) && pos + len < t.size())
-      if (size_t end = word(t, pos + len))
-        return end;
-    if (size_t end = word(t, pos))
-      return end;
-  }
-  if (t.is(pos, kNumber))
-    return t.run(pos, kNumber, 3);
-  size_t start = t.byte(pos) == ' ' && pos + 1 < t.size() &&
-                         (o200k_flags(t, pos + 1, &len) & kSymbol)
-                     ? pos + 1
-                     : pos;
-  if (o200k_flags(t, start, &len) & kSymbol) {
-    size_t end = o200k_run(t, start, kSymbol);
-    while (end < t.size() && (t.byte(end) == '\r' || t.byte(end) == '\n' || t.byte(end) == '/'))
-      ++end;
-    return end;
-  }
-  size_t end = t.whitespace_run(pos);
-  for (size_t p = end; p > pos;) {
-    p = t.previous(p);
-    if (t.byte(p) == '\n' || t.byte(p) == '\r')
-      return p + 1;
-  }
-  return match_whitespace_tail(t, pos);
-}
-
-const char kGpt2Regex[] =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-const char kCl100kRegex[] =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-const char kO200kRegex[] =
-    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-const char kQwen2Regex[] =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 } // namespace
 
-SplitPattern split_pattern_from_regex(const std::string &regex) {
-  if (regex == kGpt2Regex)
-    return SplitPattern::Gpt2;
-  if (regex == kCl100kRegex)
-    return SplitPattern::Cl100k;
-  if (regex == kQwen2Regex)
-    return SplitPattern::Qwen2;
-  if (regex == kO200kRegex)
-    return SplitPattern::O200k;
-  throw std::invalid_argument(
-      "unsupported pre-tokenizer split regex '" + regex +
-      "' (supported: the GPT-2, Llama 3, Qwen2 and GPT-4o patterns)");
-}
-
-void split_text(SplitPattern pattern, std::string_view text,
-                std::vector<std::string_view> &pieces) {
-  if (pattern == SplitPattern::None) {
-    if (!text.empty())
-      pieces.push_back(text);
-    return;
-  }
-  Text t(text);
-  for (size_t pos = 0; pos < text.size();) {
-    size_t end = pattern == SplitPattern::Gpt2     ? match_gpt2(t, pos)
-                 : pattern == SplitPattern::Cl100k ? match_cl100k(t, pos, 3)
-                 : pattern == SplitPattern::Qwen2  ? match_cl100k(t, pos, 1)
-                                                   : match_o200k(t, pos);
-    pieces.push_back(text.substr(pos, end - pos));
-    pos = end;
-  }
-}
-
-std::string Metaspace::apply(std::string_view section, bool at_start) const {
-  std::string out;
-  out.reserve(section.size() + 8);
-  bool prepend_here = prepend == Prepend::Always || (prepend == Prepend::First && at_start);
-  if (prepend_here && section.substr(0, 1) != " " &&
-      section.substr(0, replacement.size()) != replacement)
-    out += replacement;
-  for (char c : section) {
-    if (c == ' ')
-      out += replacement;
+PreTokenizer::Step PreTokenizer::metaspace_step(const nlohmann::json &config,
+                                                const std::string &where) {
+  Step step{Step::Metaspace, where};
+  step.replacement = parse_replacement(config, where, "replacement");
+  if (config.contains("prepend_scheme")) {
+    std::string scheme = json_string(config, "prepend_scheme", where);
+    if (scheme == "always")
+      step.prepend = Prepend::Always;
+    else if (scheme == "first")
+      step.prepend = Prepend::First;
+    else if (scheme == "never")
+      step.prepend = Prepend::Never;
     else
-      out += c;
+      throw std::invalid_argument(where + ".prepend_scheme: unknown value '" + scheme +
+                                  "' (expected always, first or never)");
+  } else {
+    // Older files: add_prefix_space.
+    step.prepend = json_bool(config, "add_prefix_space", true, where) ? Prepend::Always
+                                                                      : Prepend::Never;
   }
-  return out;
+  if (json_bool(config, "split", true, where)) {
+    step.pattern = Pattern::literal(step.replacement);
+    step.behavior = SplitBehavior::MergedWithNext;
+  }
+  return step;
 }
 
-void Metaspace::split_pieces(std::string_view text,
-                             std::vector<std::string_view> &pieces) const {
-  if (!split) {
-    if (!text.empty())
-      pieces.push_back(text);
+void PreTokenizer::append_steps(const nlohmann::json &config, const std::string &where,
+                                std::vector<Step> &steps) {
+  std::string type = json_string(config, "type", where);
+  auto split = [&](Pattern pattern, SplitBehavior behavior, bool invert = false) {
+    Step step{Step::Split, where};
+    step.pattern = std::move(pattern);
+    step.behavior = behavior;
+    step.invert = invert;
+    steps.push_back(std::move(step));
+  };
+  if (type == "Sequence") {
+    const auto &children = json_field(config, "pretokenizers", where);
+    if (!children.is_array())
+      throw std::invalid_argument(where + ".pretokenizers: expected a list");
+    for (size_t i = 0; i < children.size(); ++i)
+      append_steps(children[i], where + ".pretokenizers[" + std::to_string(i) + "]", steps);
+  } else if (type == "Split") {
+    auto pattern = Pattern::from_json(json_field(config, "pattern", where), where + ".pattern");
+    split(std::move(pattern), parse_behavior(json_string(config, "behavior", where), where),
+          json_bool(config, "invert", where));
+  } else if (type == "ByteLevel") {
+    Step step{Step::ByteLevel, where};
+    step.add_prefix_space = json_bool(config, "add_prefix_space", where);
+    if (json_bool(config, "use_regex", true, where))
+      step.pattern = Pattern::regex(known_pattern_regex(KnownPattern::Gpt2));
+    steps.push_back(std::move(step));
+  } else if (type == "Metaspace") {
+    steps.push_back(metaspace_step(config, where));
+  } else if (type == "Whitespace") {
+    split(Pattern::regex(kWords), SplitBehavior::Removed, true);
+  } else if (type == "WhitespaceSplit") {
+    split(Pattern::regex(kWhiteSpace), SplitBehavior::Removed);
+  } else if (type == "Punctuation") {
+    split(Pattern::regex(kPunctuation),
+          config.contains("behavior") ? parse_behavior(json_string(config, "behavior", where), where)
+                                      : SplitBehavior::Isolated);
+  } else if (type == "Digits") {
+    split(Pattern::regex(kNumber), json_bool(config, "individual_digits", where)
+                                       ? SplitBehavior::Isolated
+                                       : SplitBehavior::Contiguous);
+  } else if (type == "BertPreTokenizer") {
+    split(Pattern::regex(kWhiteSpace), SplitBehavior::Removed);
+    split(Pattern::regex(kPunctuation), SplitBehavior::Isolated);
+  } else if (type == "CharDelimiterSplit") {
+    split(Pattern::literal(parse_replacement(config, where, "delimiter")),
+          SplitBehavior::Removed);
+  } else {
+    throw std::invalid_argument(
+        where + ".type: unsupported pre-tokenizer '" + type +
+        "' (supported: Split, ByteLevel, Metaspace, Whitespace, WhitespaceSplit, Punctuation, "
+        "Digits, BertPreTokenizer, CharDelimiterSplit, Sequence)");
+  }
+}
+
+PreTokenizer PreTokenizer::from_json(const nlohmann::json &config) {
+  PreTokenizer p;
+  if (config.is_null())
+    return p;
+  append_steps(config, "pre_tokenizer", p.steps_);
+  // ByteLevel maps bytes to the characters its tokens spell them with. Later
+  // steps split the mapped text; what would rewrite it again is refused, so
+  // the pieces can be mapped back to bytes for the model.
+  for (size_t i = 0; i < p.steps_.size() && !p.byte_level_; ++i) {
+    Step &step = p.steps_[i];
+    if (step.kind != Step::ByteLevel)
+      continue;
+    for (size_t j = i + 1; j < p.steps_.size(); ++j)
+      if (p.steps_[j].kind != Step::Split)
+        throw std::invalid_argument(p.steps_[j].where + ": a ByteLevel or Metaspace step after " +
+                                    step.where + " (ByteLevel) is not supported");
+    step.map_bytes = i + 1 < p.steps_.size();
+    p.byte_level_ = true;
+  }
+  // One that neither prefixes, splits nor maps leaves the pieces as they are.
+  p.steps_.erase(std::remove_if(p.steps_.begin(), p.steps_.end(),
+                                [](const Step &s) {
+                                  return s.kind == Step::ByteLevel && !s.add_prefix_space &&
+                                         !s.pattern && !s.map_bytes;
+                                }),
+                 p.steps_.end());
+  return p;
+}
+
+void PreTokenizer::apply(const Step &step, const Piece &piece, Pieces &work) {
+  Piece p = piece;
+  if (step.kind == Step::ByteLevel && step.add_prefix_space && p.text.substr(0, 1) != " ")
+    p.text = work.rewritten.emplace_front(" " + std::string(p.text));
+  if (step.kind == Step::Metaspace) {
+    std::string replaced;
+    bool prepend = step.prepend == Prepend::Always || (step.prepend == Prepend::First && p.at_start);
+    if (prepend && p.text.substr(0, 1) != " " &&
+        p.text.substr(0, step.replacement.size()) != step.replacement)
+      replaced = step.replacement;
+    for (char c : p.text) {
+      if (c == ' ')
+        replaced += step.replacement;
+      else
+        replaced += c;
+    }
+    p.text = work.rewritten.emplace_front(std::move(replaced));
+  }
+  if (!step.pattern) {
+    work.next.push_back(p);
     return;
   }
-  size_t start = 0;
-  for (size_t p = text.find(replacement, 1); p != std::string_view::npos;
-       p = text.find(replacement, p + replacement.size())) {
-    pieces.push_back(text.substr(start, p - start));
-    start = p;
+  work.matches.clear();
+  step.pattern->find(p.text, work.matches);
+  split_at(p, work.matches, step.behavior, step.invert, work.next);
+}
+
+void PreTokenizer::split(std::string_view text, bool at_start, Pieces &out) const {
+  out.list.clear();
+  out.rewritten.clear();
+  if (text.empty())
+    return;
+  out.list.push_back({text, at_start});
+  if (steps_.empty())
+    return;
+  // Pieces average a few bytes: one allocation per text rather than a series.
+  size_t expected = text.size() / 2 + 1;
+  out.next.reserve(expected);
+  out.matches.reserve(expected);
+  bool mapped = false;
+  for (const Step &step : steps_) {
+    out.next.clear();
+    for (const Piece &piece : out.list)
+      apply(step, piece, out);
+    out.list.swap(out.next);
+    if (step.map_bytes) {
+      for (Piece &piece : out.list) {
+        std::string spelled;
+        for (unsigned char b : piece.text)
+          spelled += byte_level_char(b);
+        piece.text = out.rewritten.emplace_front(std::move(spelled));
+      }
+      mapped = true;
+    }
   }
-  if (start < text.size())
-    pieces.push_back(text.substr(start));
+  if (mapped) // back to the bytes the model takes; every character is in the map
+    for (Piece &piece : out.list)
+      piece.text = out.rewritten.emplace_front(*byte_level_decode(piece.text));
 }
 
 } // namespace llmserve

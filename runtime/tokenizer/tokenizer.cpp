@@ -32,91 +32,6 @@ nlohmann::json parse_json(const std::string &text, const char *what) {
   }
 }
 
-Metaspace::Prepend parse_prepend_scheme(const nlohmann::json &config, const char *where) {
-  if (config.contains("prepend_scheme")) {
-    std::string scheme = json_string(config, "prepend_scheme", where);
-    if (scheme == "always") return Metaspace::Prepend::Always;
-    if (scheme == "first") return Metaspace::Prepend::First;
-    if (scheme == "never") return Metaspace::Prepend::Never;
-    throw std::invalid_argument(std::string(where) + ".prepend_scheme: unknown value '" +
-                                scheme + "'");
-  }
-  // Older files: add_prefix_space.
-  return json_bool(config, "add_prefix_space", true, where) ? Metaspace::Prepend::Always
-                                                            : Metaspace::Prepend::Never;
-}
-
-std::string parse_replacement(const nlohmann::json &config, const char *where) {
-  std::string replacement = json_string(config, "replacement", where);
-  size_t first_char_len = 0;
-  if (!replacement.empty() && unicode::valid_utf8_prefix(replacement) == replacement.size())
-    unicode::decode_at(replacement, 0, &first_char_len);
-  if (replacement.empty() || first_char_len != replacement.size())
-    throw std::invalid_argument(std::string(where) + ".replacement: expected one character, got '" +
-                                replacement + "'");
-  return replacement;
-}
-
-struct PreTokenizer {
-  SplitPattern pattern = SplitPattern::None;
-  bool byte_level = false; // pieces are bytes spelled with GPT-2's byte map
-  std::optional<Metaspace> metaspace;
-};
-
-PreTokenizer parse_pre_tokenizer(const nlohmann::json &config) {
-  if (config.is_null())
-    return {};
-  std::string type = json_string(config, "type", "pre_tokenizer");
-  auto byte_level = [](const nlohmann::json &c) {
-    if (json_bool(c, "add_prefix_space", false, "pre_tokenizer.ByteLevel"))
-      throw std::invalid_argument(
-          "pre_tokenizer.ByteLevel: add_prefix_space=true is not supported");
-    return json_bool(c, "use_regex", true, "pre_tokenizer.ByteLevel");
-  };
-  auto split = [](const nlohmann::json &c) {
-    const auto &pattern = json_field(c, "pattern", "pre_tokenizer.Split");
-    if (!pattern.is_object() || !pattern.contains("Regex"))
-      throw std::invalid_argument("pre_tokenizer.Split: expected a Regex pattern, got " +
-                                  pattern.dump());
-    // The supported patterns match every character, so isolating the matches
-    // and removing the (empty) gaps between them are the same split.
-    std::string behavior = json_string(c, "behavior", "pre_tokenizer.Split");
-    bool invert = json_bool(c, "invert", false, "pre_tokenizer.Split");
-    if (!(behavior == "Isolated" && !invert) && !(behavior == "Removed" && invert))
-      throw std::invalid_argument("pre_tokenizer.Split: behavior '" + behavior +
-                                  "' with invert=" + (invert ? "true" : "false") +
-                                  " is not supported (Isolated, or Removed with invert)");
-    return split_pattern_from_regex(
-        json_string(pattern, "Regex", "pre_tokenizer.Split.pattern"));
-  };
-  if (type == "ByteLevel")
-    return {byte_level(config) ? SplitPattern::Gpt2 : SplitPattern::None, true, {}};
-  if (type == "Split")
-    return {split(config), false, {}};
-  if (type == "Metaspace") {
-    Metaspace m;
-    m.replacement = parse_replacement(config, "pre_tokenizer.Metaspace");
-    m.prepend = parse_prepend_scheme(config, "pre_tokenizer.Metaspace");
-    m.split = json_bool(config, "split", true, "pre_tokenizer.Metaspace");
-    return {SplitPattern::None, false, m};
-  }
-  if (type == "Sequence") {
-    const auto &steps = json_field(config, "pretokenizers", "pre_tokenizer");
-    if (steps.size() == 2 && steps[0].value("type", "") == "Split" &&
-        steps[1].value("type", "") == "ByteLevel") {
-      if (byte_level(steps[1]))
-        throw std::invalid_argument(
-            "pre_tokenizer: ByteLevel after Split must have use_regex=false");
-      return {split(steps[0]), true, {}};
-    }
-    throw std::invalid_argument("pre_tokenizer: unsupported Sequence " +
-                                config.dump().substr(0, 200) +
-                                " (supported: [Split, ByteLevel])");
-  }
-  throw std::invalid_argument("unsupported pre_tokenizer type '" + type +
-                              "' (supported: ByteLevel, Split, Metaspace, Sequence)");
-}
-
 // A tokenizer_config.json token entry: a string, {"content": ...}, or null.
 std::string config_token(const nlohmann::json &config, const char *key) {
   if (!config.contains(key) || config.at(key).is_null())
@@ -184,16 +99,14 @@ void Tokenizer::load_tokenizer_json(const std::string &text) {
   if (!j.is_object())
     throw std::invalid_argument("tokenizer.json: expected an object");
   normalizer_ = Normalizer::from_json(j.value("normalizer", nlohmann::json()));
-  auto pre_tokenizer = parse_pre_tokenizer(j.value("pre_tokenizer", nlohmann::json()));
-  split_pattern_ = pre_tokenizer.pattern;
-  metaspace_ = pre_tokenizer.metaspace;
-  load_model(json_field(j, "model", "tokenizer.json"), pre_tokenizer.byte_level);
+  pre_tokenizer_ = PreTokenizer::from_json(j.value("pre_tokenizer", nlohmann::json()));
+  load_model(json_field(j, "model", "tokenizer.json"));
   load_added_tokens(j.value("added_tokens", nlohmann::json::array()));
   decoder_ = Decoder::from_json(j.value("decoder", nlohmann::json()));
   load_post_processor(j.value("post_processor", nlohmann::json()));
 }
 
-void Tokenizer::load_model(const nlohmann::json &model, bool byte_level) {
+void Tokenizer::load_model(const nlohmann::json &model) {
   std::string type = model.value("type", "BPE");
   if (type != "BPE")
     throw std::invalid_argument("model.type '" + type +
@@ -243,7 +156,7 @@ void Tokenizer::load_model(const nlohmann::json &model, bool byte_level) {
                                   " is not supported");
   }
   BpeOptions options;
-  options.byte_level = byte_level;
+  options.byte_level = pre_tokenizer_.byte_level();
   options.byte_fallback = json_bool(model, "byte_fallback", false, "model");
   options.ignore_merges = json_bool(model, "ignore_merges", false, "model");
   options.fuse_unk = json_bool(model, "fuse_unk", false, "model");
@@ -290,6 +203,16 @@ void Tokenizer::load_added_tokens(const nlohmann::json &added) {
   for (const auto *list : {&raw, &normalized})
     for (const auto &t : *list)
       set_token(t.id, t.content, t.special);
+  // Hugging Face spells a normalized added token by its normalized content
+  // (decode shows it so), though it looks the token up by its content; and as
+  // decode skips the tokens spelled like a special token, a special one
+  // whose spelling changed is not skipped.
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    if (normalized_patterns[i] == normalized[i].content)
+      continue;
+    id_to_token_[normalized[i].id] = normalized_patterns[i];
+    special_[normalized[i].id] = false;
+  }
   raw_added_ = std::make_unique<AddedTokenMatcher>(std::move(raw), std::move(raw_patterns));
   normalized_added_ = std::make_unique<AddedTokenMatcher>(
       std::move(normalized), std::move(normalized_patterns));
@@ -398,7 +321,7 @@ void Tokenizer::add_eos(int32_t id) {
     eos_ids_.push_back(id);
 }
 
-void Tokenizer::encode_text(std::string_view text, bool at_start,
+void Tokenizer::encode_text(std::string_view text, bool at_start, Pieces &pieces,
                             std::vector<int32_t> &ids) const {
   std::string normalized;
   if (!normalizer_.is_identity()) {
@@ -410,22 +333,14 @@ void Tokenizer::encode_text(std::string_view text, bool at_start,
     segments.push_back({text, -1});
   else
     normalized_added_->split(text, segments);
-  std::vector<std::string_view> pieces;
   for (const Segment &segment : segments) {
     if (segment.token >= 0) {
       ids.push_back(segment.token);
       continue;
     }
-    pieces.clear();
-    std::string replaced;
-    if (metaspace_) {
-      replaced = metaspace_->apply(segment.text, at_start && segment.text.data() == text.data());
-      metaspace_->split_pieces(replaced, pieces);
-    } else {
-      split_text(split_pattern_, segment.text, pieces);
-    }
-    for (std::string_view piece : pieces)
-      bpe_->encode(piece, ids);
+    pre_tokenizer_.split(segment.text, at_start && segment.text.data() == text.data(), pieces);
+    for (const Piece &piece : pieces.list)
+      bpe_->encode(piece.text, ids);
   }
 }
 
@@ -436,8 +351,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text,
   ids.reserve(text.size() / 3 + prefix_ids_.size() + suffix_ids_.size());
   if (add_special_tokens)
     ids.insert(ids.end(), prefix_ids_.begin(), prefix_ids_.end());
+  Pieces pieces;
   if (raw_added_->empty()) {
-    encode_text(text, true, ids);
+    encode_text(text, true, pieces, ids);
   } else {
     std::vector<Segment> segments;
     raw_added_->split(text, segments);
@@ -445,7 +361,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text,
       if (segment.token >= 0)
         ids.push_back(segment.token);
       else
-        encode_text(segment.text, segment.text.data() == text.data(), ids);
+        encode_text(segment.text, segment.text.data() == text.data(), pieces, ids);
     }
   }
   if (add_special_tokens)

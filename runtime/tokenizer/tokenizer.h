@@ -1,6 +1,8 @@
 // A Hugging Face tokenizer (tokenizer.json) with exact parity: byte-level BPE
 // (GPT-2, Llama 3, Qwen2) and SentencePiece-style BPE with byte fallback
-// (Llama 2, Mistral), added and special tokens, and the BOS/EOS rules of
+// (Llama 2, Mistral, Gemma 3), behind Hugging Face's normalizers and
+// pre-tokenizers (normalizer.h and pretokenizer.h list them; regexes are
+// Oniguruma's), added and special tokens, and the BOS/EOS rules of
 // tokenizer_config.json. Thread-safe: encode and decode may run concurrently.
 #ifndef LLMSERVE_TOKENIZER_TOKENIZER_H
 #define LLMSERVE_TOKENIZER_TOKENIZER_H
@@ -34,9 +36,10 @@ public:
   static Tokenizer from_json(const std::string &tokenizer_json,
                              const std::string &config_json = "");
 
-  // Ids of valid UTF-8 text (std::invalid_argument otherwise). Added tokens in
-  // the text are always recognized; add_special_tokens adds BOS/EOS as the
-  // post-processor (or tokenizer_config.json) says.
+  // Ids of valid UTF-8 text (std::invalid_argument otherwise, or when a regex
+  // exceeds its backtracking limits on it). Added tokens in the text are
+  // always recognized; add_special_tokens adds BOS/EOS as the post-processor
+  // (or tokenizer_config.json) says.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
   // Text of ids, as Hugging Face decodes it (invalid UTF-8 becomes U+FFFD).
   // Throws std::out_of_range for an id that is no token.
@@ -60,15 +63,17 @@ public:
 private:
   Tokenizer() = default;
   void load_tokenizer_json(const std::string &text);
-  void load_model(const nlohmann::json &model, bool byte_level);
+  void load_model(const nlohmann::json &model);
   void load_added_tokens(const nlohmann::json &added);
   void load_post_processor(const nlohmann::json &config);
   void load_config(const std::string &text);
   void set_token(int32_t id, const std::string &spelling, bool special);
   void add_eos(int32_t id);
   bool has_token(int32_t id) const;
-  // `at_start`: the text begins the input (Metaspace's "first" scheme).
-  void encode_text(std::string_view text, bool at_start, std::vector<int32_t> &ids) const;
+  // `at_start`: the text begins the input (Metaspace's "first" scheme);
+  // `pieces`: the pre-tokenizer's storage, reused.
+  void encode_text(std::string_view text, bool at_start, Pieces &pieces,
+                   std::vector<int32_t> &ids) const;
 
   std::vector<std::string> id_to_token_;
   std::vector<bool> has_token_;
@@ -76,8 +81,7 @@ private:
   std::unordered_map<std::string, int32_t> token_to_id_;
 
   Normalizer normalizer_;
-  SplitPattern split_pattern_ = SplitPattern::None;
-  std::optional<Metaspace> metaspace_;
+  PreTokenizer pre_tokenizer_;
   std::unique_ptr<Bpe> bpe_;
   Decoder decoder_;
   std::unique_ptr<AddedTokenMatcher> raw_added_;        // matched before normalizing

@@ -9,9 +9,9 @@ namespace {
 
 #include "tokenizer/unicode_tables.inc"
 
-constexpr uint8_t kCategoryMask = 0x1F;
+constexpr uint16_t kCategoryMask = 0x1F;
 
-uint8_t properties(uint32_t cp) {
+uint16_t properties(uint32_t cp) {
   if (cp >= 0x110000)
     return Cn;
   return kPropertyBlocks[kPropertyBlockOf[cp >> 8]][cp & 0xFF];
@@ -64,7 +64,9 @@ uint8_t combining_class(uint32_t cp) {
   return it->ccc;
 }
 
-void decompose(uint32_t cp, std::vector<uint32_t> &out) {
+// Appends the full decomposition of cp: canonical, or with `compatibility`
+// also the compatibility mappings.
+void decompose(uint32_t cp, bool compatibility, std::vector<uint32_t> &out) {
   if (cp >= kHangulBase && cp < kHangulBase + kHangulCount) {
     uint32_t s = cp - kHangulBase;
     out.push_back(kJamoL + s / (kJamoVCount * kJamoTCount));
@@ -76,13 +78,13 @@ void decompose(uint32_t cp, std::vector<uint32_t> &out) {
   auto it = std::lower_bound(
       std::begin(kDecompositions), std::end(kDecompositions), cp,
       [](const Decomposition &d, uint32_t v) { return d.cp < v; });
-  if (it == std::end(kDecompositions) || it->cp != cp) {
+  if (it == std::end(kDecompositions) || it->cp != cp ||
+      (it->compatibility && !compatibility)) {
     out.push_back(cp);
     return;
   }
-  decompose(it->first, out);
-  if (it->second)
-    decompose(it->second, out);
+  for (size_t i = 0; i < it->length; ++i)
+    decompose(kDecompositionChars[it->offset + i], compatibility, out);
 }
 
 // The primary composite of (a, b), or 0.
@@ -103,7 +105,20 @@ uint32_t compose(uint32_t a, uint32_t b) {
   return 0;
 }
 
-bool is_quick_nfc(std::string_view s) {
+uint16_t maybe_changes_bit(NormalForm form) {
+  switch (form) {
+  case NormalForm::C: return kNfcMaybeChangesBit;
+  case NormalForm::D: return kNfdMaybeChangesBit;
+  case NormalForm::KC: return kNfkcMaybeChangesBit;
+  case NormalForm::KD: return kNfkdMaybeChangesBit;
+  }
+  return 0;
+}
+
+// The quick check: true when s is certainly in the form already (every
+// character's quick-check value is Yes and the marks are in canonical order).
+bool is_quick(std::string_view s, NormalForm form) {
+  uint16_t maybe_changes = maybe_changes_bit(form);
   uint8_t last_ccc = 0;
   for (size_t i = 0, len; i < s.size(); i += len) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {
@@ -112,8 +127,8 @@ bool is_quick_nfc(std::string_view s) {
       continue;
     }
     uint32_t cp = decode_at(s, i, &len);
-    uint8_t props = properties(cp);
-    if (props & kNfcMaybeChangesBit)
+    uint16_t props = properties(cp);
+    if (props & maybe_changes)
       return false;
     uint8_t ccc = props & kNonzeroCombiningClassBit ? combining_class(cp) : 0;
     if (ccc && last_ccc > ccc)
@@ -121,6 +136,56 @@ bool is_quick_nfc(std::string_view s) {
     last_ccc = ccc;
   }
   return true;
+}
+
+// Canonical ordering: a stable sort of each run of non-starters by class.
+void reorder(std::vector<uint32_t> &cps) {
+  for (size_t i = 1; i < cps.size(); ++i) {
+    uint8_t ccc = combining_class(cps[i]);
+    if (!ccc)
+      continue;
+    for (size_t j = i; j > 0; --j) {
+      uint8_t prev = combining_class(cps[j - 1]);
+      if (!prev || prev <= ccc)
+        break;
+      std::swap(cps[j - 1], cps[j]);
+    }
+  }
+}
+
+// Canonical composition of a decomposed, reordered sequence.
+std::vector<uint32_t> compose_all(const std::vector<uint32_t> &cps) {
+  std::vector<uint32_t> composed;
+  composed.reserve(cps.size());
+  ptrdiff_t starter = -1;
+  uint8_t last_ccc = 0;
+  for (uint32_t cp : cps) {
+    uint8_t ccc = combining_class(cp);
+    if (starter >= 0) {
+      bool adjacent = static_cast<size_t>(starter) + 1 == composed.size();
+      bool blocked = !adjacent && (last_ccc == 0 || last_ccc >= ccc);
+      if (!blocked) {
+        if (uint32_t c = compose(composed[starter], cp)) {
+          composed[starter] = c;
+          continue;
+        }
+      }
+    }
+    if (ccc == 0) {
+      starter = static_cast<ptrdiff_t>(composed.size());
+      last_ccc = 0;
+    } else {
+      last_ccc = ccc;
+    }
+    composed.push_back(cp);
+  }
+  return composed;
+}
+
+uint32_t simple_lowercase(uint32_t cp) {
+  auto it = std::lower_bound(std::begin(kLowercases), std::end(kLowercases), cp,
+                             [](const Lowercase &l, uint32_t v) { return l.cp < v; });
+  return it != std::end(kLowercases) && it->cp == cp ? it->lower : cp;
 }
 
 } // namespace
@@ -205,52 +270,47 @@ std::string utf8_lossy(std::string_view bytes) {
   return out;
 }
 
-std::string nfc(std::string_view s) {
-  if (is_quick_nfc(s))
+std::string normalize(std::string_view s, NormalForm form) {
+  if (is_quick(s, form))
     return std::string(s);
+  bool compatibility = form == NormalForm::KC || form == NormalForm::KD;
   std::vector<uint32_t> cps;
   for (size_t i = 0, len; i < s.size(); i += len)
-    decompose(decode_at(s, i, &len), cps);
-  // Canonical ordering: stable sort of each run of non-starters by class.
-  for (size_t i = 1; i < cps.size(); ++i) {
-    uint8_t ccc = combining_class(cps[i]);
-    if (!ccc)
-      continue;
-    for (size_t j = i; j > 0; --j) {
-      uint8_t prev = combining_class(cps[j - 1]);
-      if (!prev || prev <= ccc)
-        break;
-      std::swap(cps[j - 1], cps[j]);
-    }
-  }
-  std::vector<uint32_t> composed;
-  composed.reserve(cps.size());
-  ptrdiff_t starter = -1;
-  uint8_t last_ccc = 0;
-  for (uint32_t cp : cps) {
-    uint8_t ccc = combining_class(cp);
-    if (starter >= 0) {
-      bool adjacent = static_cast<size_t>(starter) + 1 == composed.size();
-      bool blocked = !adjacent && (last_ccc == 0 || last_ccc >= ccc);
-      if (!blocked) {
-        if (uint32_t c = compose(composed[starter], cp)) {
-          composed[starter] = c;
-          continue;
-        }
-      }
-    }
-    if (ccc == 0) {
-      starter = static_cast<ptrdiff_t>(composed.size());
-      last_ccc = 0;
-    } else {
-      last_ccc = ccc;
-    }
-    composed.push_back(cp);
-  }
+    decompose(decode_at(s, i, &len), compatibility, cps);
+  reorder(cps);
+  if (form == NormalForm::C || form == NormalForm::KC)
+    cps = compose_all(cps);
   std::string out;
   out.reserve(s.size());
-  for (uint32_t cp : composed)
+  for (uint32_t cp : cps)
     append_utf8(out, cp);
+  return out;
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0, len; i < s.size(); i += len) {
+    auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      len = 1;
+      out += static_cast<char>(b >= 'A' && b <= 'Z' ? b | 0x20 : b);
+      continue;
+    }
+    uint32_t cp = decode_at(s, i, &len);
+    if (!(properties(cp) & kChangesWhenLowercasedBit)) {
+      out.append(s.data() + i, len);
+      continue;
+    }
+    auto multi = std::find_if(std::begin(kMultiLowercases), std::end(kMultiLowercases),
+                              [&](const MultiLowercase &m) { return m.cp == cp; });
+    if (multi != std::end(kMultiLowercases)) {
+      append_utf8(out, multi->first);
+      append_utf8(out, multi->second);
+    } else {
+      append_utf8(out, simple_lowercase(cp));
+    }
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Unicode support for the tokenizer: UTF-8 coding, the character properties the
-// pre-tokenizer patterns test (\p{L}, \p{N}, \s), NFC, and Rust's lossy UTF-8
-// decoding (what Hugging Face decoders apply to byte sequences).
+// pre-tokenizer patterns test (\p{L}, \p{N}, \s), the normalization forms,
+// lowercasing, and Rust's lossy UTF-8 decoding (what Hugging Face decoders
+// apply to byte sequences).
 #ifndef LLMSERVE_TOKENIZER_UNICODE_H
 #define LLMSERVE_TOKENIZER_UNICODE_H
 
@@ -50,8 +51,15 @@ void require_utf8(std::string_view s, const char *what);
 // one U+FFFD.
 std::string utf8_lossy(std::string_view bytes);
 
-// Unicode Normalization Form C of valid UTF-8.
-std::string nfc(std::string_view s);
+enum class NormalForm { C, D, KC, KD };
+
+// A Unicode normalization form of valid UTF-8.
+std::string normalize(std::string_view s, NormalForm form);
+
+// Valid UTF-8 lowercased code point by code point, as Rust's char::to_lowercase
+// does: the simple mappings plus SpecialCasing's unconditional ones (no final
+// sigma, no language rules).
+std::string lowercase(std::string_view s);
 
 } // namespace llmserve::unicode
 

@@ -65,6 +65,7 @@ const HARD_CASES = [
   "HelloWorld CamelCaseString HTTPServer iOS McDonald's O'NEIL'S DON'T \u01c5ungla \u02b0mod \u65e5\u672c\u30ab\u30bf",
   'marks a\u0301b \u0301x \u0995\u09cd\u09b7 \u0915\u093f\u0924\u093e\u092c \u0e01\u0e34\u0e19 \u20dd\u20dd!',
   'paths /usr/bin/env a/b/c\n//x/\r\n/ http://x.y/z/',
+  '<start_of_turn>user\nmarkup <p> </p> a> </x> <div> </div>\t\t<td>1</td>  \u2581\u2581 x<end_of_turn>\n',
 ];
 
 function documents() {

@@ -44,6 +44,8 @@ TEST(SentencePieceBpe, MergesAcrossWordMarkersWhenTheVocabularyHasThem) {
   j["model"]["merges"] = {"b \u2581", "\u2581 a", "a b", "\u2581a b"};
   // "▁ab▁a": b+▁ merges first, so the words cannot be encoded apart.
   EXPECT_EQ(load(j).encode("ab a", false), (Ids{262, 265, 260}));
+  // Only after a "b": "▁ab▁a" and "▁a" are encoded apart, as one would.
+  EXPECT_EQ(load(j).encode("ab a a", false), (Ids{262, 265, 260, 262}));
   EXPECT_EQ(load(sentencepiece_json()).encode("ab a", false), (Ids{264, 262}));
 }
 
@@ -109,6 +111,19 @@ TEST(ByteLevelBpe, DecodeReplacesInvalidUtf8LikeRust) {
   EXPECT_EQ(t.decode({0xE2, 0x82}, false), "\ufffd"); // one maximal prefix
   EXPECT_EQ(t.decode({0xC0, 0x80}, false), "\ufffd\ufffd");
   EXPECT_EQ(t.decode({261, 259}, true), "hello");
+}
+
+TEST(ByteLevelBpe, NormalizedAddedTokensAreSpelledNormalized) {
+  auto j = byte_level_json();
+  j["normalizer"] = {{"type", "Prepend"}, {"prepend", "> "}};
+  auto t = load(j);
+  // As in Hugging Face: found by its content, spelled (and decoded) by the
+  // normalized content.
+  EXPECT_EQ(t.encode("<|endoftext|>", false), (Ids{261}));
+  EXPECT_EQ(t.token_to_id("<|endoftext|>"), 261);
+  EXPECT_EQ(t.id_to_token(261), "> <|endoftext|>");
+  EXPECT_EQ(t.decode({261}, false), "> <|endoftext|>");
+  EXPECT_EQ(t.decode({261}, true), "> <|endoftext|>"); // no longer spelled as a special token
 }
 
 TEST(Tokenizer, Vocabulary) {
@@ -182,6 +197,25 @@ TEST(TokenizerErrors, BadInputNamesTheProblem) {
   EXPECT_NE(error_of([&] { t.decode({-1}, false); }).find("-1"), std::string::npos);
 }
 
+TEST(TokenizerErrors, PathologicalRegexIsAnEncodeError) {
+  auto j = byte_level_json();
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers",
+                         {{{"type", "Split"}, {"pattern", {{"Regex", "(a|aa)+c|."}}},
+                           {"behavior", "Isolated"}, {"invert", false}},
+                          j["pre_tokenizer"]}}};
+  auto t = load(j);
+  EXPECT_EQ(t.encode("ab", false), (Ids{'a', 'b'}));
+  std::string message;
+  try {
+    t.encode(std::string(100, 'a'), false);
+  } catch (const std::invalid_argument &e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("regex '(a|aa)+c|.'"), std::string::npos) << message;
+  EXPECT_NE(message.find("retry-limit-in-match over"), std::string::npos) << message;
+}
+
 struct BadTokenizer {
   const char *what;
   std::function<void(nlohmann::json &)> edit;
@@ -201,18 +235,65 @@ TEST(TokenizerErrors, UnsupportedOrMalformedTokenizerJson) {
       {"merges type", [](auto &j) { j["model"]["merges"] = "a b"; }, "model.merges: expected a list"},
       {"unk type", [](auto &j) { j["model"]["unk_token"] = 3; }, "model.unk_token: expected a string"},
       {"unk token", [](auto &j) { j["model"]["unk_token"] = "<nope>"; }, "unk_token '<nope>'"},
-      {"normalizer", [](auto &j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer type 'NFKC'"},
-      {"regex replace",
-       [](auto &j) { j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", " "}}; },
-       "only String patterns"},
-      {"pre-tokenizer", [](auto &j) { j["pre_tokenizer"] = {{"type", "WhitespaceSplit"}}; },
-       "pre_tokenizer type 'WhitespaceSplit'"},
+      {"normalizer type", [](auto &j) { j["normalizer"] = {{"type", "BertNormalizer"}}; },
+       "normalizer.type: unsupported normalizer 'BertNormalizer'"},
+      {"nested normalizer type",
+       [](auto &j) {
+         j["normalizer"] = {{"type", "Sequence"},
+                            {"normalizers", {{{"type", "NFC"}}, {{"type", "Precompiled"}}}}};
+       },
+       "normalizer.normalizers[1].type: unsupported normalizer 'Precompiled'"},
+      {"replace regex",
+       [](auto &j) { j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", "(a"}}}, {"content", " "}}; },
+       "normalizer.pattern.Regex: Oniguruma cannot compile '(a': end pattern with unmatched parenthesis"},
+      {"strip option", [](auto &j) { j["normalizer"] = {{"type", "Strip"}, {"strip_left", true}}; },
+       "normalizer: missing field 'strip_right'"},
+      {"pre-tokenizer type", [](auto &j) { j["pre_tokenizer"] = {{"type", "UnicodeScripts"}}; },
+       "pre_tokenizer.type: unsupported pre-tokenizer 'UnicodeScripts'"},
       {"split regex",
        [](auto &j) {
-         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\w+"}}}, {"behavior", "Isolated"}};
+         j["pre_tokenizer"] = {
+             {"type", "Sequence"},
+             {"pretokenizers",
+              {{{"type", "Digits"}, {"individual_digits", true}},
+               {{"type", "Split"}, {"pattern", {{"Regex", "\\p{Klingon}"}}}, {"behavior", "Isolated"},
+                {"invert", false}}}}};
        },
-       "unsupported pre-tokenizer split regex '\\w+'"},
-      {"prefix space", [](auto &j) { j["pre_tokenizer"]["add_prefix_space"] = true; }, "add_prefix_space"},
+       "pre_tokenizer.pretokenizers[1].pattern.Regex: Oniguruma cannot compile '\\p{Klingon}': "
+       "invalid character property name {Klingon}"},
+      {"split pattern kind",
+       [](auto &j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Glob", "*"}}}, {"behavior", "Isolated"},
+                               {"invert", false}};
+       },
+       "pre_tokenizer.pattern: expected {\"String\": ...} or {\"Regex\": ...}"},
+      {"split behavior",
+       [](auto &j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Dropped"},
+                               {"invert", false}};
+       },
+       "pre_tokenizer.behavior: unknown value 'Dropped'"},
+      {"split invert",
+       [](auto &j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Removed"}};
+       },
+       "pre_tokenizer: missing field 'invert'"},
+      {"digits option",
+       [](auto &j) { j["pre_tokenizer"] = {{"type", "Digits"}, {"individual_digits", "yes"}}; },
+       "pre_tokenizer.individual_digits: expected a boolean"},
+      {"metaspace after byte level",
+       [](auto &j) {
+         j["pre_tokenizer"] = {{"type", "Sequence"},
+                               {"pretokenizers",
+                                {j["pre_tokenizer"], {{"type", "Metaspace"}, {"replacement", "_"}}}}};
+       },
+       "pre_tokenizer.pretokenizers[1]: a ByteLevel or Metaspace step after "
+       "pre_tokenizer.pretokenizers[0] (ByteLevel) is not supported"},
+      {"decoder regex",
+       [](auto &j) {
+         j["decoder"] = {{"type", "Replace"}, {"pattern", {{"Regex", "[b-a]"}}}, {"content", ""}};
+       },
+       "decoder.Replace.pattern.Regex: Oniguruma cannot compile '[b-a]'"},
       {"metaspace scheme",
        [](auto &j) {
          j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "sometimes"}};

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace llmserve::unicode {
 namespace {
 
@@ -43,6 +46,8 @@ TEST(Unicode, Validation) {
   }
 }
 
+std::string nfc(std::string_view s) { return normalize(s, NormalForm::C); }
+
 TEST(Unicode, Nfc) {
   EXPECT_EQ(nfc("e\u0301"), "\u00e9");
   EXPECT_EQ(nfc("A\u030a"), "\u00c5");
@@ -52,6 +57,53 @@ TEST(Unicode, Nfc) {
   EXPECT_EQ(nfc("\u0344"), "\u0308\u0301");            // excluded from composition
   EXPECT_EQ(nfc("\ufb01"), "\ufb01");                  // compatibility only
   EXPECT_EQ(nfc("plain ascii"), "plain ascii");
+}
+
+TEST(Unicode, OtherForms) {
+  EXPECT_EQ(normalize("\u00e9\uac01", NormalForm::D), "e\u0301\u1100\u1161\u11a8");
+  EXPECT_EQ(normalize("\ufb01", NormalForm::D), "\ufb01");
+  EXPECT_EQ(normalize("\ufb01 \u2460 x\u00b2", NormalForm::KC), "fi 1 x2");
+  EXPECT_EQ(normalize("\u1e9b\u0323", NormalForm::KC), "\u1e69");  // long s: compat, then composed
+  EXPECT_EQ(normalize("\u1e9b\u0323", NormalForm::KD), "s\u0323\u0307");
+  EXPECT_EQ(normalize("\ufdfa", NormalForm::KD).size(), 33u);     // 18 code points
+}
+
+// Every line of the Unicode Character Database's NormalizationTest.txt:
+// c2 = NFC(c1), c3 = NFD(c1), c4 = NFKC(c1), c5 = NFKD(c1).
+TEST(Unicode, NormalizationConformance) {
+  FILE *in = popen("bzcat /usr/share/unicode/NormalizationTest.txt.bz2 2>/dev/null", "r");
+  ASSERT_NE(in, nullptr);
+  char line[1024];
+  size_t checked = 0;
+  while (fgets(line, sizeof line, in)) {
+    if (line[0] == '#' || line[0] == '@' || line[0] == '\n')
+      continue;
+    std::string columns[5];
+    const char *p = line;
+    for (std::string &column : columns) {
+      while (*p != ';') {
+        char *end;
+        append_utf8(column, static_cast<uint32_t>(strtoul(p, &end, 16)));
+        p = *end == ' ' ? end + 1 : end;
+      }
+      ++p;
+    }
+    const std::pair<NormalForm, int> expected[] = {
+        {NormalForm::C, 1}, {NormalForm::D, 2}, {NormalForm::KC, 3}, {NormalForm::KD, 4}};
+    for (const auto &[form, column] : expected)
+      ASSERT_EQ(normalize(columns[0], form), columns[column]) << line;
+    ++checked;
+  }
+  pclose(in);
+  if (checked == 0)
+    GTEST_SKIP() << "no NormalizationTest.txt.bz2 (Debian unicode-data) or no bzcat";
+  EXPECT_GT(checked, 19000u);
+}
+
+TEST(Unicode, Lowercase) {
+  EXPECT_EQ(lowercase("ABC xyz \u00c9\u0130\u03a3\u1e9e\u01c5"),
+            "abc xyz \u00e9i\u0307\u03c3\u00df\u01c6"); // İ has two code points; no final sigma
+  EXPECT_EQ(lowercase("\U00010400"), "\U00010428");    // Deseret
 }
 
 } // namespace
