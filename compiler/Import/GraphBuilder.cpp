@@ -155,7 +155,8 @@ Value GraphBuilder::rope(Value x, const RopeParams &params) {
 
 Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
                               std::optional<int64_t> slidingWindow,
-                              std::optional<double> scale) {
+                              std::optional<double> scale,
+                              std::optional<double> softcap) {
   Value slots = contract("slot_mapping");
   Value kc = KvWriteOp::create(b, loc, cacheType(), k, cache(layer, 0), slots);
   Value vc = KvWriteOp::create(b, loc, cacheType(), v, cache(layer, 1), slots);
@@ -165,7 +166,8 @@ Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
       contract("block_table"), contract("context_len"), contract("query_start"),
       b.getI64IntegerAttr(m.heads),
       b.getF32FloatAttr(scale ? *scale : 1.0 / std::sqrt(static_cast<double>(m.headDim))),
-      slidingWindow ? b.getI64IntegerAttr(*slidingWindow) : IntegerAttr());
+      slidingWindow ? b.getI64IntegerAttr(*slidingWindow) : IntegerAttr(),
+      softcap ? b.getF32FloatAttr(*softcap) : FloatAttr());
   return op.getResult();
 }
 
@@ -194,6 +196,10 @@ Value GraphBuilder::gelu(Value x, GeluApproximation approximation) {
 
 Value GraphBuilder::geluMul(Value gate, Value up, GeluApproximation approximation) {
   return GeluMulOp::create(b, loc, gate.getType(), gate, up, approximation);
+}
+
+Value GraphBuilder::softcap(Value x, double cap) {
+  return SoftcapOp::create(b, loc, x.getType(), x, b.getF32FloatAttr(cap));
 }
 
 Value GraphBuilder::logits(Value hidden, Value head) {

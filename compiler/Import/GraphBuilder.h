@@ -55,10 +55,11 @@ public:
   Value rope(Value x, const RopeParams &params);
   /// Attention of layer `layer` over the paged cache: K and V written
   /// first, then read. Scores are scaled by `scale`, 1/sqrt(head_dim) by
-  /// default.
+  /// default, and soft-capped by `softcap` if given.
   Value attention(int64_t layer, Value q, Value k, Value v,
                   std::optional<int64_t> slidingWindow = {},
-                  std::optional<double> scale = {});
+                  std::optional<double> scale = {},
+                  std::optional<double> softcap = {});
   /// rms_norm of `x` (+ `residual`) with weight `w` (+ `weightOffset`):
   /// {normalized, new residual stream}.
   std::pair<Value, Value> rmsNorm(Value x, Value residual, Value w, double epsilon,
@@ -68,6 +69,8 @@ public:
   Value siluMul(Value gate, Value up);
   Value gelu(Value x, GeluApproximation approximation);
   Value geluMul(Value gate, Value up, GeluApproximation approximation);
+  /// cap * tanh(x / cap).
+  Value softcap(Value x, double cap);
   /// The logits of the last row of every sequence.
   Value logits(Value hidden, Value head);
 

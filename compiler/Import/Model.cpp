@@ -11,7 +11,8 @@ ArrayRef<ModelFamily> mlir::llmserve::modelFamilies() {
       {"mistral", readLlama},
       {"qwen2", readLlama},
       {"qwen3", readLlama},
-      {"gemma3_text", readGemma3},
+      {"gemma2", readGemma},
+      {"gemma3_text", readGemma},
       {"gpt2", readGpt2},
   };
   return families;

@@ -70,8 +70,8 @@ llvm::Expected<std::unique_ptr<Model>> readLlama(const Config &config,
                                                  llvm::StringRef modelType);
 llvm::Expected<std::unique_ptr<Model>> readGpt2(const Config &config,
                                                 llvm::StringRef modelType);
-llvm::Expected<std::unique_ptr<Model>> readGemma3(const Config &config,
-                                                  llvm::StringRef modelType);
+llvm::Expected<std::unique_ptr<Model>> readGemma(const Config &config,
+                                                 llvm::StringRef modelType);
 
 } // namespace mlir::llmserve
 

@@ -235,6 +235,12 @@ def case_silu_mul():
     return [g, u], module([g, u], body, [("%y", mlir_type(g))]), [ref]
 
 
+def case_softcap():
+    x = f32(5, 40, scale=20)
+    body = f"  %y = llmserve.softcap %a0 cap 3.0e+01 : {mlir_type(x)}"
+    return [x], module([x], body, [("%y", mlir_type(x))]), [30.0 * torch.tanh(t(x) / 30.0)]
+
+
 def case_gelu_mul(approximation):
     g, u = f32(6, 35, scale=3), f32(6, 35)
     body = f"  %y = llmserve.gelu_mul %a0, %a1 approximation {approximation} : {mlir_type(g)}"
@@ -250,7 +256,7 @@ def gelu_case(approximation):
     return [x], module([x], body, [("%y", mlir_type(x))]), [ref]
 
 
-def attention_case(window, d=8, context=None, qlen=None):
+def attention_case(window, d=8, context=None, qlen=None, softcap=None):
     """kv_write of this step's K and V into a paged cache that already holds
     earlier tokens, then paged_attention: by default two sequences, one
     mid-prefill and one decoding, with scattered blocks. The head size `d`
@@ -258,7 +264,8 @@ def attention_case(window, d=8, context=None, qlen=None):
     three of 4, 6: six of 1). Given `context` (KV length after the step) and
     `qlen` (tokens this step), the blocks are a random permutation of the
     pool; all-decode steps with contexts past 256 keys run sm_90's
-    split-context kernels over several chunks."""
+    split-context kernels over several chunks. `softcap`: scores become
+    softcap * tanh(score / softcap) (Gemma 2)."""
     bs, kvh, heads = 4, 2, 4
     if context is None:
         nb = 10
@@ -297,20 +304,23 @@ def attention_case(window, d=8, context=None, qlen=None):
             for h in range(heads):
                 g = h // (heads // kvh)
                 scores = (keys[first:pos + 1, g] @ t(q)[i].view(heads, d)[h]) * scale
+                if softcap is not None:
+                    scores = softcap * torch.tanh(scores / softcap)
                 lse[i, h] = torch.logsumexp(scores, 0)
                 out[i, h] = torch.softmax(scores, 0) @ values[first:pos + 1, g]
 
     inputs = [q, k, v, kc, vc, slots, bt, cl, qs]
-    return inputs, attention_module(inputs, heads, scale, window), [out.view(tnum, -1), lse]
+    return inputs, attention_module(inputs, heads, scale, window, softcap), [out.view(tnum, -1), lse]
 
 
-def attention_module(inputs, heads, scale, window):
+def attention_module(inputs, heads, scale, window, softcap=None):
     """kv_write of K and V, then paged_attention, over attention_case's
     inputs (q, k, v, k_cache, v_cache, slots, block_table, context_len,
     query_start)."""
     q, k, v, kc, _, slots, bt, cl, qs = inputs
     tnum, cty = q.shape[0], mlir_type(kc)
     win = f" sliding_window {window}" if window else ""
+    win += f" softcap {softcap}" if softcap is not None else ""
     body = "\n".join([
         f"  %kc = llmserve.kv_write %a1 into %a3 at %a5 : {mlir_type(k)}, {cty}, {mlir_type(slots)}",
         f"  %vc = llmserve.kv_write %a2 into %a4 at %a5 : {mlir_type(v)}, {cty}, {mlir_type(slots)}",
@@ -506,11 +516,17 @@ CASES = {
                                                   "high": 4.0, "original": 64}),
     "silu_mul": case_silu_mul,
     "gelu_mul_tanh": lambda: case_gelu_mul("tanh"),
+    "softcap": case_softcap,
     "gelu_mul_exact": lambda: case_gelu_mul("none"),
     "gelu_tanh": lambda: gelu_case("tanh"),
     "gelu_exact": lambda: gelu_case("none"),
     "kv_write_paged_attention": lambda: attention_case(None),
     "paged_attention_sliding_window": lambda: attention_case(3),
+    # Gemma 2's attention soft-capping, small enough to bend the scores; and
+    # over several 256-key chunks (sm_90's split-context kernels).
+    "paged_attention_softcap": lambda: attention_case(None, softcap=0.5),
+    "paged_attention_decode_softcap": lambda: attention_case(None, context=[300, 7], qlen=[1, 1],
+                                                             softcap=0.5),
     "paged_attention_head_dim_12": lambda: attention_case(None, d=12),
     "paged_attention_head_dim_6": lambda: attention_case(3, d=6),
     # Decode-only steps over several 256-key chunks (sm_90: decode and merge

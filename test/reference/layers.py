@@ -22,16 +22,19 @@ class KVCache:
         return k, v
 
 
-def attention(q, k, v, query_positions, window=None, scale=None):
+def attention(q, k, v, query_positions, window=None, scale=None, softcap=None):
     """Causal attention of q [H, T, D] over k, v [KVH, L, D], where key j sits
     at position j. Query head h reads KV head h // (H / KVH). With a sliding
     `window`, a query at position i sees keys i - window < j <= i. Scores are
-    scaled by `scale`, 1/sqrt(D) by default."""
+    scaled by `scale`, 1/sqrt(D) by default, then soft-capped to
+    softcap * tanh(score / softcap) when `softcap` is given."""
     heads, kv_heads = q.shape[0], k.shape[0]
     group = heads // kv_heads
     k = k.repeat_interleave(group, dim=0)
     v = v.repeat_interleave(group, dim=0)
     scores = q @ k.transpose(1, 2) * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
     i = query_positions.view(-1, 1)
     j = torch.arange(k.shape[1]).view(1, -1)
     visible = j <= i

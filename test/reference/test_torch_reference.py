@@ -33,7 +33,7 @@ import layers  # noqa: E402
 import make_fixtures  # noqa: E402
 import torch_reference as ref  # noqa: E402
 from checkpoints import gemma as gemma_checkpoint, gpt2 as gpt2_checkpoint, llama as llama_checkpoint  # noqa: E402
-from models import GPT2, Gemma3, Llama  # noqa: E402
+from models import GPT2, Gemma, Llama  # noqa: E402
 from safetensors_io import read_checkpoint, read_safetensors, write_safetensors  # noqa: E402
 
 TOKENS = [1, 17, 250, 3, 99, 42, 42, 7, 180, 64, 5, 222, 13, 77]
@@ -54,7 +54,7 @@ def gpt2():
 def gemma3():
     config = gemma_checkpoint.config(num_hidden_layers=3, sliding_window=4, sliding_window_pattern=3,
                                      tie_word_embeddings=False)
-    return Gemma3(config, gemma_checkpoint.weights(config, 7), torch.float64)
+    return Gemma(config, gemma_checkpoint.weights(config, 7), torch.float64)
 
 
 def models():

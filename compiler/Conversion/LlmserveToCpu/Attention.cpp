@@ -25,6 +25,7 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
   int64_t group = heads / kvHeads;
   std::optional<uint64_t> window = o.getSlidingWindow();
   float scale = o.getScale().convertToFloat();
+  std::optional<APFloat> softcap = o.getSoftcap();
 
   Value q = e.binding(0), keys = e.cacheSlots(1), values = e.cacheSlots(2),
         blockTable = e.binding(3), contextLen = e.binding(4),
@@ -118,6 +119,10 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
                     b, vector::CombiningKind::ADD, products,
                     arith::FastMathFlags::reassoc);
                 Value score = a.mul(dot, e.f32(scale));
+                if (softcap) {
+                  Value cap = e.f32(softcap->convertToDouble());
+                  score = a.mul(cap, math::TanhOp::create(b, a.div(score, cap)));
+                }
                 a.store(score, scores, a.subi(j, tile));
                 return {a.max(m[0], score)};
               })[0];

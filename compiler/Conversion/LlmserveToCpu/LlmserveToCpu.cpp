@@ -55,7 +55,7 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op) {
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](linalg::GenericOp g) { return buildElementwiseKernel(e, g); })
       .Case([&](DispatchRegionOp r) { return buildDispatchRegionKernel(e, r); })
-      .Case<SiluMulOp, GeluMulOp, GeluOp>([&](auto) -> FailureOr<Grid> {
+      .Case<SiluMulOp, GeluMulOp, GeluOp, SoftcapOp>([&](auto) -> FailureOr<Grid> {
         return op->emitOpError("has no CPU kernel of its own: "
                                "llmserve-to-linalg makes it a "
                                "linalg.generic first"),

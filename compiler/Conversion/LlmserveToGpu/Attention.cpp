@@ -45,7 +45,7 @@ class PagedAttention {
 public:
   PagedAttention(GpuKernelEmitter &e, PagedAttentionOp o)
       : e(e), a(e.arith()), b(e.builder()), window(o.getSlidingWindow()),
-        scale(o.getScale().convertToFloat()) {
+        scale(o.getScale().convertToFloat()), softcap(o.getSoftcap()) {
     auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
     blockSize = cacheType.getDimSize(1);
     kvHeads = cacheType.getDimSize(2);
@@ -348,6 +348,10 @@ private:
     Value dot =
         e.warpReduce(partial, [&](Value x, Value y) { return a.add(x, y); });
     Value score = a.mul(dot, e.f32(scale));
+    if (softcap) {
+      Value cap = e.f32(softcap->convertToDouble());
+      score = a.mul(cap, math::TanhOp::create(b, a.div(score, cap)));
+    }
     Value maxNew = a.max(s[0], score);
     // The running sums rescale only when the maximum grows.
     Value grows = a.cmpf(arith::CmpFPredicate::OGT, score, s[0]);
@@ -407,6 +411,7 @@ private:
   ImplicitLocOpBuilder &b;
   std::optional<uint64_t> window;
   float scale;
+  std::optional<APFloat> softcap; // tanh soft-capping of the scores
   int64_t blockSize, kvHeads, headDim, heads, group, perLane, keysPerTile;
   Type element;
   Value zero, one, dim, chunk, kTile, vTile;

@@ -27,6 +27,7 @@ Grid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
 Grid buildKvWriteKernel(GpuKernelEmitter &e);
 Grid buildSiluMulKernel(GpuKernelEmitter &e);
 Grid buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp op);
+Grid buildSoftcapKernel(GpuKernelEmitter &e, SoftcapOp op);
 Grid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
 Grid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
 /// Whether `op` also has the kernel for small M (f16/bf16, K a multiple of

@@ -101,6 +101,7 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](SiluMulOp) { return buildSiluMulKernel(e); })
       .Case([&](GeluMulOp o) { return buildGeluMulKernel(e, o); })
+      .Case([&](SoftcapOp o) { return buildSoftcapKernel(e, o); })
       .Case([&](GeluOp o) { return buildGeluKernel(e, o); })
       .Case([&](ApplyPenaltiesOp) { return buildApplyPenaltiesKernel(e); })
       .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })

@@ -5,7 +5,7 @@
 // touch consecutive elements (coalesced). Norm sums go through a warp
 // butterfly and then the warps in order: a fixed reduction order that depends
 // only on the row's width, never on the other rows (batch invariance).
-// silu_mul, gelu_mul and gelu are flat elementwise kernels.
+// silu_mul, gelu_mul, gelu and softcap are flat elementwise kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -279,6 +279,14 @@ Value gelu(GpuKernelEmitter &e, Value x, GeluApproximation approximation) {
 Grid mlir::llmserve::buildGeluKernel(GpuKernelEmitter &e, GeluOp o) {
   return elementwise(e, 2, [&](ArrayRef<Value> in) {
     return gelu(e, in[0], o.getApproximation());
+  });
+}
+
+Grid mlir::llmserve::buildSoftcapKernel(GpuKernelEmitter &e, SoftcapOp o) {
+  Arith &a = e.arith();
+  Value cap = e.f32(o.getCap().convertToDouble());
+  return elementwise(e, 2, [&](ArrayRef<Value> in) {
+    return a.mul(cap, math::TanhOp::create(e.builder(), a.div(in[0], cap)));
   });
 }
 

@@ -1,9 +1,9 @@
 //===- LlmserveToLinalg.cpp - Elementwise llmserve ops as linalg.generic --===//
 //
-// The elementwise ops on the CPU pipeline's linalg path: silu_mul and gelu
-// become `linalg.generic` ops on tensors (all dimensions parallel, identity
-// maps, the first input as the init). llmserve-to-cpu-kernels outlines such a generic
-// like any op; one-shot bufferization and the transform schedule
+// The elementwise ops on the CPU pipeline's linalg path: silu_mul, gelu_mul,
+// gelu and softcap become `linalg.generic` ops on tensors (all dimensions
+// parallel, identity maps, the first input as the init).
+// llmserve-to-cpu-kernels outlines such a generic like any op; one-shot bufferization and the transform schedule
 // `cpu-kernels.mlir` turn its kernel into vector code.
 //
 //===----------------------------------------------------------------------===//
@@ -134,6 +134,25 @@ struct GeluMulToGeneric : OpRewritePattern<GeluMulOp> {
   }
 };
 
+/// cap * tanh(x / cap).
+struct SoftcapToGeneric : OpRewritePattern<SoftcapOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftcapOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(matchF32NotOutlined(op)))
+      return failure();
+    double cap = op.getCap().convertToDouble();
+    replaceByElementwiseGeneric(
+        rewriter, op, op->getOperands(),
+        [&](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
+          Value capped =
+              math::TanhOp::create(b, arith::DivFOp::create(b, in[0], constant(b, cap)));
+          return arith::MulFOp::create(b, constant(b, cap), capped);
+        });
+    return success();
+  }
+};
+
 struct LlmserveToLinalgPass
     : public mlir::llmserve::impl::LlmserveToLinalgBase<LlmserveToLinalgPass> {
   void runOnOperation() override {
@@ -149,5 +168,6 @@ struct LlmserveToLinalgPass
 
 void mlir::llmserve::populateLlmserveToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<SiluMulToGeneric, GeluMulToGeneric, GeluToGeneric>(patterns.getContext());
+  patterns.add<SiluMulToGeneric, GeluMulToGeneric, GeluToGeneric, SoftcapToGeneric>(
+      patterns.getContext());
 }

@@ -1,16 +1,18 @@
-//===- Gemma.cpp - Gemma 3 (text) ------------------------------------------===//
+//===- Gemma.cpp - Gemma 2 and Gemma 3 (text) ------------------------------===//
 //
 // Embeddings times sqrt(hidden_size) (rounded to the checkpoint's dtype, as
 // transformers computes it); per layer four RMSNorms of (1 + weight):
-// input_layernorm → q/k/v linear → per-head q_norm and k_norm → rope →
-// paged attention scaled by query_pre_attn_scalar^-0.5 → o linear →
+// input_layernorm → q/k/v linear → (Gemma 3) per-head q_norm and k_norm →
+// rope → paged attention scaled by query_pre_attn_scalar^-0.5 and
+// soft-capped by attn_logit_softcapping → o linear →
 // post_attention_layernorm, added to the residual stream →
 // pre_feedforward_layernorm → GeGLU MLP (gelu_pytorch_tanh) →
-// post_feedforward_layernorm, added to the stream; the final norm and the LM
-// head, tied by default. Layers alternate sliding-window and global
-// attention (sliding_window_pattern, or layer_types), each kind with its own
-// RoPE: rope_local_base_freq for sliding layers, rope_theta and rope_scaling
-// for global ones.
+// post_feedforward_layernorm, added to the stream; the final norm, the LM
+// head (tied by default) and final_logit_softcapping. Layers alternate
+// sliding-window and global attention: Gemma 2 every other layer, Gemma 3
+// all but every sliding_window_pattern-th (or as layer_types says). Gemma
+// 3's sliding layers take the RoPE of rope_local_base_freq, its global ones
+// rope_theta and rope_scaling.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,17 +27,19 @@ using namespace mlir::llmserve;
 
 namespace {
 
-class Gemma3 : public Model {
+class Gemma : public Model {
 public:
-  static llvm::Expected<std::unique_ptr<Model>> read(const Config &config);
+  static llvm::Expected<std::unique_ptr<Model>> read(const Config &config,
+                                                     llvm::StringRef modelType);
   Value buildLogits(GraphBuilder &g) const override;
 
 private:
-  llvm::Error readLayerTypes(const Config &config);
+  llvm::Error readLayerTypes(const Config &config, int64_t defaultPattern);
 
   int64_t intermediate = 0;
   double epsilon = 1e-6, attentionScale = 0, embeddingScale = 1;
-  bool tiedEmbeddings = true;
+  bool tiedEmbeddings = true, qkNorm = true;
+  std::optional<double> attentionSoftcap, finalSoftcap;
   GeluApproximation gelu = GeluApproximation::tanh;
   int64_t slidingWindow = 0;
   /// Per layer: whether it slides a window (and takes the local RoPE).
@@ -56,7 +60,17 @@ double embeddingScaleFor(int64_t hidden, llvm::StringRef dtype) {
   return rounded.convertToDouble();
 }
 
-llvm::Error Gemma3::readLayerTypes(const Config &config) {
+/// A soft-capping value of config.json: absent, null or 0 for none.
+llvm::Expected<std::optional<double>> readSoftcap(const Config &config,
+                                                  llvm::StringRef key) {
+  double cap;
+  LLMSERVE_TRY_ASSIGN(cap, config.number(key, 0));
+  if (cap < 0 || !std::isfinite(cap))
+    return config.error(key + " must be positive");
+  return cap == 0 ? std::nullopt : std::optional<double>(cap);
+}
+
+llvm::Error Gemma::readLayerTypes(const Config &config, int64_t defaultPattern) {
   const int64_t layers = shape_.layers;
   SmallVector<std::string> types = config.strings("layer_types");
   if (!types.empty()) {
@@ -73,7 +87,7 @@ llvm::Error Gemma3::readLayerTypes(const Config &config) {
   }
   // Every pattern-th layer is global, the others slide.
   int64_t pattern;
-  LLMSERVE_TRY_ASSIGN(pattern, config.integer("sliding_window_pattern", 6));
+  LLMSERVE_TRY_ASSIGN(pattern, config.integer("sliding_window_pattern", defaultPattern));
   if (pattern < 1)
     return config.error("sliding_window_pattern must be positive, got " +
                         llvm::Twine(pattern));
@@ -82,10 +96,13 @@ llvm::Error Gemma3::readLayerTypes(const Config &config) {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::unique_ptr<Model>> Gemma3::read(const Config &config) {
-  auto model = std::make_unique<Gemma3>();
+llvm::Expected<std::unique_ptr<Model>> Gemma::read(const Config &config,
+                                                   llvm::StringRef modelType) {
+  auto model = std::make_unique<Gemma>();
+  const bool gemma3 = modelType == "gemma3_text";
   ModelShape &m = model->shape_;
-  m.architecture = "gemma3_text";
+  m.architecture = modelType.str();
+  model->qkNorm = gemma3;
   LLMSERVE_TRY_ASSIGN(m.vocab, config.integer("vocab_size"));
   LLMSERVE_TRY_ASSIGN(m.hidden, config.integer("hidden_size"));
   LLMSERVE_TRY_ASSIGN(model->intermediate, config.integer("intermediate_size"));
@@ -97,7 +114,8 @@ llvm::Expected<std::unique_ptr<Model>> Gemma3::read(const Config &config) {
                         ") must be a positive multiple of num_key_value_heads (" +
                         llvm::Twine(m.kvHeads) + ")");
   LLMSERVE_TRY_ASSIGN(m.headDim, config.integer("head_dim", 256));
-  LLMSERVE_TRY_ASSIGN(m.maxPositions, config.integer("max_position_embeddings", 131072));
+  LLMSERVE_TRY_ASSIGN(m.maxPositions,
+                      config.integer("max_position_embeddings", gemma3 ? 131072 : 8192));
   LLMSERVE_TRY_ASSIGN(model->epsilon, config.number("rms_norm_eps", 1e-6));
   double queryScalar;
   LLMSERVE_TRY_ASSIGN(queryScalar, config.number("query_pre_attn_scalar", 256));
@@ -120,26 +138,26 @@ llvm::Expected<std::unique_ptr<Model>> Gemma3::read(const Config &config) {
     return config.error("attention_bias is not supported");
   if (config.boolean("use_bidirectional_attention", false))
     return config.error("use_bidirectional_attention is not supported");
-  for (llvm::StringRef cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
-    double value;
-    LLMSERVE_TRY_ASSIGN(value, config.number(cap, 0));
-    if (value != 0)
-      return config.error(cap + " is not supported");
-  }
+  LLMSERVE_TRY_ASSIGN(model->attentionSoftcap, readSoftcap(config, "attn_logit_softcapping"));
+  LLMSERVE_TRY_ASSIGN(model->finalSoftcap, readSoftcap(config, "final_logit_softcapping"));
 
   LLMSERVE_TRY_ASSIGN(model->slidingWindow, config.integer("sliding_window", 4096));
   if (model->slidingWindow < 1)
     return config.error("sliding_window must be positive");
-  if (llvm::Error error = model->readLayerTypes(config))
+  if (llvm::Error error = model->readLayerTypes(config, gemma3 ? 6 : 2))
     return std::move(error);
-  // Global layers: rope_theta and rope_scaling; sliding ones: the local base
-  // frequency without scaling.
+  // Global layers: rope_theta and rope_scaling; Gemma 3's sliding ones the
+  // local base frequency without scaling, Gemma 2's the same as global.
   LLMSERVE_TRY_ASSIGN(model->globalRope, readRope(config));
-  LLMSERVE_TRY_ASSIGN(model->localRope.theta, config.number("rope_local_base_freq", 10000));
+  model->localRope = model->globalRope;
+  if (gemma3) {
+    model->localRope = RopeParams();
+    LLMSERVE_TRY_ASSIGN(model->localRope.theta, config.number("rope_local_base_freq", 10000));
+  }
   return model;
 }
 
-Value Gemma3::buildLogits(GraphBuilder &g) const {
+Value Gemma::buildLogits(GraphBuilder &g) const {
   const ModelShape &m = shape_;
   constexpr double kUnitOffset = 1; // Gemma's norms multiply by 1 + weight
   auto norm = [&](Value x, Value residual, const std::string &name, int64_t width) {
@@ -156,8 +174,9 @@ Value Gemma3::buildLogits(GraphBuilder &g) const {
     const RopeParams &rope = sliding[l] ? localRope : globalRope;
     auto projection = [&](const char *name, const char *normName, int64_t width) {
       Value y = g.linear(normed, g.weight(p + "self_attn." + name + ".weight", {width, m.hidden}));
-      return g.rope(norm(y, {}, p + "self_attn." + normName + ".weight", m.headDim).first,
-                    rope);
+      if (qkNorm)
+        y = norm(y, {}, p + "self_attn." + normName + ".weight", m.headDim).first;
+      return g.rope(y, rope);
     };
     Value q = projection("q_proj", "q_norm", qWidth);
     Value k = projection("k_proj", "k_norm", kvWidth);
@@ -165,7 +184,7 @@ Value Gemma3::buildLogits(GraphBuilder &g) const {
     std::optional<int64_t> window;
     if (sliding[l])
       window = slidingWindow;
-    Value attn = g.attention(l, q, k, v, window, attentionScale);
+    Value attn = g.attention(l, q, k, v, window, attentionScale, attentionSoftcap);
     Value o = g.linear(attn, g.weight(p + "self_attn.o_proj.weight", {m.hidden, qWidth}));
     o = norm(o, {}, p + "post_attention_layernorm.weight", m.hidden).first;
     std::tie(normed, residual) =
@@ -179,12 +198,13 @@ Value Gemma3::buildLogits(GraphBuilder &g) const {
   }
   Value final = norm(x, residual, "model.norm.weight", m.hidden).first;
   Value head = tiedEmbeddings ? table : g.weight("lm_head.weight", {m.vocab, m.hidden});
-  return g.logits(final, head);
+  Value logits = g.logits(final, head);
+  return finalSoftcap ? g.softcap(logits, *finalSoftcap) : logits;
 }
 
 } // namespace
 
 llvm::Expected<std::unique_ptr<Model>>
-mlir::llmserve::readGemma3(const Config &config, llvm::StringRef) {
-  return Gemma3::read(config);
+mlir::llmserve::readGemma(const Config &config, llvm::StringRef modelType) {
+  return Gemma::read(config, modelType);
 }

@@ -94,6 +94,14 @@ static LogicalResult verifyPositive(Operation *op, StringRef name,
                            << formatFloat(attr);
 }
 
+static LogicalResult verifyPositiveFinite(Operation *op, StringRef name,
+                                          FloatAttr attr) {
+  if (!attr || (attr.getValueAsDouble() > 0 && attr.getValue().isFinite()))
+    return success();
+  return op->emitOpError() << name << " must be positive and finite, got "
+                           << formatFloat(attr);
+}
+
 //===----------------------------------------------------------------------===//
 // WeightOp
 //===----------------------------------------------------------------------===//
@@ -333,6 +341,7 @@ LogicalResult PagedAttentionOp::verify() {
   if (failed(verifyPositive(op, "num_heads", getNumHeadsAttr())) ||
       failed(verifyPositive(op, "scale", getScaleAttr())) ||
       failed(verifyPositive(op, "sliding_window", getSlidingWindowAttr())) ||
+      failed(verifyPositiveFinite(op, "softcap", getSoftcapAttr())) ||
       failed(verifySameElementType(op, "key_cache", getKeyCache(), "query",
                                    getQuery())))
     return failure();
@@ -471,4 +480,12 @@ LogicalResult DispatchRegionOp::verify() {
            << yield.getValues().getTypes() << ") for results of types ("
            << getResultTypes() << ")";
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SoftcapOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftcapOp::verify() {
+  return verifyPositiveFinite(getOperation(), "cap", getCapAttr());
 }

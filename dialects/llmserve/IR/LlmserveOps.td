@@ -322,9 +322,12 @@ def Llmserve_PagedAttentionOp : Llmserve_Op<"paged_attention", [Pure,
 
     ```
     score[j] = scale * dot(query[i, h], key[j, h / (Hq / Hkv)])
+    score[j] = softcap * tanh(score[j] / softcap)    (only with `softcap`)
     result[i, h] = sum_j softmax(score)[j] * value[j, h / (Hq / Hkv)]
     lse[i, h] = log(sum_j exp(score[j]))
     ```
+
+    `softcap` is Gemma 2's `attn_logit_softcapping`.
 
     `lse` [T, Hq] is f32 whatever the element type, so that partial results
     over disjoint KV ranges can be merged.
@@ -346,14 +349,15 @@ def Llmserve_PagedAttentionOp : Llmserve_Op<"paged_attention", [Pure,
                        Llmserve_I32Tensor1D:$query_start,
                        I64Attr:$num_heads,
                        F32Attr:$scale,
-                       OptionalAttr<I64Attr>:$sliding_window);
+                       OptionalAttr<I64Attr>:$sliding_window,
+                       OptionalAttr<F32Attr>:$softcap);
   let results = (outs Llmserve_FloatTensor2D:$result,
                       Llmserve_F32Tensor2D:$lse);
   let assemblyFormat = [{
     $query `,` $key_cache `,` $value_cache `block_table` $block_table
     `context_len` $context_len `query_start` $query_start
     `num_heads` $num_heads `scale` $scale
-    (`sliding_window` $sliding_window^)? attr-dict
+    (`sliding_window` $sliding_window^)? (`softcap` $softcap^)? attr-dict
     `:` type($query) `,` type($key_cache) `,` type($block_table) `,`
     type($context_len) `,` type($query_start) `->` type($lse)
   }];
@@ -381,6 +385,24 @@ def Llmserve_SiluMulOp : Llmserve_Op<"silu_mul",
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($gate)";
   // The type constraints above are the whole contract.
   let hasVerifier = 0;
+}
+
+def Llmserve_SoftcapOp : Llmserve_Op<"softcap",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "tanh soft-capping: cap * tanh(x / cap)";
+  let description = [{
+    Elementwise `cap * tanh(x / cap)`, which keeps values within (-cap, cap)
+    (Gemma 2's `final_logit_softcapping` on the logits).
+
+    Example:
+
+    ```mlir
+    %l = llmserve.softcap %logits cap 3.0e+01 : tensor<?x256000xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input, F32Attr:$cap);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = "$input `cap` $cap attr-dict `:` type($input)";
 }
 
 def Llmserve_GeluMulOp : Llmserve_Op<"gelu_mul",

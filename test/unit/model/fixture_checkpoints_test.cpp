@@ -62,8 +62,9 @@ Shapes llama_shapes(const json &c) {
   return s;
 }
 
-// Gemma3ForCausalLM's tensors: four norms a layer and per-head q/k norms.
-Shapes gemma3_shapes(const json &c) {
+// Gemma2ForCausalLM's and Gemma3ForCausalLM's tensors: four norms a layer,
+// and Gemma 3's per-head q/k norms.
+Shapes gemma_shapes(const json &c) {
   const int64_t hidden = c["hidden_size"], inter = c["intermediate_size"];
   const int64_t heads = c["num_attention_heads"], kv_heads = c["num_key_value_heads"];
   const int64_t head_dim = c["head_dim"], vocab = c["vocab_size"];
@@ -79,8 +80,10 @@ Shapes gemma3_shapes(const json &c) {
     s[p + "self_attn.k_proj.weight"] = {kv_heads * head_dim, hidden};
     s[p + "self_attn.v_proj.weight"] = {kv_heads * head_dim, hidden};
     s[p + "self_attn.o_proj.weight"] = {hidden, heads * head_dim};
-    s[p + "self_attn.q_norm.weight"] = {head_dim};
-    s[p + "self_attn.k_norm.weight"] = {head_dim};
+    if (c["model_type"] == "gemma3_text") {
+      s[p + "self_attn.q_norm.weight"] = {head_dim};
+      s[p + "self_attn.k_norm.weight"] = {head_dim};
+    }
     s[p + "mlp.gate_proj.weight"] = {inter, hidden};
     s[p + "mlp.up_proj.weight"] = {inter, hidden};
     s[p + "mlp.down_proj.weight"] = {hidden, inter};
@@ -143,8 +146,8 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
     Shapes expected;
     if (config["model_type"] == "gpt2")
       expected = gpt2_shapes(config, ckpt.find("transformer.wte.weight") ? "transformer." : "");
-    else if (config["model_type"] == "gemma3_text")
-      expected = gemma3_shapes(config);
+    else if (config["model_type"] == "gemma2" || config["model_type"] == "gemma3_text")
+      expected = gemma_shapes(config);
     else
       expected = llama_shapes(config);
     const DType dtype = *parse_dtype(std::map<std::string, std::string>{

@@ -233,6 +233,33 @@ func.func @gelu_mul(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>) -> tensor<?x64
 
 // -----
 
+// Logit soft-capping: cap * tanh(x / cap), element by element.
+// CHECK-LABEL: func.func @softcap
+//       CHECK: gpu.func @llmserve_d0_softcap
+//       CHECK:   arith.divf %{{.*}}, %[[CAP:.*]] : f32
+//       CHECK:   math.tanh
+//       CHECK:   arith.mulf %[[CAP]], %{{.*}} : f32
+func.func @softcap(%x: tensor<?x100xf32>) -> tensor<?x100xf32> {
+  %y = llmserve.softcap %x cap 30.0 : tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
+// Attention soft-capping bends each score before the online softmax.
+// CHECK-LABEL: func.func @attention_softcap
+//       CHECK: gpu.func @llmserve_d0_paged_attention
+//       CHECK:   gpu.shuffle  xor
+//       CHECK:   math.tanh
+//       CHECK:   arith.maximumf
+func.func @attention_softcap(%q: tensor<?x128xbf16>, %kc: tensor<?x16x2x32xbf16>, %vc: tensor<?x16x2x32xbf16>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> tensor<?x128xbf16> {
+  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 softcap 50.0
+      : tensor<?x128xbf16>, tensor<?x16x2x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
 // A scaled embedding (Gemma) multiplies in f32 and stores bf16.
 // CHECK-LABEL: func.func @embedding_scaled
 //       CHECK: gpu.func @llmserve_d0_embedding

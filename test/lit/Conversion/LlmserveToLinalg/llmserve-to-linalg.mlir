@@ -37,6 +37,20 @@ func.func @gelu(%x: tensor<?x32xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
 
 // -----
 
+// softcap: cap * tanh(x / cap).
+// CHECK-LABEL: func.func @softcap
+//       CHECK:   linalg.generic
+//       CHECK:     %[[CAP:.+]] = arith.constant 3.000000e+01 : f32
+//       CHECK:     %[[Q:.+]] = arith.divf %{{.+}}, %[[CAP]] : f32
+//       CHECK:     %[[T:.+]] = math.tanh %[[Q]] : f32
+//       CHECK:     arith.mulf %{{.+}}, %[[T]] : f32
+func.func @softcap(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %y = llmserve.softcap %x cap 30.0 : tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
 // gelu_mul: gelu(g) * u, reading both inputs.
 // CHECK-LABEL: func.func @gelu_mul
 //       CHECK:   linalg.generic

@@ -550,6 +550,23 @@ func.func @attention_scale(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %b
 
 // -----
 
+func.func @attention_softcap(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op softcap must be positive and finite, got -1}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 softcap -1.0
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @softcap_cap(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'llmserve.softcap' op cap must be positive and finite, got +Inf}}
+  %y = llmserve.softcap %x cap 0x7F800000 : tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_sliding_window(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
   // expected-error @+1 {{'llmserve.paged_attention' op sliding_window must be positive, got 0}}
   %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 0

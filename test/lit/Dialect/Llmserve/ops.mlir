@@ -139,6 +139,9 @@ func.func @paged_attention(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %v
   // CHECK: llmserve.paged_attention %[[Q]], %[[KC]], %[[VC]] block_table %[[BT]] context_len %[[CL]] query_start %[[QS]] num_heads 8 scale 1.250000e-01 sliding_window 4096 : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>
   %o2, %lse2 = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 4096
       : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>
+  // CHECK: llmserve.paged_attention {{.*}} scale 1.250000e-01 sliding_window 4096 softcap 5.000000e+01 :
+  %o3, %lse3 = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 4096 softcap 50.0
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?xf32>
   return %o, %lse, %o2, %lse2 : tensor<?x512xf32>, tensor<?x8xf32>, tensor<?x512xf32>, tensor<?x?xf32>
 }
 
@@ -163,6 +166,8 @@ func.func @activations(%gate: tensor<?x256xf32>, %up: tensor<?x256xf32>, %x: ten
     -> (tensor<?x256xf32>, tensor<?x256xf32>, tensor<2x3x4xf16>, tensor<2x3x4xf16>) {
   // CHECK: llmserve.silu_mul %[[G]], %[[U]] : tensor<?x256xf32>
   %h = llmserve.silu_mul %gate, %up : tensor<?x256xf32>
+  // CHECK: llmserve.softcap %[[G]] cap 3.000000e+01 : tensor<?x256xf32>
+  %sc = llmserve.softcap %gate cap 30.0 : tensor<?x256xf32>
   // CHECK: llmserve.gelu_mul %[[G]], %[[U]] approximation tanh : tensor<?x256xf32>
   %gg = llmserve.gelu_mul %gate, %up approximation tanh : tensor<?x256xf32>
   // CHECK: llmserve.gelu_mul %[[G]], %[[U]] : tensor<?x256xf32>
