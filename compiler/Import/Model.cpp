@@ -18,6 +18,19 @@ ArrayRef<ModelFamily> mlir::llmserve::modelFamilies() {
   return families;
 }
 
+llvm::Error mlir::llmserve::readDecoderShape(const Config &config, ModelShape &m) {
+  LLMSERVE_TRY_ASSIGN(m.vocab, config.integer("vocab_size"));
+  LLMSERVE_TRY_ASSIGN(m.hidden, config.integer("hidden_size"));
+  LLMSERVE_TRY_ASSIGN(m.layers, config.integer("num_hidden_layers"));
+  LLMSERVE_TRY_ASSIGN(m.heads, config.integer("num_attention_heads"));
+  LLMSERVE_TRY_ASSIGN(m.kvHeads, config.integer("num_key_value_heads", m.heads));
+  if (m.heads <= 0 || m.kvHeads <= 0 || m.heads % m.kvHeads != 0)
+    return config.error("num_attention_heads (" + llvm::Twine(m.heads) +
+                        ") must be a positive multiple of num_key_value_heads (" +
+                        llvm::Twine(m.kvHeads) + ")");
+  return llvm::Error::success();
+}
+
 llvm::Expected<RopeParams> mlir::llmserve::readRope(const Config &config) {
   RopeParams rope;
   LLMSERVE_TRY_ASSIGN(rope.theta, config.number("rope_theta", 10000));

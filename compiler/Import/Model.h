@@ -38,6 +38,13 @@ struct RopeParams {
 };
 llvm::Expected<RopeParams> readRope(const Config &config);
 
+/// The sizes every decoder's config.json names the same way: vocab_size,
+/// hidden_size, num_hidden_layers, num_attention_heads and
+/// num_key_value_heads (default: as many as the query heads, of which they
+/// must divide the count). The family reads head_dim and
+/// max_position_embeddings, whose defaults differ.
+llvm::Error readDecoderShape(const Config &config, ModelShape &shape);
+
 /// One checkpoint as its family reads it.
 class Model {
 public:
