@@ -137,12 +137,13 @@ Value GraphBuilder::linear(Value x, Value w, Value bias) {
 
 Value GraphBuilder::rope(Value x, const RopeParams &params) {
   auto op = RopeOp::create(
-      b, loc, x.getType(), x, contract("positions"),
+      b, loc, x.getType(), x, contract("positions"), Value(), Value(),
       b.getI64IntegerAttr(m.headDim), b.getI64IntegerAttr(m.headDim),
       b.getF64FloatAttr(params.theta),
       RopeStyleAttr::get(b.getContext(), RopeStyle::neox),
       RopeScalingAttr::get(b.getContext(), params.scaling), FloatAttr(),
-      FloatAttr(), FloatAttr(), IntegerAttr());
+      FloatAttr(), FloatAttr(), IntegerAttr(), DenseElementsAttr(),
+      DenseElementsAttr(), FloatAttr());
   if (params.scaling != RopeScaling::none)
     op.setScalingFactorAttr(b.getF64FloatAttr(params.factor));
   if (params.scaling == RopeScaling::llama3) {
