@@ -13,6 +13,7 @@ ArrayRef<ModelFamily> mlir::llmserve::modelFamilies() {
       {"qwen3", readLlama},
       {"gemma3_text", readGemma3},
       {"gpt2", readGpt2},
+      {"phi3", readPhi3},
   };
   return families;
 }
