@@ -22,6 +22,11 @@ llvm::Expected<json::Value> mlir::llmserve::readJson(llvm::StringRef path) {
   return value;
 }
 
+bool Config::has(llvm::StringRef key) const {
+  const json::Value *v = object.get(key);
+  return v && v->kind() != json::Value::Null;
+}
+
 llvm::Expected<int64_t> Config::integer(llvm::StringRef key) const {
   if (std::optional<int64_t> v = object.getInteger(key))
     return *v;
@@ -29,17 +34,15 @@ llvm::Expected<int64_t> Config::integer(llvm::StringRef key) const {
 }
 
 llvm::Expected<int64_t> Config::integer(llvm::StringRef key, int64_t fallback) const {
-  const json::Value *v = object.get(key);
-  if (!v || v->kind() == json::Value::Null)
+  if (!has(key))
     return fallback;
   return integer(key);
 }
 
 llvm::Expected<double> Config::number(llvm::StringRef key, double fallback) const {
-  const json::Value *v = object.get(key);
-  if (!v || v->kind() == json::Value::Null)
+  if (!has(key))
     return fallback;
-  if (std::optional<double> d = v->getAsNumber())
+  if (std::optional<double> d = object.get(key)->getAsNumber())
     return *d;
   return error("\"" + key + "\" must be a number");
 }
@@ -72,6 +75,22 @@ SmallVector<std::string> Config::strings(llvm::StringRef key) const {
   if (const json::Array *a = object.getArray(key))
     for (const json::Value &e : *a)
       values.push_back(e.getAsString().value_or("").str());
+  return values;
+}
+
+llvm::Expected<SmallVector<double>> Config::numbers(llvm::StringRef key) const {
+  SmallVector<double> values;
+  if (!has(key))
+    return values;
+  const json::Array *a = object.get(key)->getAsArray();
+  if (!a)
+    return error("\"" + key + "\" must be a list of numbers");
+  for (const json::Value &e : *a) {
+    std::optional<double> d = e.getAsNumber();
+    if (!d)
+      return error("\"" + key + "\" must be a list of numbers");
+    values.push_back(*d);
+  }
   return values;
 }
 

@@ -28,6 +28,8 @@ public:
   Config(const llvm::json::Object &object, std::string path)
       : object(object), path(std::move(path)) {}
 
+  /// Whether `key` is present and not null.
+  bool has(llvm::StringRef key) const;
   llvm::Expected<int64_t> integer(llvm::StringRef key) const;
   /// `fallback` when the key is absent or null.
   llvm::Expected<int64_t> integer(llvm::StringRef key, int64_t fallback) const;
@@ -39,6 +41,8 @@ public:
   SmallVector<int64_t> integers(llvm::StringRef key) const;
   /// A list of strings; empty when absent (non-strings read as "").
   SmallVector<std::string> strings(llvm::StringRef key) const;
+  /// A list of numbers; empty when absent or null.
+  llvm::Expected<SmallVector<double>> numbers(llvm::StringRef key) const;
   /// "<file>: <message>".
   llvm::Error error(const llvm::Twine &message) const;
   const std::string &file() const { return path; }

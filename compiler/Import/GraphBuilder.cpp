@@ -136,19 +136,36 @@ Value GraphBuilder::linear(Value x, Value w, Value bias) {
 }
 
 Value GraphBuilder::rope(Value x, const RopeParams &params) {
+  bool llama3 = params.scaling == RopeScaling::llama3;
+  bool longrope = params.scaling == RopeScaling::longrope;
+  // LongRoPE chooses its factors by the context of each token's sequence.
+  Value contextLen = longrope ? contract("context_len") : Value();
+  Value queryStart = longrope ? contract("query_start") : Value();
   auto op = RopeOp::create(
-      b, loc, x.getType(), x, contract("positions"),
-      b.getI64IntegerAttr(m.headDim), b.getI64IntegerAttr(m.headDim),
+      b, loc, x.getType(), x, contract("positions"), contextLen, queryStart,
+      b.getI64IntegerAttr(m.headDim),
+      b.getI64IntegerAttr(params.rotaryDim ? params.rotaryDim : m.headDim),
       b.getF64FloatAttr(params.theta),
       RopeStyleAttr::get(b.getContext(), RopeStyle::neox),
       RopeScalingAttr::get(b.getContext(), params.scaling), FloatAttr(),
-      FloatAttr(), FloatAttr(), IntegerAttr());
-  if (params.scaling != RopeScaling::none)
+      FloatAttr(), FloatAttr(), IntegerAttr(), DenseElementsAttr(),
+      DenseElementsAttr(), FloatAttr());
+  if (params.scaling == RopeScaling::linear || llama3)
     op.setScalingFactorAttr(b.getF64FloatAttr(params.factor));
-  if (params.scaling == RopeScaling::llama3) {
+  if (llama3) {
     op.setLowFreqFactorAttr(b.getF64FloatAttr(params.lowFreqFactor));
     op.setHighFreqFactorAttr(b.getF64FloatAttr(params.highFreqFactor));
+  }
+  if (llama3 || longrope)
     op.setOriginalMaxPositionAttr(b.getI64IntegerAttr(params.originalMaxPosition));
+  if (longrope) {
+    auto factors = [&](ArrayRef<float> values) {
+      auto type = RankedTensorType::get({static_cast<int64_t>(values.size())}, f32());
+      return DenseElementsAttr::get(type, values);
+    };
+    op.setShortFactorAttr(factors(params.shortFactor));
+    op.setLongFactorAttr(factors(params.longFactor));
+    op.setAttentionFactorAttr(b.getF64FloatAttr(params.attentionFactor));
   }
   return op;
 }

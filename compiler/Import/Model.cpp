@@ -14,6 +14,7 @@ ArrayRef<ModelFamily> mlir::llmserve::modelFamilies() {
       {"gemma2", readGemma},
       {"gemma3_text", readGemma},
       {"gpt2", readGpt2},
+      {"phi3", readPhi3},
   };
   return families;
 }

@@ -32,9 +32,15 @@ struct ModelShape {
 /// Rotary position embedding of config.json (rope_theta, rope_scaling).
 struct RopeParams {
   double theta = 10000;
+  /// The channels of a head it rotates; 0: all of them.
+  int64_t rotaryDim = 0;
   RopeScaling scaling = RopeScaling::none;
   double factor = 1, lowFreqFactor = 1, highFreqFactor = 4;
   int64_t originalMaxPosition = 0;
+  /// longrope: per-pair factors of sequences up to and past
+  /// originalMaxPosition, and the scale of cos and sin.
+  SmallVector<float> shortFactor, longFactor;
+  double attentionFactor = 1;
 };
 llvm::Expected<RopeParams> readRope(const Config &config);
 
@@ -75,6 +81,8 @@ llvm::ArrayRef<ModelFamily> modelFamilies();
 // The families' readers (compiler/Import/Models/).
 llvm::Expected<std::unique_ptr<Model>> readLlama(const Config &config,
                                                  llvm::StringRef modelType);
+llvm::Expected<std::unique_ptr<Model>> readPhi3(const Config &config,
+                                                llvm::StringRef modelType);
 llvm::Expected<std::unique_ptr<Model>> readGpt2(const Config &config,
                                                 llvm::StringRef modelType);
 llvm::Expected<std::unique_ptr<Model>> readGemma(const Config &config,

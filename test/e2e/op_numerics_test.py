@@ -184,10 +184,15 @@ def norm_case(kind, residual, group=None, weight_offset=None):
 
 
 def hf_inv_freq(rotary, theta, scaling):
-    """Inverse frequencies as transformers computes them (in float32)."""
-    inv = 1.0 / (theta ** (torch.arange(0, rotary, 2, dtype=torch.int64).float() / rotary))
+    """Inverse frequencies as transformers computes them (in float32); for
+    longrope, [short, long]."""
+    shape = torch.arange(0, rotary, 2, dtype=torch.int64).float() / rotary
+    inv = 1.0 / (theta ** shape)
     if scaling is None:
         return inv
+    if scaling["type"] == "longrope":
+        return [1.0 / (torch.tensor(scaling[k], dtype=torch.float32) * theta ** shape)
+                for k in ("short", "long")]
     if scaling["type"] == "linear":
         return inv / scaling["factor"]
     factor, low, high, old = (scaling[k] for k in ("factor", "low", "high", "original"))
@@ -202,11 +207,24 @@ def hf_inv_freq(rotary, theta, scaling):
 def rope_case(style, rotary, scaling):
     n, heads, head_dim, theta = 5, 3, 16, 10000.0
     x, pos = f32(n, heads * head_dim), i32(0, 4096, n)
-    inv = hf_inv_freq(rotary, theta, scaling)
     # The angle is a float32 product, as in transformers; cos and sin of it exact.
-    angle = (torch.from_numpy(pos).float()[:, None] * inv[None, :]).double()
-    cos, sin = torch.cos(angle), torch.sin(angle)
-    xs = t(x).view(n, heads, head_dim)
+    angle = (torch.from_numpy(pos).float()[:, None] * hf_inv_freq(rotary, theta, scaling)[None, :])
+    attrs = f"style {style} head_dim {head_dim} rotary_dim {rotary} theta {theta:e}"
+    if scaling and scaling["type"] == "linear":
+        attrs += f" scaling linear scaling_factor {scaling['factor']:e}"
+    elif scaling:
+        attrs += (f" scaling llama3 scaling_factor {scaling['factor']:e} low_freq_factor "
+                  f"{scaling['low']:e} high_freq_factor {scaling['high']:e} "
+                  f"original_max_position {scaling['original']}")
+    y = rotate(t(x).view(n, heads, head_dim), style, rotary, angle.double(), 1.0)
+    body = f"  %y = llmserve.rope %a0, %a1 {attrs} : {mlir_type(x)}, {mlir_type(pos)}"
+    return [x, pos], module([x, pos], body, [("%y", mlir_type(x))]), [y.view(n, -1)]
+
+
+def rotate(xs, style, rotary, angle, attention_factor):
+    """xs [T, heads, head_dim] with the first `rotary` channels of each head
+    rotated by angle [T, rotary / 2], cos and sin times attention_factor."""
+    cos, sin = torch.cos(angle) * attention_factor, torch.sin(angle) * attention_factor
     y = xs.clone()
     half = rotary // 2
     if style == "neox":
@@ -217,15 +235,38 @@ def rope_case(style, rotary, scaling):
         a, b = xs[..., 0:rotary:2], xs[..., 1:rotary:2]
         y[..., 0:rotary:2] = a * cos[:, None] - b * sin[:, None]
         y[..., 1:rotary:2] = b * cos[:, None] + a * sin[:, None]
-    attrs = f"style {style} head_dim {head_dim} rotary_dim {rotary} theta {theta:e}"
-    if scaling and scaling["type"] == "linear":
-        attrs += f" scaling linear scaling_factor {scaling['factor']:e}"
-    elif scaling:
-        attrs += (f" scaling llama3 scaling_factor {scaling['factor']:e} low_freq_factor "
-                  f"{scaling['low']:e} high_freq_factor {scaling['high']:e} "
-                  f"original_max_position {scaling['original']}")
-    body = f"  %y = llmserve.rope %a0, %a1 {attrs} : {mlir_type(x)}, {mlir_type(pos)}"
-    return [x, pos], module([x, pos], body, [("%y", mlir_type(x))]), [y.view(n, -1)]
+    return y
+
+
+def case_rope_longrope():
+    """LongRoPE over a step of four sequences with original_max_position 16:
+    contexts 9 (short factors), 17 (long: its tokens at positions 13-16 all
+    take the long factors, since the sequence's context decides), 16 (short,
+    at the boundary) and 40 (a long decode row). Partial rotary: 12 of 16."""
+    heads, head_dim, rotary, theta, original, attention = 3, 16, 12, 10000.0, 16, 1.19
+    context, qlen = [9, 17, 16, 40], [3, 4, 1, 1]
+    starts = np.cumsum([0] + qlen).astype(np.int32)
+    pos = np.concatenate([np.arange(c - q, c) for c, q in zip(context, qlen)]).astype(np.int32)
+    n = len(pos)
+    x = f32(n, heads * head_dim)
+    factors = {k: RNG.uniform(1.0, 8.0, rotary // 2).astype(np.float32) for k in ("short", "long")}
+    short, long = hf_inv_freq(rotary, theta, {"type": "longrope", **factors})
+    long_rows = torch.tensor([c > original for c, q in zip(context, qlen) for _ in range(q)])
+    inv = torch.where(long_rows[:, None], long[None, :], short[None, :])
+    angle = (torch.from_numpy(pos).float()[:, None] * inv).double()
+    y = rotate(t(x).view(n, heads, head_dim), "neox", rotary, angle, attention)
+    cl = np.array(context, np.int32)
+    inputs = [x, pos, cl, starts]
+
+    def dense(values):
+        return f"dense<[{', '.join(repr(float(v)) for v in values)}]> : tensor<{len(values)}xf32>"
+
+    body = (f"  %y = llmserve.rope %a0, %a1 context_len %a2 query_start %a3 style neox "
+            f"head_dim {head_dim} rotary_dim {rotary} theta {theta:e} scaling longrope "
+            f"original_max_position {original} short_factor {dense(factors['short'])} "
+            f"long_factor {dense(factors['long'])} attention_factor {attention} : "
+            f"{', '.join(mlir_type(a) for a in inputs)}")
+    return inputs, module(inputs, body, [("%y", mlir_type(x))]), [y.view(n, -1)]
 
 
 def case_silu_mul():
@@ -511,9 +552,11 @@ CASES = {
     "layer_norm_residual": lambda: norm_case("layer_norm", True),
     "rope_neox": lambda: rope_case("neox", 16, None),
     "rope_gptj_partial": lambda: rope_case("gptj", 8, None),
+    "rope_neox_partial": lambda: rope_case("neox", 12, None),
     "rope_linear": lambda: rope_case("neox", 16, {"type": "linear", "factor": 2.0}),
     "rope_llama3": lambda: rope_case("neox", 16, {"type": "llama3", "factor": 8.0, "low": 1.0,
                                                   "high": 4.0, "original": 64}),
+    "rope_longrope": case_rope_longrope,
     "silu_mul": case_silu_mul,
     "gelu_mul_tanh": lambda: case_gelu_mul("tanh"),
     "softcap": case_softcap,

@@ -10,6 +10,11 @@ shares no code with the first.
   script permutes them;
 - attention (GQA, sliding window) against explicit per-head loops;
 - the llama3 frequency scaling against its three regimes;
+- Phi-3's fused projections against the Llama family on the same weights
+  split apart, its partial rotary against complex multiplication, LongRoPE's
+  frequencies and attention factor against their closed forms, and its
+  choice of factors per forward pass against passes of models fixed to one
+  list;
 - GPT-2 against torch.nn.TransformerEncoderLayer with the Conv1D weights
   transposed into it.
 
@@ -32,13 +37,17 @@ sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 import layers  # noqa: E402
 import make_fixtures  # noqa: E402
 import torch_reference as ref  # noqa: E402
+from models import phi3 as phi3_module  # noqa: E402
 from checkpoints import gemma as gemma_checkpoint, gpt2 as gpt2_checkpoint, llama as llama_checkpoint  # noqa: E402
-from models import GPT2, Gemma, Llama  # noqa: E402
+from checkpoints import phi3 as phi3_checkpoint  # noqa: E402
+from models import GPT2, Gemma, Llama, Phi3  # noqa: E402
 from safetensors_io import read_checkpoint, read_safetensors, write_safetensors  # noqa: E402
 
 TOKENS = [1, 17, 250, 3, 99, 42, 42, 7, 180, 64, 5, 222, 13, 77]
 LLAMA3_SCALING = {"factor": 4.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
                   "original_max_position_embeddings": 64, "rope_type": "llama3"}
+LONGROPE_SCALING = {"long_factor": [1.0, 1.5, 2.25, 3.375, 5.0625, 7.59375],
+                    "short_factor": [1.0, 1.05, 1.1, 1.15, 1.2, 1.25], "type": "longrope"}
 
 
 def llama(**overrides):
@@ -57,6 +66,12 @@ def gemma3():
     return Gemma(config, gemma_checkpoint.weights(config, 7), torch.float64)
 
 
+def phi3(**overrides):
+    config = phi3_checkpoint.config(**{"partial_rotary_factor": 0.75, "tie_word_embeddings": True,
+                                       **overrides})
+    return Phi3(config, phi3_checkpoint.weights(config, 7), torch.float64)
+
+
 def models():
     return {
         "llama": llama(),
@@ -69,6 +84,10 @@ def models():
         "mistral": llama(model_type="mistral", sliding_window=4),
         "gpt2": gpt2(),
         "gemma3": gemma3(),
+        "phi3": phi3(sliding_window=4),
+        # An original context no pass here exceeds: chunks equal one pass.
+        "phi3_longrope": phi3(max_position_embeddings=64, original_max_position_embeddings=32,
+                              rope_scaling=LONGROPE_SCALING),
     }
 
 
@@ -141,6 +160,72 @@ class Rope(unittest.TestCase):
         torch.testing.assert_close(scaled[2:], plain[2:] / 4.0)  # low frequency: slowed
         with self.assertRaisesRegex(ValueError, "rope_scaling type 'yarn'"):
             layers.rope_inv_freq(16, 10000.0, {"rope_type": "yarn", "factor": 2.0})
+
+
+class Phi3Rope(unittest.TestCase):
+    def test_longrope_frequencies_and_attention_factor(self):
+        # Phi-3-mini-128k's and Phi-4-mini's shapes: 48 rotated pairs, a
+        # 131072-token context extending 4096 by s = 32, whose attention
+        # factor sqrt(1 + ln 32 / ln 4096) is sqrt(1 + 5/12).
+        factors = {"short_factor": [1 + i / 100 for i in range(48)],
+                   "long_factor": [1 + i for i in range(48)], "type": "longrope"}
+        for hidden, heads, partial in ((3072, 32, 1.0), (3072, 24, 0.75)):
+            config = {"hidden_size": hidden, "num_attention_heads": heads, "max_position_embeddings": 131072,
+                      "original_max_position_embeddings": 4096, "partial_rotary_factor": partial,
+                      "rope_theta": 10000.0, "rope_scaling": factors}
+            rotary = int(hidden // heads * partial)
+            self.assertEqual(rotary, 96)
+            short, long, attention = phi3_module.longrope(config, rotary)
+            self.assertAlmostEqual(attention, math.sqrt(17 / 12), places=15)
+            for inv_freq, name in ((short, "short_factor"), (long, "long_factor")):
+                # A pair's wavelength is its factor times the unscaled one.
+                for i, factor in enumerate(factors[name]):
+                    wavelength = 2 * math.pi * factor * 10000.0 ** (2 * i / rotary)
+                    self.assertAlmostEqual(2 * math.pi / float(inv_freq[i]) / wavelength, 1.0, places=12)
+        unextended = dict(config, max_position_embeddings=4096)
+        self.assertEqual(phi3_module.longrope(unextended, 96)[2], 1.0)
+        given = dict(config, rope_scaling=dict(factors, attention_factor=1.5))
+        self.assertEqual(phi3_module.longrope(given, 96)[2], 1.5)
+        with self.assertRaisesRegex(ValueError, "rope_scaling type 'linear'"):
+            phi3_module.longrope(dict(config, rope_scaling={"type": "linear", "factor": 2.0}), 96)
+
+    def test_partial_rotary_is_scaled_complex_multiplication_of_the_first_dimensions(self):
+        model = phi3(max_position_embeddings=64, original_max_position_embeddings=16,
+                     rope_scaling=LONGROPE_SCALING)
+        self.assertEqual(model.rotary_dim, 12)
+        torch.manual_seed(2)
+        x = torch.randn(2, 5, 16, dtype=torch.float64)
+        positions = torch.arange(3, 8)
+        y = model.rope(x, positions, model.long_inv_freq)
+        torch.testing.assert_close(y[..., 12:], x[..., 12:], rtol=0, atol=0)
+        z = torch.complex(x[..., :6], x[..., 6:12])
+        rotation = torch.polar(torch.full((5, 6), model.attention_factor, dtype=torch.float64),
+                               positions.view(-1, 1).double() * model.long_inv_freq.view(1, -1))
+        rotated = z * rotation
+        torch.testing.assert_close(y[..., :12], torch.cat([rotated.real, rotated.imag], dim=-1))
+
+    def test_longrope_factors_follow_the_length_after_each_pass(self):
+        scaling = dict(LONGROPE_SCALING)
+        model = phi3(max_position_embeddings=64, original_max_position_embeddings=8, rope_scaling=scaling)
+        # The same weights with one factor list in both places.
+        only = {kind: Phi3(dict(model.config, rope_scaling=dict(scaling, short_factor=scaling[kind],
+                                                                long_factor=scaling[kind])),
+                           model.w, torch.float64)
+                for kind in ("short_factor", "long_factor")}
+        # 14 tokens in one pass outgrow the original 8: long factors throughout.
+        torch.testing.assert_close(ref.logits(model, TOKENS), ref.logits(only["long_factor"], TOKENS))
+        # 8 do not.
+        torch.testing.assert_close(ref.logits(model, TOKENS[:8]), ref.logits(only["short_factor"], TOKENS[:8]))
+        # 5 tokens, then 9 more: the first pass's keys keep the short factors.
+        cache = layers.KVCache(model.layers)
+        first = model.forward(TOKENS[:5], cache)
+        second = model.forward(TOKENS[5:], cache)
+        expected_cache = layers.KVCache(model.layers)
+        expected_first = only["short_factor"].forward(TOKENS[:5], expected_cache)
+        expected_second = only["long_factor"].forward(TOKENS[5:], expected_cache)
+        torch.testing.assert_close(first, expected_first)
+        torch.testing.assert_close(second, expected_second)
+        self.assertGreater(float((second - ref.logits(model, TOKENS)[5:]).abs().max()), 1e-3)
 
 
 class Attention(unittest.TestCase):
@@ -245,6 +330,30 @@ class SecondImplementations(unittest.TestCase):
             expected = x @ w["wte.weight"].T
         torch.testing.assert_close(ref.logits(model, TOKENS), expected)
 
+    def test_phi3_matches_the_llama_family_on_split_weights(self):
+        # Full rotary without scaling: Phi-3 is Mistral with q, k, v and gate,
+        # up fused, so the same weights split apart give the same logits.
+        for window in (None, 4):
+            model = phi3(partial_rotary_factor=1.0, sliding_window=window)
+            c = model.config
+            q_width = c["num_attention_heads"] * model.head_dim
+            kv_width = c["num_key_value_heads"] * model.head_dim
+            split = {}
+            for name, tensor in model.w.items():
+                if name.endswith("qkv_proj.weight"):
+                    q, k, v = tensor.split([q_width, kv_width, kv_width])
+                    for part, weight in (("q_proj", q), ("k_proj", k), ("v_proj", v)):
+                        split[name.replace("qkv_proj", part)] = weight
+                elif name.endswith("gate_up_proj.weight"):
+                    gate, up = tensor.chunk(2)
+                    split[name.replace("gate_up_proj", "gate_proj")] = gate
+                    split[name.replace("gate_up_proj", "up_proj")] = up
+                else:
+                    split[name] = tensor
+            mistral = llama_checkpoint.config("mistral", sliding_window=window, tie_word_embeddings=True)
+            llama_model = Llama(mistral, split, torch.float64)
+            torch.testing.assert_close(ref.logits(model, TOKENS), ref.logits(llama_model, TOKENS))
+
     def test_gelu_new_is_torch_tanh_gelu(self):
         x = torch.linspace(-6, 6, 101, dtype=torch.float64)
         torch.testing.assert_close(layers.gelu_tanh(x), torch.nn.functional.gelu(x, approximate="tanh"))
@@ -312,6 +421,9 @@ class Loading(unittest.TestCase):
         g = gpt2_checkpoint.config()
         with self.assertRaisesRegex(ValueError, "activation_function 'relu'"):
             GPT2(dict(g, activation_function="relu"), gpt2_checkpoint.weights(g, 0), torch.float64)
+        p = phi3_checkpoint.config()
+        with self.assertRaisesRegex(ValueError, "hidden_act 'gelu'"):
+            Phi3(dict(p, hidden_act="gelu"), phi3_checkpoint.weights(p, 0), torch.float64)
 
 
 if __name__ == "__main__":

@@ -57,3 +57,14 @@ Value KernelEmitter::cacheSlots(int i) {
   Value width = a.muli(dimSize(i, 2), dimSize(i, 3));
   return binding(i, {slots, width});
 }
+
+Value KernelEmitter::sequenceOf(Value queryStart, Value numSeqs, Value row) {
+  Value zero = index(0);
+  return forLoop(zero, numSeqs, 1, {zero},
+                 [&](Value s, ValueRange found) -> SmallVector<Value> {
+                   Value start = a.toIndex(a.load(queryStart, s));
+                   return {
+                       a.select(a.cmpi(arith::CmpIPredicate::ule, start, row),
+                                s, found[0])};
+                 })[0];
+}

@@ -56,6 +56,9 @@ public:
   /// Binding `i`, a KV cache [NB, BS, Hkv, D], as [NB * BS, Hkv * D] rows of
   /// slots.
   Value cacheSlots(int i);
+  /// The sequence that token row `row` of a step belongs to: the last s
+  /// below `numSeqs` with queryStart[s] <= row (0 when there is none).
+  Value sequenceOf(Value queryStart, Value numSeqs, Value row);
 
 protected:
   /// Push constant `k` as an index.

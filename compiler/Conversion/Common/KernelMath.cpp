@@ -1,6 +1,7 @@
 //===- KernelMath.cpp -----------------------------------------------------===//
 
 #include "compiler/Conversion/Common/KernelMath.h"
+#include "compiler/Conversion/Common/KernelEmitter.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -14,13 +15,14 @@ Value Arith::log(Value x) { return math::LogOp::create(b, x); }
 
 SmallVector<float> mlir::llmserve::ropeInverseFrequencies(RopeOp o) {
   int64_t rotary = o.getRotaryDim();
-  SmallVector<float> inv;
-  for (int64_t i = 0; i < rotary; i += 2) {
+  auto power = [&](int64_t i) {
     float exponent = static_cast<float>(i) / static_cast<float>(rotary);
-    inv.push_back(
-        1.0f / std::pow(static_cast<float>(o.getTheta().convertToDouble()),
-                        exponent));
-  }
+    return std::pow(static_cast<float>(o.getTheta().convertToDouble()),
+                    exponent);
+  };
+  SmallVector<float> inv;
+  for (int64_t i = 0; i < rotary; i += 2)
+    inv.push_back(1.0f / power(i));
   switch (o.getScaling()) {
   case RopeScaling::none:
     break;
@@ -50,8 +52,30 @@ SmallVector<float> mlir::llmserve::ropeInverseFrequencies(RopeOp o) {
     }
     break;
   }
+  case RopeScaling::longrope: {
+    // transformers' _compute_longrope_parameters: 1 / (factor * theta^x),
+    // with the short factors and then with the long ones.
+    inv.clear();
+    for (DenseElementsAttr factors : {*o.getShortFactor(), *o.getLongFactor()})
+      for (auto [i, factor] : llvm::enumerate(factors.getValues<float>()))
+        inv.push_back(1.0f / (factor * power(2 * i)));
+    break;
+  }
   }
   return inv;
+}
+
+Value mlir::llmserve::ropeFrequencyOffset(KernelEmitter &e, RopeOp o,
+                                          Value row) {
+  if (o.getScaling() != RopeScaling::longrope)
+    return {};
+  // Bindings 2 and 3 are context_len [S] and query_start [S + 1].
+  Arith &a = e.arith();
+  Value seq = e.sequenceOf(e.binding(3), e.dimSize(2, 0), row);
+  Value context = a.toIndex(a.load(e.binding(2), seq));
+  Value longer = a.cmpi(arith::CmpIPredicate::sgt, context,
+                        e.index(*o.getOriginalMaxPosition()));
+  return a.select(longer, e.index(o.getRotaryDim() / 2), e.index(0));
 }
 
 Value mlir::llmserve::counterUniform(ImplicitLocOpBuilder &b, Value seed,

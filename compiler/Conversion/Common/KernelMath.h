@@ -76,8 +76,16 @@ struct Arith {
 };
 
 /// The rotary inverse frequencies of `op`, computed the way Hugging Face
-/// computes them (in float32), with the op's scaling applied.
+/// computes them (in float32), with the op's scaling applied: rotary_dim / 2
+/// of them, or for longrope the short factors' and then the long ones'.
 SmallVector<float> ropeInverseFrequencies(RopeOp op);
+
+class KernelEmitter;
+/// Where the frequencies of token `row` start in ropeInverseFrequencies(op),
+/// for a kernel binding the op's operands in order: for longrope, rotary_dim
+/// / 2 (the long factors') when the row's sequence is longer than
+/// original_max_position after the step, else 0; null for other scalings.
+Value ropeFrequencyOffset(KernelEmitter &e, RopeOp op, Value row);
 
 /// A uniform f32 in (0, 1) from (seed i64, offset i32, token index):
 /// splitmix64, so a sequence's random stream depends only on its own seed

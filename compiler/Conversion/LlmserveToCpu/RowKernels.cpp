@@ -58,36 +58,47 @@ Grid mlir::llmserve::buildRopeKernel(CpuKernelEmitter &e, RopeOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   SmallVector<float> inv = ropeInverseFrequencies(o);
-  int64_t half = inv.size();
   int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
+  int64_t half = rotary / 2;
   auto inputType = cast<RankedTensorType>(o.getInput().getType());
   int64_t heads = inputType.getDimSize(1) / headDim;
 
   // The frequency table is a constant global next to the kernel.
-  auto tableType = MemRefType::get({half}, b.getF32Type());
+  auto tableType =
+      MemRefType::get({static_cast<int64_t>(inv.size())}, b.getF32Type());
   std::string tableName = (e.function().getSymName() + "_inv_freq").str();
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(e.function());
     auto values = DenseElementsAttr::get(
-        RankedTensorType::get({half}, b.getF32Type()), ArrayRef(inv));
+        RankedTensorType::get(tableType.getShape(), b.getF32Type()),
+        ArrayRef(inv));
     memref::GlobalOp::create(
         b, b.getStringAttr(tableName), b.getStringAttr("private"),
         TypeAttr::get(tableType), values, b.getUnitAttr(), IntegerAttr());
   }
   Value table = memref::GetGlobalOp::create(b, tableType, tableName);
-  Value x = e.binding(0), positions = e.binding(1), y = e.binding(2);
+  // The result follows the operands (longrope's has two more).
+  Value x = e.binding(0), positions = e.binding(1),
+        y = e.binding(e.numBindings() - 1);
   bool neox = o.getStyle() == RopeStyle::neox;
   Value zero = e.index(0);
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value t) {
     Value pos = a.toF32(a.toIndex(a.load(positions, t)));
+    // longrope: the table's long-factor half for a long sequence's token.
+    Value offset = ropeFrequencyOffset(e, o, t);
     // The angle depends on the token and the pair, not the head: one sin
     // and cos per pair, applied to every head.
     e.forLoop(zero, e.index(half), 1, [&](Value i) {
-      Value angle = a.mul(pos, a.load(table, i));
+      Value angle = a.mul(pos, a.load(table, offset ? a.addi(offset, i) : i));
       Value c = math::CosOp::create(b, angle);
       Value s = math::SinOp::create(b, angle);
+      if (std::optional<APFloat> factor = o.getAttentionFactor()) {
+        Value scale = e.f32(factor->convertToDouble());
+        c = a.mul(c, scale);
+        s = a.mul(s, scale);
+      }
       e.forLoop(zero, e.index(heads), 1, [&](Value h) {
         Value base = a.muli(h, e.index(headDim));
         // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.

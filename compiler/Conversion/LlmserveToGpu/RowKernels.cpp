@@ -157,34 +157,46 @@ Grid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   SmallVector<float> inv = ropeInverseFrequencies(o);
-  int64_t half = inv.size();
   int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
+  int64_t half = rotary / 2;
   auto inputType = cast<RankedTensorType>(o.getInput().getType());
   int64_t heads = inputType.getDimSize(1) / headDim;
   bool neox = o.getStyle() == RopeStyle::neox;
 
   // The frequency table is a constant global of the GPU module.
-  auto tableType = MemRefType::get({half}, b.getF32Type());
+  auto tableType =
+      MemRefType::get({static_cast<int64_t>(inv.size())}, b.getF32Type());
   std::string tableName = (e.function().getName() + "_inv_freq").str();
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(e.function());
     auto values = DenseElementsAttr::get(
-        RankedTensorType::get({half}, b.getF32Type()), ArrayRef(inv));
+        RankedTensorType::get(tableType.getShape(), b.getF32Type()),
+        ArrayRef(inv));
     memref::GlobalOp::create(b, b.getStringAttr(tableName),
                              b.getStringAttr("private"),
                              TypeAttr::get(tableType), values, b.getUnitAttr(),
                              IntegerAttr());
   }
   Value table = memref::GetGlobalOp::create(b, tableType, tableName);
-  Value x = e.binding(0), positions = e.binding(1), y = e.binding(2);
+  // The result follows the operands (longrope's has two more).
+  Value x = e.binding(0), positions = e.binding(1),
+        y = e.binding(e.numBindings() - 1);
   Value t = e.blockId(0);
   Value pos = a.toF32(a.toIndex(a.load(positions, t)));
+  // longrope: the table's long-factor half for a long sequence's token.
+  Value offset = ropeFrequencyOffset(e, o, t);
   // One thread per rotated pair of a head.
   e.threadLoop(e.index(heads * half), [&](Value p) {
     Value h = a.divui(p, e.index(half)), i = a.remui(p, e.index(half));
     Value base = a.muli(h, e.index(headDim));
-    auto [s, c] = sinCos(e, a.mul(pos, a.load(table, i)));
+    auto [s, c] =
+        sinCos(e, a.mul(pos, a.load(table, offset ? a.addi(offset, i) : i)));
+    if (std::optional<APFloat> factor = o.getAttentionFactor()) {
+      Value scale = e.f32(factor->convertToDouble());
+      c = a.mul(c, scale);
+      s = a.mul(s, scale);
+    }
     // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
     Value first =
         neox ? a.addi(base, i) : a.addi(base, a.muli(i, e.index(2)));

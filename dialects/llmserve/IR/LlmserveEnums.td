@@ -29,7 +29,10 @@ def Llmserve_RopeScaling : I32Enum<"RopeScaling",
       I32EnumCase<"linear", 1>,
       // Llama 3.1: low frequencies divided by scaling_factor, high ones kept,
       // a smooth blend in between.
-      I32EnumCase<"llama3", 2>
+      I32EnumCase<"llama3", 2>,
+      // LongRoPE (Phi-3): per-pair factors, short ones for a sequence up to
+      // the original context and long ones past it, and cos and sin scaled.
+      I32EnumCase<"longrope", 3>
     ]> {
   let cppNamespace = "::mlir::llmserve";
 }

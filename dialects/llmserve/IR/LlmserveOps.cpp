@@ -4,7 +4,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+
+#include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::llmserve;
@@ -100,6 +104,18 @@ static LogicalResult verifyPositiveFinite(Operation *op, StringRef name,
     return success();
   return op->emitOpError() << name << " must be positive and finite, got "
                            << formatFloat(attr);
+}
+
+// query_start [S + 1] has one entry more than `perSequence` [S] (named
+// `name`).
+static LogicalResult verifyOneMoreStart(Operation *op, Value queryStart,
+                                        StringRef name, Value perSequence) {
+  int64_t starts = cast<ShapedType>(queryStart.getType()).getDimSize(0);
+  int64_t sequences = cast<ShapedType>(perSequence.getType()).getDimSize(0);
+  if (!isStatic(starts) || !isStatic(sequences) || starts - 1 == sequences)
+    return success();
+  return op->emitOpError() << "query_start dim 0 (" << starts << ") must equal "
+                           << name << " dim 0 (" << sequences << ") + 1";
 }
 
 //===----------------------------------------------------------------------===//
@@ -243,20 +259,6 @@ LogicalResult LinearOp::verify() {
 // RopeOp
 //===----------------------------------------------------------------------===//
 
-// How many of scaling_factor, low_freq_factor, high_freq_factor and
-// original_max_position (in this order) a scaling kind takes.
-static size_t scalingAttributeCount(RopeScaling scaling) {
-  switch (scaling) {
-  case RopeScaling::none:
-    return 0;
-  case RopeScaling::linear:
-    return 1;
-  case RopeScaling::llama3:
-    return 4;
-  }
-  llvm_unreachable("unknown RopeScaling");
-}
-
 LogicalResult RopeOp::verify() {
   Operation *op = getOperation();
   int64_t headDim = getHeadDimAttr().getInt();
@@ -279,30 +281,57 @@ LogicalResult RopeOp::verify() {
                              getInput(), 0)))
     return failure();
 
-  // Each scaling kind takes a prefix of these attributes.
-  const std::pair<StringRef, Attribute> scalingAttrs[] = {
-      {"scaling_factor", getScalingFactorAttr()},
-      {"low_freq_factor", getLowFreqFactorAttr()},
-      {"high_freq_factor", getHighFreqFactorAttr()},
-      {"original_max_position", getOriginalMaxPositionAttr()}};
-  size_t taken = scalingAttributeCount(getScaling());
-  StringRef scaling = stringifyRopeScaling(getScaling());
-  for (size_t i = 0; i < std::size(scalingAttrs); ++i) {
-    auto [name, value] = scalingAttrs[i];
-    if (i < taken && !value)
-      return emitOpError() << "scaling " << scaling << " needs " << name;
-    if (i >= taken && value)
-      return emitOpError() << "scaling " << scaling << " takes no " << name;
+  // What each scaling kind takes, all of it needed.
+  RopeScaling scaling = getScaling();
+  bool linear = scaling == RopeScaling::linear;
+  bool llama3 = scaling == RopeScaling::llama3;
+  bool longrope = scaling == RopeScaling::longrope;
+  const std::tuple<StringRef, bool, bool> taken[] = {
+      {"scaling_factor", bool(getScalingFactorAttr()), linear || llama3},
+      {"low_freq_factor", bool(getLowFreqFactorAttr()), llama3},
+      {"high_freq_factor", bool(getHighFreqFactorAttr()), llama3},
+      {"original_max_position", bool(getOriginalMaxPositionAttr()),
+       llama3 || longrope},
+      {"short_factor", bool(getShortFactorAttr()), longrope},
+      {"long_factor", bool(getLongFactorAttr()), longrope},
+      {"attention_factor", bool(getAttentionFactorAttr()), longrope},
+      {"context_len", bool(getContextLen()), longrope},
+      {"query_start", bool(getQueryStart()), longrope}};
+  StringRef scalingName = stringifyRopeScaling(scaling);
+  for (auto [name, present, needed] : taken) {
+    if (needed && !present)
+      return emitOpError() << "scaling " << scalingName << " needs " << name;
+    if (!needed && present)
+      return emitOpError() << "scaling " << scalingName << " takes no " << name;
   }
   if (failed(verifyPositive(op, "scaling_factor", getScalingFactorAttr())) ||
       failed(verifyPositive(op, "low_freq_factor", getLowFreqFactorAttr())) ||
       failed(verifyPositive(op, "original_max_position",
-                            getOriginalMaxPositionAttr())))
+                            getOriginalMaxPositionAttr())) ||
+      failed(verifyPositiveFinite(op, "attention_factor",
+                                  getAttentionFactorAttr())))
     return failure();
+  if (longrope) {
+    // One factor per rotated pair; each divides a frequency.
+    for (auto [name, factors] :
+         {std::pair(StringRef("short_factor"), getShortFactorAttr()),
+          std::pair(StringRef("long_factor"), getLongFactorAttr())}) {
+      ShapedType type = factors.getType();
+      if (type.getRank() != 1 || type.getDimSize(0) != rotaryDim / 2)
+        return emitOpError()
+               << name << " must hold rotary_dim / 2 = " << rotaryDim / 2
+               << " factors, got " << type;
+      if (!llvm::all_of(factors.getValues<float>(),
+                        [](float f) { return f > 0 && std::isfinite(f); }))
+        return emitOpError() << name << " entries must be positive and finite";
+    }
+    if (failed(verifyOneMoreStart(op, getQueryStart(), "context_len",
+                                  getContextLen())))
+      return failure();
+  }
   // llama3 interpolates between the two wavelength thresholds.
-  if (getScaling() == RopeScaling::llama3 &&
-      !(getHighFreqFactorAttr().getValueAsDouble() >
-        getLowFreqFactorAttr().getValueAsDouble()))
+  if (llama3 && !(getHighFreqFactorAttr().getValueAsDouble() >
+                  getLowFreqFactorAttr().getValueAsDouble()))
     return emitOpError() << "high_freq_factor ("
                          << formatFloat(getHighFreqFactorAttr())
                          << ") must exceed low_freq_factor ("
@@ -360,20 +389,12 @@ LogicalResult PagedAttentionOp::verify() {
                          << ") must equal num_heads x cache head_dim ("
                          << numHeads << " x " << headDim << ")";
 
-  // query_start has one entry more than there are sequences.
-  auto verifyOneMoreStart = [&](StringRef name,
-                                Value perSequence) -> LogicalResult {
-    int64_t starts = getQueryStart().getType().getDimSize(0);
-    int64_t sequences = cast<ShapedType>(perSequence.getType()).getDimSize(0);
-    if (!isStatic(starts) || !isStatic(sequences) || starts - 1 == sequences)
-      return success();
-    return emitOpError() << "query_start dim 0 (" << starts << ") must equal "
-                         << name << " dim 0 (" << sequences << ") + 1";
-  };
   if (failed(verifyDimsMatch(op, "block_table", getBlockTable(), 0,
                              "context_len", getContextLen(), 0)) ||
-      failed(verifyOneMoreStart("context_len", getContextLen())) ||
-      failed(verifyOneMoreStart("block_table", getBlockTable())) ||
+      failed(verifyOneMoreStart(op, getQueryStart(), "context_len",
+                                getContextLen())) ||
+      failed(verifyOneMoreStart(op, getQueryStart(), "block_table",
+                                getBlockTable())) ||
       failed(verifyDimsMatch(op, "lse", getLse(), 0, "query", getQuery(), 0)) ||
       failed(verifyDimIs(op, "lse", getLse(), 1, numHeads, "num_heads")))
     return failure();

@@ -202,7 +202,7 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure]> {
 }
 
 def Llmserve_RopeOp : Llmserve_Op<"rope",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
   let summary = "rotary position embedding";
   let description = [{
     Rotates the first `rotary_dim` channels of every `head_dim`-wide head of
@@ -227,6 +227,16 @@ def Llmserve_RopeOp : Llmserve_Op<"rope",
       `freq_i`, and in between `(1 - a) freq_i / scaling_factor + a freq_i`
       with `a = (original_max_position / wavelength - low_freq_factor) /
       (high_freq_factor - low_freq_factor)`; needs all four attributes.
+    - `longrope` (Phi-3's LongRoPE): `freq_i / short_factor[i]` for the
+      tokens of a sequence whose context after the step (`context_len`) is
+      at most `original_max_position`, `freq_i / long_factor[i]` for those
+      of a longer one, and cos and sin times `attention_factor`. Needs those
+      four attributes (the factors as f32 tensors of rotary_dim / 2 entries)
+      and the step's `context_len` [S] and `query_start` [S + 1], which place
+      token t in the sequence s with
+      `query_start[s] <= t < query_start[s + 1]` (as in `paged_attention`).
+      The choice is per sequence, so a token's result does not depend on the
+      other sequences of its step.
 
     Example:
 
@@ -237,11 +247,20 @@ def Llmserve_RopeOp : Llmserve_Op<"rope",
         theta 5.000000e+05 scaling llama3 scaling_factor 8.000000e+00
         low_freq_factor 1.000000e+00 high_freq_factor 4.000000e+00
         original_max_position 8192 : tensor<?x256xf32>, tensor<?xi32>
+    %p = llmserve.rope %x, %pos context_len %cl query_start %qs style neox
+        head_dim 64 rotary_dim 8 theta 1.000000e+04 scaling longrope
+        original_max_position 4096
+        short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>
+        long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32>
+        attention_factor 1.19
+        : tensor<?x256xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
     ```
   }];
   let arguments = (ins
     Llmserve_FloatTensor2D:$input,
     Llmserve_I32Tensor1D:$positions,
+    Optional<Llmserve_I32Tensor1D>:$context_len,
+    Optional<Llmserve_I32Tensor1D>:$query_start,
     I64Attr:$head_dim,
     I64Attr:$rotary_dim,
     F64Attr:$theta,
@@ -251,16 +270,27 @@ def Llmserve_RopeOp : Llmserve_Op<"rope",
     OptionalAttr<F64Attr>:$scaling_factor,
     OptionalAttr<F64Attr>:$low_freq_factor,
     OptionalAttr<F64Attr>:$high_freq_factor,
-    OptionalAttr<I64Attr>:$original_max_position);
+    OptionalAttr<I64Attr>:$original_max_position,
+    // Tensors, not dense arrays: a dense array's custom form prints floats
+    // with six digits, which would not read back to the same factors.
+    OptionalAttr<FloatElementsAttr<32>>:$short_factor,
+    OptionalAttr<FloatElementsAttr<32>>:$long_factor,
+    OptionalAttr<F64Attr>:$attention_factor);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{
-    $input `,` $positions `style` `` $style `head_dim` $head_dim
+    $input `,` $positions
+    (`context_len` $context_len^ `query_start` $query_start)?
+    `style` `` $style `head_dim` $head_dim
     `rotary_dim` $rotary_dim `theta` $theta (`scaling` `` $scaling^)?
     (`scaling_factor` $scaling_factor^)?
     (`low_freq_factor` $low_freq_factor^)?
     (`high_freq_factor` $high_freq_factor^)?
     (`original_max_position` $original_max_position^)?
+    (`short_factor` $short_factor^)?
+    (`long_factor` $long_factor^)?
+    (`attention_factor` $attention_factor^)?
     attr-dict `:` type($input) `,` type($positions)
+    (`,` type($context_len)^ `,` type($query_start))?
   }];
 }
 

@@ -117,6 +117,27 @@ Shapes gpt2_shapes(const json &c, const std::string &prefix) {
   return prefixed;
 }
 
+// Phi3ForCausalLM's tensors: q, k and v fused in qkv_proj, gate and up in
+// gate_up_proj.
+Shapes phi3_shapes(const json &c) {
+  const int64_t hidden = c["hidden_size"], inter = c["intermediate_size"];
+  const int64_t heads = c["num_attention_heads"], kv_heads = c["num_key_value_heads"];
+  const int64_t head_dim = c.value("head_dim", hidden / heads), vocab = c["vocab_size"];
+  Shapes s{{"model.embed_tokens.weight", {vocab, hidden}}, {"model.norm.weight", {hidden}}};
+  if (!c["tie_word_embeddings"].get<bool>())
+    s["lm_head.weight"] = {vocab, hidden};
+  for (int layer = 0; layer < c["num_hidden_layers"].get<int>(); ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    s[p + "input_layernorm.weight"] = {hidden};
+    s[p + "post_attention_layernorm.weight"] = {hidden};
+    s[p + "self_attn.qkv_proj.weight"] = {(heads + 2 * kv_heads) * head_dim, hidden};
+    s[p + "self_attn.o_proj.weight"] = {hidden, heads * head_dim};
+    s[p + "mlp.gate_up_proj.weight"] = {2 * inter, hidden};
+    s[p + "mlp.down_proj.weight"] = {hidden, inter};
+  }
+  return s;
+}
+
 std::vector<std::string> fixture_names() {
   std::vector<std::string> names;
   for (const auto &entry : fs::directory_iterator(kFixtures))
@@ -146,6 +167,8 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
     Shapes expected;
     if (config["model_type"] == "gpt2")
       expected = gpt2_shapes(config, ckpt.find("transformer.wte.weight") ? "transformer." : "");
+    else if (config["model_type"] == "phi3")
+      expected = phi3_shapes(config);
     else if (config["model_type"] == "gemma2" || config["model_type"] == "gemma3_text")
       expected = gemma_shapes(config);
     else

@@ -162,6 +162,40 @@ func.func @attention(%q: tensor<?x64xf32>, %pos: tensor<?xi32>, %kc: tensor<?x4x
 
 // -----
 
+// longrope: the table holds the frequencies with the short factors, then
+// with the long ones. Each row finds its sequence in query_start (the last
+// s with query_start[s] <= row) and reads the long half (offset 2 pairs)
+// when that sequence's context_len exceeds original_max_position (16); cos
+// and sin are scaled by attention_factor. The 12 channels of each head past
+// rotary_dim pass through.
+// CHECK-LABEL: func.func @rope_longrope
+//       CHECK:   llmserve.rope
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "1", "1"], kernel = "d0_rope"
+//       CHECK: memref.global "private" constant @llmserve_d0_rope_inv_freq : memref<4xf32> = dense<[1.000000e+00, 5.000000e-03, 5.000000e-01, 6.250000e-04]>
+//       CHECK: func.func @llmserve_d0_rope
+//       CHECK:   scf.for %[[ROW:.*]] = {{.*}} {
+//       CHECK:     scf.for {{.*}} iter_args({{.*}}) -> (index) {
+//       CHECK:       %[[START:.*]] = arith.index_cast {{.*}} : i32 to index
+//       CHECK:       arith.cmpi ule, %[[START]], %[[ROW]] : index
+//       CHECK:     %[[CONTEXT:.*]] = arith.index_cast {{.*}} : i32 to index
+//       CHECK:     %[[LONG:.*]] = arith.cmpi sgt, %[[CONTEXT]], %c16 : index
+//       CHECK:     %[[OFFSET:.*]] = arith.select %[[LONG]], %c2, %{{.*}} : index
+//       CHECK:     scf.for %[[PAIR:.*]] = {{.*}} {
+//       CHECK:       arith.addi %[[OFFSET]], %[[PAIR]] : index
+//       CHECK:       %[[COS:.*]] = math.cos
+//       CHECK:       %[[SIN:.*]] = math.sin
+//       CHECK:       %[[FACTOR:.*]] = arith.constant 1.250000e+00 : f32
+//       CHECK:       arith.mulf %[[COS]], %[[FACTOR]] : f32
+//       CHECK:       arith.mulf %[[SIN]], %[[FACTOR]] : f32
+//       CHECK:     scf.for
+//       CHECK:       scf.for {{.*}} = %c4{{.*}} to %c16
+func.func @rope_longrope(%x: tensor<?x48xf32>, %pos: tensor<?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> tensor<?x48xf32> {
+  %r = llmserve.rope %x, %pos context_len %cl query_start %qs style neox head_dim 16 rotary_dim 4 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 2.0]> : tensor<2xf32> long_factor dense<[2.0, 16.0]> : tensor<2xf32> attention_factor 1.25 : tensor<?x48xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %r : tensor<?x48xf32>
+}
+
+// -----
+
 // apply_penalties copies each row, then rewrites the history tokens of the
 // row's [start[s], start[s+1]) range, clamped to the P entries.
 // CHECK-LABEL: func.func @apply_penalties

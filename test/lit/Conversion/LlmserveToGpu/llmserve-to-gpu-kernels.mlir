@@ -194,6 +194,36 @@ func.func @rope(%x: tensor<?x32xf16>, %pos: tensor<?xi32>) -> tensor<?x32xf16> {
 
 // -----
 
+// longrope: the block's token finds its sequence in query_start before the
+// threads take their pairs; a sequence longer than original_max_position
+// (16) reads the table's long half, and cos and sin are scaled by
+// attention_factor. Bindings: the input, positions, context_len,
+// query_start, then the result.
+// CHECK-LABEL: func.func @rope_longrope
+//       CHECK:   llmserve.rope
+//  CHECK-SAME:     grid = ["$0", "1", "1"], kernel = "d0_rope"
+//       CHECK: memref.global "private" constant @llmserve_d0_rope_inv_freq : memref<4xf32> = dense<[1.000000e+00, 5.000000e-03, 5.000000e-01, 6.250000e-04]>
+//       CHECK: gpu.func @llmserve_d0_rope(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi32>, %{{.*}}: memref<1xi32>, %{{.*}}: memref<1xi32>, %{{.*}}: memref<1xbf16>,
+//       CHECK:   %[[ROW:.*]] = gpu.block_id x
+//       CHECK:   scf.for {{.*}} iter_args({{.*}}) -> (index) {
+//       CHECK:     arith.cmpi ule, %{{.*}}, %[[ROW]] : index
+//       CHECK:   %[[LONG:.*]] = arith.cmpi sgt, %{{.*}}, %c16 : index
+//       CHECK:   %[[OFFSET:.*]] = arith.select %[[LONG]], %c2, %{{.*}} : index
+//       CHECK:   gpu.thread_id x
+//       CHECK:   scf.for
+//       CHECK:     arith.addi %[[OFFSET]], %{{.*}} : index
+//       CHECK:     math.sin
+//       CHECK:     math.cos
+//       CHECK:     %[[FACTOR:.*]] = arith.constant 1.250000e+00 : f32
+//       CHECK:     arith.mulf %{{.*}}, %[[FACTOR]] : f32
+//       CHECK:     arith.mulf %{{.*}}, %[[FACTOR]] : f32
+func.func @rope_longrope(%x: tensor<?x48xbf16>, %pos: tensor<?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> tensor<?x48xbf16> {
+  %r = llmserve.rope %x, %pos context_len %cl query_start %qs style neox head_dim 16 rotary_dim 4 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 2.0]> : tensor<2xf32> long_factor dense<[2.0, 16.0]> : tensor<2xf32> attention_factor 1.25 : tensor<?x48xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %r : tensor<?x48xbf16>
+}
+
+// -----
+
 // kv_write binds its cache once and writes through a [slots, width] view.
 // CHECK-LABEL: func.func @kv_write
 //       CHECK:   llmserve.kv_write

@@ -467,9 +467,137 @@ func.func @rope_llama3_band(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
 
 // -----
 
+func.func @rope_longrope_without_sequences(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling longrope needs context_len}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_without_query_start(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling longrope needs query_start}}
+  %y = "llmserve.rope"(%x, %p, %c) <{head_dim = 32 : i64, rotary_dim = 8 : i64, theta = 1.0e4 : f64, style = #llmserve<rope_style neox>, scaling = #llmserve<rope_scaling longrope>, original_max_position = 16 : i64, short_factor = dense<1.0> : tensor<4xf32>, long_factor = dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32>, attention_factor = 1.5 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_none_with_sequences(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling none takes no context_len}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_without_max_position(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling longrope needs original_max_position}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_without_short_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling longrope needs short_factor}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_without_long_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling longrope needs long_factor}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_without_attention_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling longrope needs attention_factor}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_with_scaling_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling longrope takes no scaling_factor}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope scaling_factor 2.0 original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_llama3_with_long_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op scaling llama3 takes no long_factor}}
+  %y = llmserve.rope %x, %p style neox head_dim 32 rotary_dim 32 theta 1.0e4 scaling llama3 scaling_factor 8.0 low_freq_factor 1.0 high_freq_factor 4.0 original_max_position 8192 long_factor dense<[1.0]> : tensor<1xf32> : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_short_factor_length(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op short_factor must hold rotary_dim / 2 = 4 factors, got 'tensor<3xf32>'}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0]> : tensor<3xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_long_factor_positive(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op long_factor entries must be positive and finite}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 0.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_short_factor_finite(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op short_factor entries must be positive and finite}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 0x7F800000, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_factor(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op attention_factor must be positive and finite, got 0}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 0.0 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_max_position(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi32>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op original_max_position must be positive, got -1}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position -1 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_query_start(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<3xi32>, %q: tensor<3xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op query_start dim 0 (3) must equal context_len dim 0 (3) + 1}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<3xi32>, tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @rope_context_len_type(%x: tensor<?x64xf32>, %p: tensor<?xi32>, %c: tensor<?xi64>, %q: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.rope' op operand #2 must be 1D tensor of 32-bit signless integer values, but got 'tensor<?xi64>'}}
+  %y = llmserve.rope %x, %p context_len %c query_start %q style neox head_dim 32 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32> long_factor dense<[1.0, 2.0, 4.0, 8.0]> : tensor<4xf32> attention_factor 1.5 : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi64>, tensor<?xi32>
+  return
+}
+
+// -----
+
 func.func @rope_result_type(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{'llmserve.rope' op failed to verify that all of {input, result} have same type}}
-  %y = "llmserve.rope"(%x, %p) <{head_dim = 32 : i64, rotary_dim = 32 : i64, theta = 1.0e4 : f64, style = #llmserve<rope_style neox>}> : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<4x64xf32>
+  %y = "llmserve.rope"(%x, %p) <{head_dim = 32 : i64, rotary_dim = 32 : i64, theta = 1.0e4 : f64, style = #llmserve<rope_style neox>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<4x64xf32>
   return
 }
 
@@ -840,7 +968,7 @@ func.func @rms_norm_two_residuals(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
 
 func.func @rope_missing_attribute(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{'llmserve.rope' op requires attribute 'head_dim'}}
-  %y = "llmserve.rope"(%x, %p) : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %y = "llmserve.rope"(%x, %p) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 

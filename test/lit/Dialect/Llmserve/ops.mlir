@@ -100,9 +100,9 @@ func.func @linear_f32_result(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>) -> 
 // -----
 
 // CHECK-LABEL: func @rope
-// CHECK-SAME: (%[[X:.*]]: tensor<?x256xf16>, %[[P:.*]]: tensor<?xi32>)
-func.func @rope(%x: tensor<?x256xf16>, %pos: tensor<?xi32>)
-    -> (tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>) {
+// CHECK-SAME: (%[[X:.*]]: tensor<?x256xf16>, %[[P:.*]]: tensor<?xi32>, %[[C:.*]]: tensor<?xi32>, %[[Q:.*]]: tensor<?xi32>)
+func.func @rope(%x: tensor<?x256xf16>, %pos: tensor<?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>)
+    -> (tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>) {
   // CHECK: llmserve.rope %[[X]], %[[P]] style neox head_dim 64 rotary_dim 64 theta 1.000000e+04 : tensor<?x256xf16>, tensor<?xi32>
   %a = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64 theta 1.0e4 : tensor<?x256xf16>, tensor<?xi32>
   // The default scaling is not printed.
@@ -112,7 +112,17 @@ func.func @rope(%x: tensor<?x256xf16>, %pos: tensor<?xi32>)
   %c = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64 theta 1.0e4 scaling linear scaling_factor 2.0 : tensor<?x256xf16>, tensor<?xi32>
   // CHECK: llmserve.rope %[[X]], %[[P]] style neox head_dim 64 rotary_dim 64 theta 5.000000e+05 scaling llama3 scaling_factor 8.000000e+00 low_freq_factor 1.000000e+00 high_freq_factor 4.000000e+00 original_max_position 8192 : tensor<?x256xf16>, tensor<?xi32>
   %d = llmserve.rope %x, %pos style neox head_dim 64 rotary_dim 64 theta 5.0e5 scaling llama3 scaling_factor 8.0 low_freq_factor 1.0 high_freq_factor 4.0 original_max_position 8192 : tensor<?x256xf16>, tensor<?xi32>
-  return %a, %b, %c, %d : tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>
+  // Factors print exactly (1.118320672 is the f32 1.1183207).
+  // CHECK: llmserve.rope %[[X]], %[[P]] context_len %[[C]] query_start %[[Q]] style neox head_dim 64 rotary_dim 8 theta 1.000000e+04 scaling longrope original_max_position 4096 short_factor dense<1.000000e+00> : tensor<4xf32> long_factor dense<[1.000000e+00, 1.1183207, 4.000000e+00, 4.777000e+01]> : tensor<4xf32> attention_factor 1.1902380714238083 : tensor<?x256xf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %e = llmserve.rope %x, %pos context_len %cl query_start %qs style neox head_dim 64 rotary_dim 8 theta 1.0e4 scaling longrope original_max_position 4096 short_factor dense<1.0> : tensor<4xf32> long_factor dense<[1.0, 1.118320672, 4.0, 47.77]> : tensor<4xf32> attention_factor 1.1902380714238083 : tensor<?x256xf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  return %a, %b, %c, %d, %e : tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16>
+}
+
+// CHECK-LABEL: func @rope_longrope_static
+func.func @rope_longrope_static(%x: tensor<5x48xf32>, %pos: tensor<5xi32>, %cl: tensor<2xi32>, %qs: tensor<3xi32>) -> tensor<5x48xf32> {
+  // CHECK: llmserve.rope {{.*}} : tensor<5x48xf32>, tensor<5xi32>, tensor<2xi32>, tensor<3xi32>
+  %y = llmserve.rope %x, %pos context_len %cl query_start %qs style neox head_dim 16 rotary_dim 4 theta 1.0e4 scaling longrope original_max_position 16 short_factor dense<[1.0, 1.5]> : tensor<2xf32> long_factor dense<[2.0, 8.0]> : tensor<2xf32> attention_factor 1.25 : tensor<5x48xf32>, tensor<5xi32>, tensor<2xi32>, tensor<3xi32>
+  return %y : tensor<5x48xf32>
 }
 
 // -----
