@@ -59,15 +59,21 @@ def module(inputs, body, results):
 
 # ----------------------------------------------------------------- cases --
 
+def linear_module(inputs):
+    """@op(x, w[, b]) returning x·Wᵀ (+ b)."""
+    x, w, *bias = inputs
+    ty = f"tensor<{x.shape[0]}x{w.shape[0]}xf32>"
+    b = " bias %a2" if bias else ""
+    bty = f", {mlir_type(bias[0])}" if bias else ""
+    body = (f"  %y = llmserve.linear %a0, %a1{b} : {mlir_type(x)}, {mlir_type(w)}{bty} -> {ty}")
+    return module(inputs, body, [("%y", ty)])
+
+
 def case_linear(bias, m=7, k=96, n=80):
     x, w = f32(m, k), f32(n, k)
     inputs = [x, w] + ([f32(n)] if bias else [])
-    ty = f"tensor<{m}x{n}xf32>"
-    b = f" bias %a2" if bias else ""
-    bty = f", tensor<{n}xf32>" if bias else ""
-    body = (f"  %y = llmserve.linear %a0, %a1{b} : {mlir_type(x)}, {mlir_type(w)}{bty} -> {ty}")
     ref = t(x) @ t(w).T + (t(inputs[2]) if bias else 0)
-    return inputs, module(inputs, body, [("%y", ty)]), [ref]
+    return inputs, linear_module(inputs), [ref]
 
 
 def case_linear_checkpoint(bias, m, k, n):
@@ -386,6 +392,16 @@ def decode_invariance_pair(window=None):
     return (inputs, text), (decode, attention_module(decode, heads, 1 / math.sqrt(d), window))
 
 
+def linear_invariance_pair():
+    """The same 3 rows of x·Wᵀ + b in an 80-row step and alone, with K cut
+    into 8 splits: ((inputs, module) of 80 rows, (inputs, module) of 3). On
+    sm_90 the large-tile and the small-M kernel run them, whose results for
+    those rows must be bitwise equal (test/gpu/gpu_checks.py)."""
+    inputs, text, _ = case_linear(True, m=80, k=1024, n=256)
+    few = [inputs[0][:3]] + inputs[1:]
+    return (inputs, text), (few, linear_module(few))
+
+
 def case_sample_greedy():
     s, v = 5, 300
     logits = f32(s, v)
@@ -523,6 +539,11 @@ CASES = {
     # More than 64 rows: on sm_90 the large-tile kernel, where the cases above
     # (K a multiple of 8) run the small-M one.
     "linear_many_rows": lambda: case_linear(True, m=80, k=64, n=40),
+    # On sm_90 K in 8 splits (16 column tiles, the last split short): the
+    # small-M kernel's cluster reduction, and the large-tile kernel's sum of
+    # the same splits.
+    "linear_split_k": lambda: case_linear(True, m=5, k=1016, n=256),
+    "linear_split_k_many_rows": lambda: case_linear(True, m=80, k=1016, n=256),
     # Checkpoint weights in panels: 8-row and 3-panel tiles with rows and
     # panels left over, blocks of rows and panels that end mid-tile, and k in
     # 256-long chunks with a partial last one.
@@ -622,17 +643,21 @@ def compile_and_call(build, directory, inputs, text, weights=None):
     return [np.load(os.path.join(out, f"result_{i}.npy")) for i in range(len(os.listdir(out)))]
 
 
-def check_decode_invariance(build, work):
+def check_invariance(build, work):
+    """Rows computed in a larger step and alone are bitwise equal: decode rows
+    in a mixed and a decode-only step, and linear rows."""
     ok = True
-    for window in (None, 200):
-        pair = decode_invariance_pair(window)
-        mixed, decode = (compile_and_call(build, os.path.join(work, f"invariance_{window}", kind),
+    pairs = [(f"attention_window_{window}", decode_invariance_pair(window))
+             for window in (None, 200)]
+    pairs.append(("linear_split_k", linear_invariance_pair()))
+    for name, pair in pairs:
+        larger, alone = (compile_and_call(build, os.path.join(work, "invariance", name, kind),
                                           inputs, text)
-                         for kind, (inputs, text) in zip(("mixed", "decode"), pair))
-        rows = len(decode[0])
-        passed = all(np.array_equal(m[:rows], d) for m, d in zip(mixed, decode))
-        print(f"{'ok' if passed else 'FAIL'} decode rows bitwise equal in mixed and "
-              f"decode-only steps (window {window})")
+                         for kind, (inputs, text) in zip(("larger", "alone"), pair))
+        rows = len(alone[0])
+        passed = all(np.array_equal(m[:rows], d) for m, d in zip(larger, alone))
+        print(f"{'ok' if passed else 'FAIL'} rows bitwise equal in a larger step and alone "
+              f"({name})")
         ok &= passed
     return ok
 
@@ -677,7 +702,7 @@ def main():
             print(f"FAIL {name}: {e}")
             results.append(False)
     if not sys.argv[3:]:
-        results.append(check_decode_invariance(build, work))
+        results.append(check_invariance(build, work))
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     sys.exit(0 if all(results) else 1)

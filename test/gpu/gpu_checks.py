@@ -14,8 +14,9 @@
         at most 1e-4 for f32 cases, 1e-2 for the `.bf16` cases, whose GPU
         kernels store bf16 and whose inputs are rounded to bf16 for both
         devices; integers equal);
-        runs two decode rows in a mixed and in a decode-only step (different
-        kernels on sm_90), whose results must be bitwise equal;
+        runs rows in a larger step and alone (decode rows in a mixed and in a
+        decode-only step; linear rows in the large-tile and the small-M
+        kernel), whose results must be bitwise equal;
         serves the llama fixture on both devices and sends 64 concurrent
         greedy requests, whose continuations must be the CPU's, and on the GPU
         the same at concurrency 1 as at 64, and from kernels.ptx through the
@@ -88,9 +89,10 @@ def bf16_rounded(a):
 
 def bf16_text(text):
     """The op case with bf16 storage, as a narrowed model stores it:
-    every f32 tensor becomes bf16 except paged_attention's log-sum-exp,
-    which the dialect keeps f32."""
-    narrow = text.replace("xf32>", "xbf16>")
+    every f32 tensor type becomes bf16 except paged_attention's log-sum-exp,
+    which the dialect keeps f32, and the types of dense attributes."""
+    # Constant attributes (longrope's factors) keep their f32 type.
+    narrow = re.sub(r"(?<!> : )(tensor<[0-9x?]*)xf32>", r"\1xbf16>", text)
     lse = re.search(r"llmserve\.paged_attention .* -> (tensor<[^>]*>)", narrow)
     if lse:
         narrow = narrow.replace(lse.group(1), lse.group(1).replace("xbf16>", "xf32>"))
@@ -141,12 +143,16 @@ def prepare(build, out, tinyllama):
             failures.append(f"{name}: {first}")
             shutil.rmtree(directory)
 
-    # Decode rows in a mixed step and in a decode-only step (bf16 storage, as
-    # models run): different kernels on sm_90, bitwise-equal results.
-    for window in (None, 200):
-        pair = op_numerics_test.decode_invariance_pair(window)
-        for kind, (inputs, text) in zip(("mixed", "decode"), pair):
-            directory = os.path.join(out, "invariance", f"window_{window}", kind)
+    # The same rows in a larger step and alone (bf16 storage, as models run):
+    # different kernels on sm_90, bitwise-equal results. Attention: decode
+    # rows in a mixed step and in a decode-only step; linear: 3 rows of an
+    # 80-row step (large-tile kernel) and alone (small-M kernel, split K).
+    pairs = [(f"attention_window_{window}", op_numerics_test.decode_invariance_pair(window))
+             for window in (None, 200)]
+    pairs.append(("linear_split_k", op_numerics_test.linear_invariance_pair()))
+    for name, pair in pairs:
+        for kind, (inputs, text) in zip(("larger", "alone"), pair):
+            directory = os.path.join(out, "invariance", name, kind)
             os.makedirs(directory, exist_ok=True)
             source = os.path.join(directory, "op.mlir")
             with open(source, "w") as f:
@@ -251,24 +257,24 @@ def check_ops(llmrun, out):
     return ok
 
 
-def check_decode_invariance(llmrun, out):
-    """The decode rows' output and log-sum-exp from the mixed kernel (a step
-    with a prefill chunk) and from the split-context decode and merge kernels
-    (a decode-only step) must be bitwise equal."""
+def check_invariance(llmrun, out):
+    """Rows computed in a larger step and alone must be bitwise equal: decode
+    rows from the mixed attention kernel and from the split-context decode
+    and merge kernels; linear rows from the large-tile and small-M kernels."""
     ok = True
     root = os.path.join(out, "invariance")
     for name in sorted(os.listdir(root)):
         try:
-            mixed = call(llmrun, os.path.join(root, name, "mixed"), "sm90")
-            decode = call(llmrun, os.path.join(root, name, "decode"), "sm90")
+            larger = call(llmrun, os.path.join(root, name, "larger"), "sm90")
+            alone = call(llmrun, os.path.join(root, name, "alone"), "sm90")
         except RuntimeError as e:
-            print(f"FAIL decode invariance {name}: {e}")
+            print(f"FAIL invariance {name}: {e}")
             ok = False
             continue
-        rows = len(decode[0])
-        passed = all(np.array_equal(m[:rows], d, equal_nan=True) for m, d in zip(mixed, decode))
-        print(f"{'ok' if passed else 'FAIL'} decode rows bitwise equal in mixed and decode-only "
-              f"steps ({name})")
+        rows = len(alone[0])
+        passed = all(np.array_equal(m[:rows], d, equal_nan=True) for m, d in zip(larger, alone))
+        print(f"{'ok' if passed else 'FAIL'} rows bitwise equal in a larger step and alone "
+              f"({name})")
         ok &= passed
     return ok
 
@@ -397,7 +403,7 @@ def check(build, out):
     if not os.path.isdir(os.path.join(out, "ops")):
         skip(f"nothing prepared in {out}: run gpu_checks.py prepare where llmc is")
     llmrun = os.path.join(build, "bin", "llmrun")
-    results = [check_ops(llmrun, out), check_decode_invariance(llmrun, out),
+    results = [check_ops(llmrun, out), check_invariance(llmrun, out),
                check_llama(llmrun, out), check_sanitizer(build, llmrun, out)]
     return all(results)
 

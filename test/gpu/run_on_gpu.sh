@@ -1,11 +1,18 @@
 #!/bin/bash
-# Everything that needs an NVIDIA GPU, in one go, on a machine with no MLIR:
-# the executor's GPU tests, gpu_checks.py check, and the TinyLlama-shaped
-# benchmarks (decode step time against the bandwidth floor, offline and
-# served throughput). Run from the repository root after
+# Everything that needs an NVIDIA GPU, on a machine with no MLIR: every check
+# (the executor's GPU tests, gpu_checks.py check), then every benchmark on a
+# TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
+# each op's time, cuBLAS on the same linear shapes, offline and served
+# throughput). Run from the repository root after
 # `gpu_checks.py prepare build gpu-carry/prepared --tinyllama` made the
 # bundles elsewhere (docs/gpu.md); logs go to $OUT (default gpu-logs/).
+#
+#   test/gpu/run_on_gpu.sh [checks|bench|all]      (default all)
+#
+# A bundle of the same model compiled by another commit's llmc in
+# gpu-carry/baseline/tinyllama.sm90.llmb is timed beside it, in the same run.
 set -u
+STAGE=${1:-all}
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
 R=gpu-carry/prepared
@@ -13,39 +20,59 @@ R=gpu-carry/prepared
 # they were built in (which `prepare` recorded).
 SRC=$(cat $R/source_dir)
 [ -e "$SRC" ] || { mkdir -p "$(dirname "$SRC")" && ln -sfn "$PWD" "$SRC"; }
-# Libraries llmrun links that the GPU machine may lack (cpp-httplib, brotli).
+# Libraries llmrun links that the GPU machine may lack (cpp-httplib, brotli,
+# Oniguruma).
 export LD_LIBRARY_PATH=$PWD/gpu-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONUNBUFFERED=1
 B=build/bin/llmrun
 T=$R/tinyllama.sm90.llmb
+BASE=gpu-carry/baseline/tinyllama.sm90.llmb
 W=/tmp/tinyllama
 nvidia-smi -L
 
-echo "== cuda_gpu_tests"
-timeout 120 build/bin/cuda_gpu_tests > "$OUT/gpu_tests.log" 2>&1
-echo "rc=$?"; tail -3 "$OUT/gpu_tests.log"
+if [ "$STAGE" != bench ]; then
+  echo "== cuda_gpu_tests"
+  timeout 120 build/bin/cuda_gpu_tests > "$OUT/gpu_tests.log" 2>&1
+  echo "rc=$?"; tail -3 "$OUT/gpu_tests.log"
 
-echo "== gpu_checks.py check"
-timeout 400 python3 test/gpu/gpu_checks.py check build $R > "$OUT/gpu_checks.log" 2>&1
-echo "rc=$?"; grep -v "^ok op" "$OUT/gpu_checks.log"; grep -c "^ok op" "$OUT/gpu_checks.log"
+  echo "== gpu_checks.py check"
+  timeout 400 python3 test/gpu/gpu_checks.py check build $R > "$OUT/gpu_checks.log" 2>&1
+  echo "rc=$?"; grep -v "^ok op" "$OUT/gpu_checks.log"; grep -c "^ok op" "$OUT/gpu_checks.log"
+fi
+[ "$STAGE" = checks ] && exit 0
 
 echo "== TinyLlama-1.1B-shaped random weights"
 python3 test/fixtures/make_fixtures.py --tinyllama $W --dtype bfloat16 > /dev/null
 
+decode() {  # bundle, log name, extra flags
+  for context in 512 2048; do
+    timeout 150 $B bench decode "$1" --weights $W --batch 1,16,64,256 --context $context \
+      "${@:3}" > "$OUT/$2_$context.log" 2>&1
+    echo "rc=$? ($2, context $context)"
+    grep -E "^ +[0-9]+ +[0-9]+ " "$OUT/$2_$context.log"
+  done
+}
 echo "== bench decode"
-timeout 120 $B bench decode $T --weights $W --batch 1,16,64 --context 512 --profile \
-  > "$OUT/decode.log" 2>&1
-echo "rc=$?"; cat "$OUT/decode.log"
+decode $T decode --profile
+head -3 "$OUT/decode_512.log"
+if [ -d $BASE ]; then
+  echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
+  decode $BASE baseline_decode --profile
+fi
 
-echo "== bench offline"
-timeout 200 $B bench offline $T --weights $W --num-prompts 64 --random-input-len 128:512 \
-  --random-output-len 128 --max-num-seqs 64 --baseline sequential > "$OUT/offline.log" 2>&1
-echo "rc=$?"; grep -E "^ +concurrency|Output token throughput" "$OUT/offline.log"
+echo "== cuBLAS on the model's linear shapes"
+timeout 120 python3 test/gpu/linear_reference.py $R/tinyllama_config/config.json \
+  > "$OUT/linear_reference.log" 2>&1
+echo "rc=$?"; sed -n '/one decode step/,$p' "$OUT/linear_reference.log"
+
+echo "== bench offline (the nano-vllm workload: 256 prompts, 100-1024 tokens in and out)"
+timeout 150 $B bench offline $T --weights $W --kv-cache-gb 40 > "$OUT/offline.log" 2>&1
+echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline.log"
 
 echo "== serve --device cuda, bench serve"
 $B serve $T --weights $W --device cuda --port 8123 --max-num-seqs 64 > "$OUT/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 60); do curl -sf localhost:8123/health > /dev/null && break; sleep 1; done
-timeout 150 $B bench serve --url http://127.0.0.1:8123 --tokenizer $T --num-prompts 64 \
+timeout 100 $B bench serve --url http://127.0.0.1:8123 --tokenizer $T --num-prompts 64 \
   --random-input-len 256 --random-output-len 128 --ignore-eos --max-concurrency 64 \
   > "$OUT/serve_bench.log" 2>&1
 echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/serve_bench.log"

@@ -7,8 +7,13 @@
 // [N, K] row-major, which is exactly the column-major B operand `row.col`
 // wants, so both operands' fragments are single 32-bit shared loads. The
 // padded row stride (20 words) makes the fragment loads of a warp hit 32
-// distinct banks. Every output accumulates over K in the same sequence of
-// mma steps whatever M is, so a row's result does not depend on the batch.
+// distinct banks.
+//
+// Batch invariance: K is cut into splits fixed by the weight's shape
+// (`KSplit`), each a whole number of 128-wide steps. Every output sums each
+// split's mma.sync m16n8k16 steps from zero in k order, then adds the splits'
+// sums to zero in split order, in both kernels and whatever M is, so a row's
+// result does not depend on the batch or on which kernel ran it.
 //
 // f32: one warp per output; the lanes stride over K (coalesced rows of x and
 // W) and a butterfly sums them.
@@ -19,6 +24,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -34,6 +40,33 @@ constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
 constexpr int64_t kChunk = 8;
 // 32-bit words per staged row: kTileK / 2, plus 4 of padding.
 constexpr int64_t kWordsPerRow = kTileK / 2 + 4;
+// The small-M kernel's tile, and its step along K (the unit of a split).
+constexpr int64_t kSmallTileM = 16, kSmallTileN = 16, kStepK = 128;
+// Splits are the CTAs of one cluster, which reduce through distributed
+// shared memory: at most the portable cluster size.
+constexpr int64_t kMaxSplits = 8;
+// Blocks the small-M kernel aims at for one row tile: about 4 per SM of an
+// H100 (132), so that each SM has several weight streams in flight.
+constexpr int64_t kSmallBatchTargetBlocks = 512;
+
+/// How K is cut for a weight of `n` rows and `depth` columns: `count`
+/// splits of `steps` kStepK-wide steps each (the last may have fewer). Only
+/// the small-M kernel's shapes are split; one split is the plain loop.
+struct KSplit {
+  int64_t count = 1, steps;
+
+  KSplit(int64_t n, int64_t depth, bool splittable) {
+    int64_t totalSteps = (depth + kStepK - 1) / kStepK;
+    int64_t columnTiles = (n + kSmallTileN - 1) / kSmallTileN;
+    if (splittable)
+      count = std::clamp<int64_t>(
+          (kSmallBatchTargetBlocks + columnTiles - 1) / columnTiles, 1,
+          std::min(kMaxSplits, totalSteps));
+    steps = (totalSteps + count - 1) / count;
+    count = (totalSteps + steps - 1) / steps; // no empty split
+  }
+  int64_t depth() const { return steps * kStepK; }
+};
 
 /// One m16n8k16 mma (row.col, f32 accumulate): A = 4 words, B = 2 words of
 /// two f16/bf16 elements each, C = 4 f32.
@@ -72,11 +105,8 @@ class TensorCoreLinear {
 public:
   TensorCoreLinear(GpuKernelEmitter &e, LinearOp op)
       : e(e), a(e.arith()), b(e.builder()), hasBias(bool(op.getBias())),
-        element(e.elementType(0)) {
-    auto weightType = cast<RankedTensorType>(op.getWeight().getType());
-    n = weightType.getDimSize(0);
-    depth = weightType.getDimSize(1);
-  }
+        element(e.elementType(0)), n(weightShape(op)[0]),
+        depth(weightShape(op)[1]), split(n, depth, hasSmallBatchLinearKernel(op)) {}
 
 protected:
   GpuKernelEmitter &e;
@@ -85,6 +115,12 @@ protected:
   bool hasBias;
   Type element;
   int64_t n, depth;
+  KSplit split;
+
+private:
+  static ArrayRef<int64_t> weightShape(LinearOp op) {
+    return cast<RankedTensorType>(op.getWeight().getType()).getShape();
+  }
 };
 
 class MmaLinear : TensorCoreLinear {
@@ -107,38 +143,52 @@ public:
     Value warpCol = a.muli(a.remui(warp, e.index(2)), e.index(kWarpTileN));
 
     constexpr int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
-    SmallVector<Value> init(tilesM * tilesN * 4, e.f32(0));
-    SmallVector<Value> acc = e.forLoop(
-        e.index(0), e.index(depth), kTileK, init,
-        [&](Value k0, ValueRange acc) -> SmallVector<Value> {
-          e.barrier();
-          stage(x, xs, m0, m, k0);
-          stage(w, ws, n0, e.index(n), k0);
-          e.barrier();
-          SmallVector<Value> next(acc);
-          for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
-            Value word = a.addi(pairInGroup, e.index(kw));
-            Value wordHigh = a.addi(word, e.index(4));
-            SmallVector<SmallVector<Value>> fa, fb;
-            for (int64_t i = 0; i < tilesM; ++i) {
-              Value r = a.addi(a.addi(warpRow, e.index(i * kMmaM)), group);
-              Value r8 = a.addi(r, e.index(8));
-              fa.push_back({a.load(xs, {r, word}), a.load(xs, {r8, word}),
-                            a.load(xs, {r, wordHigh}),
-                            a.load(xs, {r8, wordHigh})});
-            }
-            for (int64_t j = 0; j < tilesN; ++j) {
-              Value c = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
-              fb.push_back({a.load(ws, {c, word}), a.load(ws, {c, wordHigh})});
-            }
-            for (int64_t i = 0; i < tilesM; ++i)
-              for (int64_t j = 0; j < tilesN; ++j) {
-                int64_t at = (i * tilesN + j) * 4;
-                SmallVector<Value> d =
-                    mma(b, element, fa[i], fb[j], ArrayRef(next).slice(at, 4));
-                std::copy(d.begin(), d.end(), next.begin() + at);
-              }
+    SmallVector<Value> zeros(tilesM * tilesN * 4, e.f32(0));
+    // One kTileK-wide step at k0: stage both tiles, then each warp's mma
+    // steps over its 32x32 quarter.
+    auto kStep = [&](Value k0, ValueRange acc) -> SmallVector<Value> {
+      e.barrier();
+      stage(x, xs, m0, m, k0);
+      stage(w, ws, n0, e.index(n), k0);
+      e.barrier();
+      SmallVector<Value> next(acc);
+      for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
+        Value word = a.addi(pairInGroup, e.index(kw));
+        Value wordHigh = a.addi(word, e.index(4));
+        SmallVector<SmallVector<Value>> fa, fb;
+        for (int64_t i = 0; i < tilesM; ++i) {
+          Value r = a.addi(a.addi(warpRow, e.index(i * kMmaM)), group);
+          Value r8 = a.addi(r, e.index(8));
+          fa.push_back({a.load(xs, {r, word}), a.load(xs, {r8, word}),
+                        a.load(xs, {r, wordHigh}),
+                        a.load(xs, {r8, wordHigh})});
+        }
+        for (int64_t j = 0; j < tilesN; ++j) {
+          Value c = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
+          fb.push_back({a.load(ws, {c, word}), a.load(ws, {c, wordHigh})});
+        }
+        for (int64_t i = 0; i < tilesM; ++i)
+          for (int64_t j = 0; j < tilesN; ++j) {
+            int64_t at = (i * tilesN + j) * 4;
+            SmallVector<Value> d =
+                mma(b, element, fa[i], fb[j], ArrayRef(next).slice(at, 4));
+            std::copy(d.begin(), d.end(), next.begin() + at);
           }
+      }
+      return next;
+    };
+    // Each split's sum from zero, added to the total in split order (the
+    // small-M kernel's cluster reduction).
+    SmallVector<Value> acc = e.forLoop(
+        e.index(0), e.index(split.count), 1, zeros,
+        [&](Value s, ValueRange total) -> SmallVector<Value> {
+          Value begin = a.muli(s, e.index(split.depth()));
+          Value end = a.mini(a.addi(begin, e.index(split.depth())), e.index(depth));
+          SmallVector<Value> sum = e.forLoop(begin, end, kTileK, zeros,
+              [&](Value k0, ValueRange acc) { return kStep(k0, acc); });
+          SmallVector<Value> next;
+          for (auto [t, p] : llvm::zip(total, sum))
+            next.push_back(a.add(t, p));
           return next;
         });
 
@@ -245,18 +295,23 @@ private:
 
 /// The f16/bf16 kernel for small M (decode steps): the 64x64 tiles above
 /// give a 2048-wide projection 32 blocks, too few to stream W from every SM.
-/// Here a block of 2 warps computes 16 rows x 16 columns, each warp one
-/// m16n8 tile, so W is spread over N / 16 blocks; x and W stream through
-/// shared memory in steps of 128 k, 4 stages deep with cp.async (16-byte
-/// copies, zero-filled outside the matrices), so 3 steps of loads are in
-/// flight while the warps compute on the fourth. Each output accumulates the
-/// same mma.sync m16n8k16 steps in the same k order as MmaLinear (the extra
-/// zero-padded steps add exact zeros), so a row's result is the same whichever
-/// kernel a step runs: batch invariance holds across the switch.
+/// Here a block of 2 warps computes 16 rows x 16 columns over one split of K,
+/// each warp one m16n8 tile, so W is spread over N / 16 column tiles times
+/// the splits (about kSmallBatchTargetBlocks blocks for any N). Within a
+/// split, x and W stream through shared memory in steps of 128 k, 4 stages
+/// deep with cp.async (16-byte copies, zero-filled outside the matrices), so
+/// 3 steps of loads are in flight while the warps compute on the fourth. The
+/// splits of a tile are one cluster (grid z, `nvvm.cluster_dim`): each block
+/// leaves its sums in its shared memory and the cluster's first block adds
+/// them in split order, reading the others' through distributed shared
+/// memory, with no second launch and no global scratch. Row tiles go on grid
+/// x, so the blocks that read the same W columns for different rows run side
+/// by side and share it through L2.
 class SmallBatchLinear : TensorCoreLinear {
 public:
-  static constexpr int64_t kTileM = 16, kTileN = 16, kStepK = 128, kStages = 4;
-  static_assert(kTileM == kTileN, "stage() copies kTileM rows of x and of W");
+  static constexpr int64_t kStages = 4;
+  static_assert(kSmallTileM == kSmallTileN,
+                "stage() copies kSmallTileM rows of x and of W");
   // Elements per staged row: kStepK plus 8 of padding, so the fragment loads
   // of a warp (rows g, words t) hit 32 distinct banks.
   static constexpr int64_t kRowElements = kStepK + 8;
@@ -268,28 +323,33 @@ public:
     Value bias = hasBias ? e.binding(2) : Value();
     Value y = e.binding(hasBias ? 3 : 2);
     Value m = e.dimSize(0, 0);
-    Value xs = e.sharedBuffer({kStages, kTileM, kRowElements}, element);
-    Value ws = e.sharedBuffer({kStages, kTileN, kRowElements}, element);
-    Value n0 = a.muli(e.blockId(0), e.index(kTileN));
-    Value m0 = a.muli(e.blockId(1), e.index(kTileM));
+    Value xs = e.sharedBuffer({kStages, kSmallTileM, kRowElements}, element);
+    Value ws = e.sharedBuffer({kStages, kSmallTileN, kRowElements}, element);
+    Value m0 = a.muli(e.blockId(0), e.index(kSmallTileM));
+    Value n0 = a.muli(e.blockId(1), e.index(kSmallTileN));
     Value lane = e.laneId();
     Value group = a.divui(lane, e.index(4)), pairInGroup = a.remui(lane, e.index(4));
     Value warpCol = a.muli(e.warpId(), e.index(kMmaN));
 
-    int64_t steps = (depth + kStepK - 1) / kStepK;
+    // This block's split: steps [firstStep, firstStep + steps) of K.
+    int64_t totalSteps = (depth + kStepK - 1) / kStepK;
+    Value firstStep = a.muli(e.blockId(2), e.index(split.steps));
+    Value steps = a.mini(e.index(split.steps),
+                         a.subi(e.index(totalSteps), firstStep));
     auto issue = [&](Value step, Value slot) {
-      Value k0 = a.muli(step, e.index(kStepK));
+      Value k0 = a.muli(a.addi(firstStep, step), e.index(kStepK));
       stage(x, xs, slot, m0, m, k0);
       stage(w, ws, slot, n0, e.index(n), k0);
     };
     for (int64_t s = 0; s < kStages - 1; ++s) {
-      if (s < steps)
-        issue(e.index(s), e.index(s));
+      if (s < split.steps)
+        e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps),
+                 [&] { issue(e.index(s), e.index(s)); });
       NVVM::CpAsyncCommitGroupOp::create(b);
     }
     SmallVector<Value> init(4, e.f32(0));
     SmallVector<Value> acc = e.forLoop(
-        e.index(0), e.index(steps), 1, init,
+        e.index(0), steps, 1, init,
         [&](Value step, ValueRange acc) -> SmallVector<Value> {
           // Step `step`'s group is complete once at most kStages - 2 newer
           // ones are pending; the barrier makes every thread's copies
@@ -297,7 +357,7 @@ public:
           NVVM::CpAsyncWaitGroupOp::create(b, kStages - 2);
           e.barrier();
           Value next = a.addi(step, e.index(kStages - 1));
-          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, e.index(steps)), [&] {
+          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, steps), [&] {
             issue(next, a.remui(next, e.index(kStages)));
           });
           NVVM::CpAsyncCommitGroupOp::create(b);
@@ -320,31 +380,89 @@ public:
 
     // c0, c1 are (row g, cols 2t, 2t+1) of the warp's 16x8 tile; c2, c3 row g + 8.
     Value c = a.addi(a.addi(n0, warpCol), a.muli(pairInGroup, e.index(2)));
-    for (int64_t q = 0; q < 4; ++q) {
-      Value row = a.addi(a.addi(m0, group), e.index(q < 2 ? 0 : 8));
-      Value col = a.addi(c, e.index(q % 2));
-      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
-                            a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
-      e.ifThen(inside, [&] {
-        Value v = acc[q];
-        if (hasBias)
-          v = a.add(v, e.loadF32(bias, col));
-        e.storeF32(v, y, {row, col});
-      });
+    auto store = [&](ArrayRef<Value> sums) {
+      for (int64_t q = 0; q < 4; ++q) {
+        Value row = a.addi(a.addi(m0, group), e.index(q < 2 ? 0 : 8));
+        Value col = a.addi(c, e.index(q % 2));
+        Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
+                              a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
+        e.ifThen(inside, [&] {
+          Value v = sums[q];
+          if (hasBias)
+            v = a.add(v, e.loadF32(bias, col));
+          e.storeF32(v, y, {row, col});
+        });
+      }
+    };
+    if (split.count == 1) {
+      SmallVector<Value> total;
+      for (Value v : acc)
+        total.push_back(a.add(e.f32(0), v));
+      store(total);
+    } else {
+      reduceSplits(acc, store);
     }
-    // Columns on x, whose limit any vocabulary fits.
-    return {std::to_string((n + kTileN - 1) / kTileN),
-            ceilDivExpr(e.dimExpr(0, 0), kTileM), "1"};
+    return {ceilDivExpr(e.dimExpr(0, 0), kSmallTileM),
+            std::to_string((n + kSmallTileN - 1) / kSmallTileN),
+            std::to_string(split.count)};
   }
 
 private:
+  /// Adds the splits' sums of this block's outputs to zero in split order and
+  /// stores them from the cluster's first block: each block puts its 4 sums
+  /// per thread in shared memory; after a cluster barrier (release/acquire)
+  /// the first block's threads read theirs from every block through
+  /// `mapa`; a second barrier keeps the others' shared memory alive until
+  /// then.
+  void reduceSplits(ArrayRef<Value> acc,
+                    const std::function<void(ArrayRef<Value>)> &store) {
+    e.function()->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                          b.getDenseI32ArrayAttr(
+                              {1, 1, static_cast<int32_t>(split.count)}));
+    auto f32 = b.getF32Type();
+    auto quad = VectorType::get({4}, f32);
+    Value sums = e.sharedBuffer({e.blockSize(), 4}, f32);
+    Value own = arith::ConstantOp::create(b, quad, b.getZeroAttr(quad));
+    for (auto [q, v] : llvm::enumerate(acc))
+      own = vector::InsertOp::create(b, v, own, ArrayRef<int64_t>{int64_t(q)});
+    vector::StoreOp::create(b, own, sums, ValueRange{e.threadId(), e.index(0)});
+    NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
+
+    e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.blockId(2), e.index(0)), [&] {
+      auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
+      auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
+      Value address = arith::IndexCastUIOp::create(
+          b, b.getI64Type(),
+          memref::ExtractAlignedPointerAsIndexOp::create(b, sums));
+      Value base = LLVM::IntToPtrOp::create(b, sharedPtr, address);
+      Value mine = LLVM::GEPOp::create(
+          b, sharedPtr, quad, base,
+          ArrayRef<LLVM::GEPArg>{
+              arith::IndexCastUIOp::create(b, b.getI32Type(), e.threadId())
+                  .getResult()});
+      SmallVector<Value> total(4, e.f32(0));
+      for (int64_t s = 0; s < split.count; ++s) {
+        Value rank = arith::ConstantIntOp::create(b, b.getI32Type(), s);
+        Value peer = NVVM::MapaOp::create(b, clusterPtr, mine, rank);
+        Value v = LLVM::LoadOp::create(b, quad, peer, /*alignment=*/16);
+        for (int64_t q = 0; q < 4; ++q)
+          total[q] = a.add(total[q], vector::ExtractOp::create(
+                                         b, v, ArrayRef<int64_t>{q}));
+      }
+      store(total);
+    });
+    NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
+  }
+
   /// Starts the copy of rows [r0, r0 + 16) and columns [k0, k0 + 128) of
   /// `source` ([rows, K], K a multiple of 8) into stage `slot` of `tile`:
   /// one 16-byte cp.async per chunk of 8 elements, reading nothing (zeros)
   /// for chunks outside the matrix.
   void stage(Value source, Value tile, Value slot, Value r0, Value rows, Value k0) {
     constexpr int64_t chunksPerRow = kStepK / kChunk;
-    for (int64_t i = 0; i < kTileM * chunksPerRow / e.blockSize(); ++i) {
+    for (int64_t i = 0; i < kSmallTileM * chunksPerRow / e.blockSize(); ++i) {
       Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
       Value r = a.divui(flat, e.index(chunksPerRow));
       Value k = a.muli(a.remui(flat, e.index(chunksPerRow)), e.index(kChunk));
@@ -372,7 +490,6 @@ private:
     Value bits = vector::BitCastOp::create(b, oneWord, v);
     return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
-
 };
 
 /// One warp per output (f32 storage). Columns go on grid x, whose limit
@@ -408,8 +525,11 @@ Grid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
 
 bool mlir::llmserve::hasSmallBatchLinearKernel(LinearOp op) {
   auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+  // Column tiles go on grid y (at most 65535 blocks).
+  constexpr int64_t maxColumns = 65535 * kSmallTileN;
   return !weightType.getElementType().isF32() &&
-         weightType.getDimSize(1) % kChunk == 0;
+         weightType.getDimSize(1) % kChunk == 0 &&
+         weightType.getDimSize(0) <= maxColumns;
 }
 
 /// 1 when the step's M (rows of x) exceeds kSmallBatchLinearRows, else 0:
@@ -423,7 +543,7 @@ static std::string moreRowsThanSmallBatch(GpuKernelEmitter &e) {
 Grid mlir::llmserve::buildSmallBatchLinearKernel(GpuKernelEmitter &e,
                                                  LinearOp op) {
   Grid grid = SmallBatchLinear(e, op).build();
-  grid[1] = grid[1] + "*(1-" + moreRowsThanSmallBatch(e) + ")";
+  grid[0] = grid[0] + "*(1-" + moreRowsThanSmallBatch(e) + ")";
   return grid;
 }
 

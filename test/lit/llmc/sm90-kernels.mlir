@@ -89,3 +89,25 @@ func.func @paged_attention(%kc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {lay
   %o, %lse = llmserve.paged_attention %x, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 : tensor<?x128xbf16>, tensor<?x16x2x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   return %o : tensor<?x128xbf16>
 }
+
+// A split K: the small-M kernel's 8 splits form a cluster (fixed at compile
+// time, so a plain launch gives it), and the first block adds the others'
+// sums from their shared memory.
+// CHECK-LABEL: .visible .entry llmserve_d5_linear_small_m(
+// CHECK:      .explicitcluster
+// CHECK-NEXT: .reqnctapercluster 1, 1, 8
+// CHECK:      mov.u32 {{.*}}, %ctaid.z;
+// CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      st.shared.v4.b32
+// CHECK-NEXT: barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK:      mapa.shared::cluster.u64 {{.*}}, 7;
+// CHECK-NEXT: ld.shared::cluster.v4.b32
+// CHECK:      barrier.cluster.arrive.aligned;
+// CHECK-NEXT: barrier.cluster.wait.aligned;
+// CHECK-NEXT: ret;
+func.func @linear_split_k(%x: tensor<16x2048xbf16>) -> tensor<16x256xbf16> {
+  %w = llmserve.weight "w" : tensor<256x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<16x2048xbf16>, tensor<256x2048xbf16> -> tensor<16x256xbf16>
+  return %y : tensor<16x256xbf16>
+}

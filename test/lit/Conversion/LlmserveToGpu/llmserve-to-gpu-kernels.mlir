@@ -10,7 +10,7 @@
 // CHECK-LABEL: func.func @linear
 //       CHECK:   llmserve.linear
 //  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "2", "1"], kernel = "d0_linear", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"},
-//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["8", "ceildiv($0,16)*(1-min(max($0-64,0),1))", "1"], kernel = "d0_linear_small_m", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"}]
+//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "8", "1"], kernel = "d0_linear_small_m", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"}]
 //       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
@@ -24,12 +24,13 @@
 //       CHECK:       gpu.barrier
 //       CHECK:       nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 //       CHECK:     arith.truncf %{{.*}} : f32 to bf16
-// The small-M kernel: 2 warps on a 16x16 tile; x and W stream through 4
-// shared-memory stages of 128 k (rows padded to 136 elements) by 16-byte
-// cp.async copies, 3 commit groups ahead of the mma.
+// The small-M kernel: 2 warps on a 16x16 tile (row tiles on grid x, column
+// tiles on y); x and W stream through 4 shared-memory stages of 128 k (rows
+// padded to 136 elements) by 16-byte cp.async copies, 3 commit groups ahead
+// of the mma. K = 32 is one step: one split, no cluster.
 //       CHECK:   gpu.func @llmserve_d0_linear_small_m(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
-//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
 //       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<?x32xbf16, strided<[32, 1]>> to memref<4x16x136xbf16, #gpu.address_space<workgroup>>
 //       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<128x32xbf16, strided<[32, 1]>> to memref<4x16x136xbf16, #gpu.address_space<workgroup>>
 //       CHECK:     nvvm.cp.async.commit.group
@@ -46,6 +47,44 @@ func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
   %w = llmserve.weight "w" : tensor<128x32xbf16>
   %y = llmserve.linear %x, %w : tensor<?x32xbf16>, tensor<128x32xbf16> -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// K is split so that the small-M kernel has about 512 blocks per row tile:
+// 16 column tiles of a 256-row weight give 8 splits (the most a portable
+// cluster holds) of 2 steps of 128 k. The splits of a tile are one cluster
+// along grid z; each block leaves its sums in shared memory and the first
+// adds them in split order through distributed shared memory. The large-M
+// kernel sums the same splits in the same order.
+// CHECK-LABEL: func.func @linear_split_k
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "4", "1"], kernel = "d0_linear"
+//  CHECK-SAME:     grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "16", "8"], kernel = "d0_linear_small_m"
+//       CHECK:   gpu.func @llmserve_d0_linear(
+//       CHECK:     scf.for %[[SPLIT:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+//       CHECK:       arith.muli %[[SPLIT]], %{{.*}}
+//       CHECK:       arith.minsi
+//       CHECK:       scf.for
+//       CHECK:         nvvm.mma.sync
+//       CHECK:       arith.addf
+//       CHECK:   gpu.func @llmserve_d0_linear_small_m(
+//  CHECK-SAME:     workgroup({{.*}}, %{{.*}} : memref<64x4xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 8>}
+//       CHECK:     gpu.block_id  z
+//       CHECK:     nvvm.mma.sync
+//       CHECK:     vector.store %{{.*}} : memref<64x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+//  CHECK-NEXT:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//       CHECK:     scf.if
+// CHECK-COUNT-8:     nvvm.mapa
+//       CHECK:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//  CHECK-NEXT:     gpu.return
+func.func @linear_split_k(%x: tensor<?x2048xbf16>) -> tensor<?x256xbf16> {
+  %w = llmserve.weight "w" : tensor<256x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<?x2048xbf16>, tensor<256x2048xbf16> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
 }
 
 // -----

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""cuBLAS on the linear shapes of a model's decode step: the reference the
+sm_90 linear kernels are measured against (docs/benchmarks.md).
+
+    linear_reference.py <config.json> [--rows 1,16,64,256,4096]
+
+For each weight shape [N, K] of one layer (q, k, v, o, gate, up, down) and
+the LM head, and each M, the median time of one bf16 `F.linear` (cuBLAS),
+replayed from a CUDA graph over enough copies of W that they exceed L2 (so
+the weights come from HBM, as in a step), and its weight bandwidth. Last,
+per M, a decode step's worth: every layer's seven linears and the LM head.
+Needs torch with CUDA; the GPU machine's python3 has it.
+"""
+
+import argparse
+import json
+import math
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+# Bytes of weight copies per shape: well over the 50-60 MB L2 of an H100/H200.
+ROTATION_BYTES = 400 << 20
+REPEATS = 7
+
+
+def shapes(config):
+    hidden = config["hidden_size"]
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or hidden // heads
+    kv = config.get("num_key_value_heads", heads) * head_dim
+    inter = config["intermediate_size"]
+    return [("q_proj", heads * head_dim, hidden), ("k_proj", kv, hidden),
+            ("v_proj", kv, hidden), ("o_proj", hidden, heads * head_dim),
+            ("gate_proj", inter, hidden), ("up_proj", inter, hidden),
+            ("down_proj", hidden, inter), ("lm_head", config["vocab_size"], hidden)]
+
+
+def time_linear(m, n, k):
+    """Median seconds of one F.linear(x [m, k], W [n, k]) over rotating W."""
+    weight_bytes = n * k * 2
+    copies = max(2, min(64, math.ceil(ROTATION_BYTES / weight_bytes)))
+    weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for w in weights:  # warm-up: cuBLAS handles and workspaces
+            F.linear(x, w)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outputs = [F.linear(x, w) for w in weights]
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(REPEATS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / copies)
+    assert all(torch.isfinite(o).all() for o in outputs)
+    del weights, outputs, graph
+    torch.cuda.empty_cache()
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config")
+    parser.add_argument("--rows", default="1,16,64,256,4096")
+    args = parser.parse_args()
+    with open(args.config) as f:
+        config = json.load(f)
+    rows = [int(r) for r in args.rows.split(",")]
+    layers = config["num_hidden_layers"]
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+          f"cuBLAS bf16 F.linear from a CUDA graph")
+    print(f"{'weight':>10} {'N':>6} {'K':>6} {'M':>5} {'us':>9} {'weight GB/s':>12}")
+    step = {m: 0.0 for m in rows}
+    for name, n, k in shapes(config):
+        for m in rows:
+            seconds = time_linear(m, n, k)
+            step[m] += seconds * (1 if name == "lm_head" else layers)
+            print(f"{name:>10} {n:>6} {k:>6} {m:>5} {seconds * 1e6:9.2f} "
+                  f"{n * k * 2 / seconds / 1e9:12.1f}")
+    print(f"\ncuBLAS, one decode step's linears ({layers} layers x 7, and the LM head):")
+    for m in rows:
+        print(f"  M = {m:>5}: {step[m] * 1e3:8.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
