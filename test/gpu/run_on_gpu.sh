@@ -35,7 +35,7 @@ if [ "$STAGE" != bench ]; then
   echo "rc=$?"; tail -3 "$OUT/gpu_tests.log"
 
   echo "== gpu_checks.py check"
-  timeout 400 python3 test/gpu/gpu_checks.py check build $R > "$OUT/gpu_checks.log" 2>&1
+  timeout 330 python3 test/gpu/gpu_checks.py check build $R > "$OUT/gpu_checks.log" 2>&1
   echo "rc=$?"; grep -v "^ok op" "$OUT/gpu_checks.log"; grep -c "^ok op" "$OUT/gpu_checks.log"
 fi
 [ "$STAGE" = checks ] && exit 0
