@@ -452,6 +452,8 @@ private:
       kernel["block"] = std::move(dims);
       auto shared = dispatch.getAs<IntegerAttr>("shared_bytes");
       kernel["shared_bytes"] = shared ? shared.getInt() : 0;
+      if (auto programmatic = dispatch.getAs<BoolAttr>("programmatic_launch"))
+        kernel["programmatic_launch"] = programmatic.getValue();
     }
     kernels.push_back(std::move(kernel));
 

@@ -65,6 +65,12 @@ public:
     return v;
   }
 
+  bool boolean(const json &value, const std::string &path) const {
+    if (!value.is_boolean())
+      fail(path, "expected true or false, got " + value.dump());
+    return value.get<bool>();
+  }
+
   std::string string(const json &value, const std::string &path) const {
     if (!value.is_string())
       fail(path, "expected a string, got " + value.dump());
@@ -366,6 +372,8 @@ std::vector<Kernel> parse_kernels(const Reader &r, const json &list,
                                  p + ".shared_bytes");
       if (k.shared_bytes < 0)
         r.fail(p + ".shared_bytes", "negative");
+      if (const json *programmatic = r.optional_field(list[i], "programmatic_launch"))
+        k.programmatic_launch = r.boolean(*programmatic, p + ".programmatic_launch");
     }
     if (!names.insert(k.name).second)
       r.fail(p + ".name", "kernel '" + k.name + "' is listed twice");

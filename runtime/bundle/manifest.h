@@ -81,6 +81,10 @@ struct Kernel {
   // memory; {1, 1, 1} and 0 for CPU kernels.
   std::array<int64_t, 3> block = {1, 1, 1};
   int64_t shared_bytes = 0;
+  // CUDA kernels only: the kernel waits for the grids before it
+  // (griddepcontrol.wait) before it reads what they wrote, so it may be
+  // launched while they finish (programmatic dependent launch).
+  bool programmatic_launch = false;
 };
 
 struct Dispatch {

@@ -56,7 +56,7 @@ CudaDriver load_driver() {
   RESOLVE(cuModuleUnload);
   RESOLVE(cuModuleGetFunction);
   RESOLVE(cuFuncSetAttribute);
-  RESOLVE(cuLaunchKernel);
+  RESOLVE(cuLaunchKernelEx);
   RESOLVE(cuStreamCreate);
   RESOLVE(cuStreamDestroy_v2);
   RESOLVE(cuStreamSynchronize);

@@ -26,6 +26,29 @@ using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUstreamCaptureMode = int;
+using CUlaunchAttributeID = int;
+
+// cuLaunchKernelEx's arguments, laid out as cuda.h lays them out.
+union CUlaunchAttributeValue {
+  char pad[64];
+  int programmaticStreamSerializationAllowed;
+};
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72 && sizeof(CUlaunchConfig) == 56 &&
+                  offsetof(CUlaunchConfig, hStream) == 32 && offsetof(CUlaunchConfig, attrs) == 40,
+              "cuda.h's layout");
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5;
@@ -44,6 +67,7 @@ inline constexpr CUjit_option CU_JIT_LOG_VERBOSE = 12;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 
 // A failed driver call: "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (out of
 // memory)", or the driver that could not be loaded.
@@ -86,10 +110,8 @@ struct CudaDriver {
   CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
   CUresult (*cuFuncSetAttribute)(CUfunction function, CUfunction_attribute attribute,
                                  int value);
-  CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y,
-                             unsigned grid_z, unsigned block_x, unsigned block_y,
-                             unsigned block_z, unsigned shared_bytes, CUstream stream,
-                             void **params, void **extra);
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction function,
+                               void **params, void **extra);
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
   CUresult (*cuStreamDestroy_v2)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);

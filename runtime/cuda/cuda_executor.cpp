@@ -508,11 +508,23 @@ void CudaExecutor::launch(const EntryPoint &e, const Symbols &symbols,
       for (const Expression &c : d.push_constants)
         push_constants_.push_back(c.evaluate(symbols));
       params_.assign(d.bindings, addresses_, push_constants_);
-      CU_CALL(cuLaunchKernel, functions_[d.kernel], static_cast<unsigned>(grid[0]),
-              static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
-              static_cast<unsigned>(k.block[0]), static_cast<unsigned>(k.block[1]),
-              static_cast<unsigned>(k.block[2]), static_cast<unsigned>(k.shared_bytes),
-              stream_, params_.pointers(), nullptr);
+      // A kernel that waits for its predecessors itself may start while
+      // they finish: its launch and prologue overlap their tail.
+      CUlaunchAttribute overlap{};
+      overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      overlap.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{};
+      config.gridDimX = static_cast<unsigned>(grid[0]);
+      config.gridDimY = static_cast<unsigned>(grid[1]);
+      config.gridDimZ = static_cast<unsigned>(grid[2]);
+      config.blockDimX = static_cast<unsigned>(k.block[0]);
+      config.blockDimY = static_cast<unsigned>(k.block[1]);
+      config.blockDimZ = static_cast<unsigned>(k.block[2]);
+      config.sharedMemBytes = static_cast<unsigned>(k.shared_bytes);
+      config.hStream = stream_;
+      config.attrs = &overlap;
+      config.numAttrs = k.programmatic_launch ? 1 : 0;
+      CU_CALL(cuLaunchKernelEx, &config, functions_[d.kernel], params_.pointers(), nullptr);
     } catch (const std::exception &ex) {
       throw std::runtime_error("entry point '" + e.name + "' dispatch " + std::to_string(i) +
                                " (kernel '" + k.name + "'): " + ex.what());

@@ -18,7 +18,7 @@ public:
 
   // The values, one 8-byte slot per parameter.
   const std::vector<uint64_t> &values() const { return values_; }
-  // One pointer per parameter, to its slot: cuLaunchKernel's kernelParams.
+  // One pointer per parameter, to its slot: cuLaunchKernelEx's kernelParams.
   void **pointers() { return pointers_.data(); }
 
 private:

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
@@ -170,4 +171,18 @@ SmallVector<Value> GpuKernelEmitter::threadLoop(
   return forLoop(threadId(), end, threads, init, body);
 }
 
-void GpuKernelEmitter::finish() { gpu::ReturnOp::create(b); }
+void GpuKernelEmitter::waitForPrerequisites() {
+  assert(!waited && "the kernel waits for its prerequisites once");
+  waited = true;
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
+}
+
+void GpuKernelEmitter::finish() {
+  if (!waited) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&func.getBody().front());
+    waitForPrerequisites();
+  }
+  gpu::ReturnOp::create(b);
+}

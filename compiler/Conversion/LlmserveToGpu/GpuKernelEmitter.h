@@ -77,6 +77,15 @@ public:
       Value end, ValueRange init,
       const std::function<SmallVector<Value>(Value, ValueRange)> &body);
 
+  /// Waits until the grids launched before this one have finished and their
+  /// writes are visible (`griddepcontrol.wait`), then lets the next grid
+  /// launch (`griddepcontrol.launch_dependents`), whose blocks wait the same
+  /// way: the runtime launches every kernel as a programmatic dependent
+  /// launch (docs/bundle.md), so a kernel's launch and whatever it does
+  /// before this point (loads of weights, never of activations) overlap the
+  /// previous kernel's tail. A kernel that does not call it waits on entry.
+  void waitForPrerequisites();
+
   /// Closes the function body.
   void finish();
 
@@ -87,6 +96,7 @@ private:
   gpu::GPUFuncOp func;
   int64_t threads;
   int64_t shared = 0;
+  bool waited = false;
 };
 
 } // namespace mlir::llmserve

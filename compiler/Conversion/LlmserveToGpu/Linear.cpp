@@ -336,15 +336,26 @@ public:
     Value firstStep = a.muli(e.blockId(2), e.index(split.steps));
     Value steps = a.mini(e.index(split.steps),
                          a.subi(e.index(totalSteps), firstStep));
-    auto issue = [&](Value step, Value slot) {
-      Value k0 = a.muli(a.addi(firstStep, step), e.index(kStepK));
-      stage(x, xs, slot, m0, m, k0);
-      stage(w, ws, slot, n0, e.index(n), k0);
+    auto kOf = [&](Value step) {
+      return a.muli(a.addi(firstStep, step), e.index(kStepK));
     };
+    auto issue = [&](Value step, Value slot) {
+      stage(x, xs, slot, m0, m, kOf(step));
+      stage(w, ws, slot, n0, e.index(n), kOf(step));
+    };
+    // The first steps' weights do not depend on earlier kernels: their copies
+    // start before the wait, x's after it (commit group s holds x's step s;
+    // group 0 also every early W copy).
+    for (int64_t s = 0; s < std::min(kStages - 1, split.steps); ++s)
+      e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps), [&] {
+        stage(w, ws, e.index(s), n0, e.index(n), kOf(e.index(s)));
+      });
+    e.waitForPrerequisites();
     for (int64_t s = 0; s < kStages - 1; ++s) {
       if (s < split.steps)
-        e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps),
-                 [&] { issue(e.index(s), e.index(s)); });
+        e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps), [&] {
+          stage(x, xs, e.index(s), m0, m, kOf(e.index(s)));
+        });
       NVVM::CpAsyncCommitGroupOp::create(b);
     }
     SmallVector<Value> init(4, e.f32(0));

@@ -4,13 +4,15 @@
 // semantics: every compute op of an entry function becomes a kernel, here a
 // `gpu.func` in the module's `gpu.module @kernels` (NVVM target sm_90), and
 // an `llmserve.dispatch` attribute {kernel, symbol, grid, block,
-// shared_bytes} on the op. An f16/bf16 linear gets a second kernel for steps
+// shared_bytes, programmatic_launch} on the op. An f16/bf16 linear gets a second kernel for steps
 // of at most 64 rows (an array of two such attributes; the grids make exactly
 // one of them non-empty). Bindings are the op's operands then its results
 // (kv_write updates its cache in place and binds it once); push constants
 // are the bindings' dynamic sizes in binding order; grid expressions refer to
 // push constant k as `$k`. Kernels use static shared memory only, so
-// `shared_bytes` (the dynamic shared memory of a launch) is 0.
+// `shared_bytes` (the dynamic shared memory of a launch) is 0, and each
+// waits for the grids before it itself (GpuKernelEmitter::
+// waitForPrerequisites), so `programmatic_launch` is true.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,7 +146,8 @@ struct LlmserveToGpuKernelsPass
         dispatch.push_back(dispatchAttr(
             b.getContext(), kernelName, *grid,
             {b.getNamedAttr("block", b.getDenseI64ArrayAttr({blockSize, 1, 1})),
-             b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0))}));
+             b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)),
+             b.getNamedAttr("programmatic_launch", b.getBoolAttr(true))}));
         return success();
       };
       if (failed(emit(name, gpuBlockSize(op),

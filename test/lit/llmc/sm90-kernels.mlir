@@ -12,6 +12,7 @@
 // MANIFEST-NEXT: 1,
 // MANIFEST-NEXT: 1
 // MANIFEST: "name": "d0_embedding",
+// MANIFEST-NEXT: "programmatic_launch": true,
 // MANIFEST-NEXT: "shared_bytes": 0,
 // MANIFEST-NEXT: "symbol": "llmserve_d0_embedding"
 // MANIFEST: "target": "sm_90"
@@ -24,6 +25,10 @@
 // CHECK-NEXT:    .param .u64 llmserve_d0_embedding_param_4
 // CHECK-NEXT: )
 // CHECK-NEXT: .maxntid 256, 1, 1
+// Every kernel waits for the grids before it, then lets the next launch
+// (the runtime launches each as a programmatic dependent launch).
+// CHECK:      griddepcontrol.wait;
+// CHECK-NEXT: griddepcontrol.launch_dependents;
 // CHECK:      ld.global.b16
 // CHECK:      st.global.b16
 func.func @embedding(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x64xbf16> {
@@ -92,11 +97,17 @@ func.func @paged_attention(%kc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {lay
 
 // A split K: the small-M kernel's 8 splits form a cluster (fixed at compile
 // time, so a plain launch gives it), and the first block adds the others'
-// sums from their shared memory.
+// sums from their shared memory. The first steps' weights are copied before
+// the wait for the previous grid, x after it.
 // CHECK-LABEL: .visible .entry llmserve_d5_linear_small_m(
 // CHECK:      .explicitcluster
 // CHECK-NEXT: .reqnctapercluster 1, 1, 8
 // CHECK:      mov.u32 {{.*}}, %ctaid.z;
+// CHECK:      cp.async.cg.shared.global
+// CHECK:      griddepcontrol.wait;
+// CHECK-NEXT: griddepcontrol.launch_dependents;
+// CHECK:      cp.async.cg.shared.global
+// CHECK:      cp.async.commit_group;
 // CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK:      st.shared.v4.b32
 // CHECK-NEXT: barrier.cluster.arrive.aligned;

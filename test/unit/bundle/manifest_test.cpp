@@ -177,6 +177,13 @@ const BrokenCase kBroken[] = {
          k["block"] = {128, 1, 1}, k["shared_bytes"] = -1;
      },
      "kernels[0].shared_bytes: negative"},
+    {"cuda programmatic launch not a boolean",
+     [](json &m) {
+       m["target"] = "sm_90";
+       for (json &k : m["kernels"])
+         k["block"] = {128, 1, 1}, k["shared_bytes"] = 0, k["programmatic_launch"] = 1;
+     },
+     "kernels[0].programmatic_launch: expected true or false, got 1"},
     {"buffer not an object", [](json &m) { m["buffers"][0] = 5; },
      "buffers[0]: expected a JSON object, got 5"},
     {"embedded not a string", [](json &m) { m["weights"]["embedded"] = true; },
@@ -333,10 +340,13 @@ TEST(Manifest, ParsesCudaLaunchMetadata) {
   m["target"] = "sm_90";
   for (json &k : m["kernels"])
     k["block"] = {128, 2, 1}, k["shared_bytes"] = 49152;
+  m["kernels"][0]["programmatic_launch"] = true;
   Manifest parsed = Manifest::parse(m.dump(), "m.json");
   EXPECT_EQ(parsed.target, "sm_90");
   EXPECT_EQ(parsed.kernels[0].block, (std::array<int64_t, 3>{128, 2, 1}));
   EXPECT_EQ(parsed.kernels[0].shared_bytes, 49152);
+  EXPECT_TRUE(parsed.kernels[0].programmatic_launch);
+  EXPECT_FALSE(parsed.kernels[1].programmatic_launch); // absent: launched after its predecessors
 
   // CPU kernels have no launch metadata.
   parsed = Manifest::parse(test::ops_manifest().dump(), "m.json");

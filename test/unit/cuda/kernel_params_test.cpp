@@ -17,7 +17,7 @@ TEST(KernelParams, PointersInBindingOrderThenInt64PushConstants) {
   p.assign({2, 0, 2}, addresses, {-1, 7});
   EXPECT_THAT(p.values(), ElementsAre(0x7000'0000'0200u, 0x7000'0000'0000u, 0x7000'0000'0200u,
                                       0xffff'ffff'ffff'ffffu, 7u));
-  // cuLaunchKernel reads each parameter through its pointer: an 8-byte
+  // cuLaunchKernelEx reads each parameter through its pointer: an 8-byte
   // device pointer, or an int64 with its sign.
   void **params = p.pointers();
   uint64_t pointer = 0;

@@ -9,12 +9,16 @@
 // 64 rows, binds the same buffers; the grids leave exactly one with blocks.
 // CHECK-LABEL: func.func @linear
 //       CHECK:   llmserve.linear
-//  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "2", "1"], kernel = "d0_linear", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"},
-//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "8", "1"], kernel = "d0_linear_small_m", shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"}]
+//  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "2", "1"], kernel = "d0_linear", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"},
+//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "8", "1"], kernel = "d0_linear_small_m", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"}]
 //       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// Kernels without loads that may come first wait for the grids before them
+// on entry.
+//  CHECK-NEXT:     nvvm.griddepcontrol  wait
+//  CHECK-NEXT:     nvvm.griddepcontrol  launch_dependents
 //       CHECK:     memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<1xbf16> to memref<?x32xbf16, strided<[32, 1]>>
 //       CHECK:     scf.for {{.*}} -> (f32, f32
 //       CHECK:       gpu.barrier
@@ -27,12 +31,15 @@
 // The small-M kernel: 2 warps on a 16x16 tile (row tiles on grid x, column
 // tiles on y); x and W stream through 4 shared-memory stages of 128 k (rows
 // padded to 136 elements) by 16-byte cp.async copies, 3 commit groups ahead
-// of the mma. K = 32 is one step: one split, no cluster.
+// of the mma. K = 32 is one step: one split, no cluster. The first steps' W
+// copies start before the kernel waits for the grids before it; x's after.
 //       CHECK:   gpu.func @llmserve_d0_linear_small_m(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
-//       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<?x32xbf16, strided<[32, 1]>> to memref<4x16x136xbf16, #gpu.address_space<workgroup>>
 //       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<128x32xbf16, strided<[32, 1]>> to memref<4x16x136xbf16, #gpu.address_space<workgroup>>
+//       CHECK:     nvvm.griddepcontrol  wait
+//  CHECK-NEXT:     nvvm.griddepcontrol  launch_dependents
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<?x32xbf16, strided<[32, 1]>> to memref<4x16x136xbf16, #gpu.address_space<workgroup>>
 //       CHECK:     nvvm.cp.async.commit.group
 //  CHECK-NEXT:     nvvm.cp.async.commit.group
 //  CHECK-NEXT:     nvvm.cp.async.commit.group
