@@ -38,8 +38,6 @@ constexpr int64_t kWarpTileM = 32, kWarpTileN = 32;
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
 // Elements per 128-bit load.
 constexpr int64_t kChunk = 8;
-// 32-bit words per staged row: kTileK / 2, plus 4 of padding.
-constexpr int64_t kWordsPerRow = kTileK / 2 + 4;
 // The small-M kernel's tile, and its step along K (the unit of a split).
 constexpr int64_t kSmallTileM = 16, kSmallTileN = 16, kStepK = 128;
 // Splits are the CTAs of one cluster, which reduce through distributed
@@ -100,7 +98,9 @@ SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type element, ArrayRef<Value> fa
 }
 
 /// What both tensor-core kernels read off the op: W is [n, depth] f16/bf16,
-/// x the first binding, the bias (if any) the third, y the last.
+/// x the first binding, the bias (if any) the third, y the last. Both stream
+/// x and W through a ring of shared-memory stages ([stages, rows, stepK + 8]
+/// elements: the padding makes a warp's fragment loads hit 32 banks).
 class TensorCoreLinear {
 public:
   TensorCoreLinear(GpuKernelEmitter &e, LinearOp op)
@@ -109,6 +109,61 @@ public:
         depth(weightShape(op)[1]), split(n, depth, hasSmallBatchLinearKernel(op)) {}
 
 protected:
+  /// Starts the copy of rows [r0, r0 + tileRows) and columns [k0, k0 +
+  /// stepK) of `source` ([rows, K], K a multiple of 8) into stage `slot` of
+  /// `tile`: one 16-byte cp.async per chunk of 8 elements, reading nothing
+  /// (zeros) for chunks outside the matrix.
+  void copyAsync(Value source, Value tile, Value slot, Value r0, Value rows, Value k0,
+                 int64_t tileRows, int64_t stepK) {
+    int64_t chunksPerRow = stepK / kChunk;
+    for (int64_t i = 0; i < tileRows * chunksPerRow / e.blockSize(); ++i) {
+      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      Value r = a.divui(flat, e.index(chunksPerRow));
+      Value k = a.muli(a.remui(flat, e.index(chunksPerRow)), e.index(kChunk));
+      Value row = a.addi(r0, r), column = a.addi(k0, k);
+      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
+                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(depth)));
+      // An empty copy still forms its address: keep it inside the buffer.
+      Value zero = e.index(0);
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
+          ValueRange{slot, r, k}, source,
+          ValueRange{a.select(inside, row, zero), a.select(inside, column, zero)},
+          b.getIndexAttr(kChunk), a.select(inside, e.index(kChunk), zero),
+          /*bypassL1=*/b.getUnitAttr());
+    }
+  }
+
+  /// The same copy element by element with plain loads and stores (K not a
+  /// multiple of 8, so rows are not 16-byte aligned).
+  void copySync(Value source, Value tile, Value slot, Value r0, Value rows, Value k0,
+                int64_t tileRows, int64_t stepK) {
+    Value zero = arith::ConstantOp::create(b, element, b.getZeroAttr(element));
+    for (int64_t i = 0; i < tileRows * stepK / e.blockSize(); ++i) {
+      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      Value r = a.divui(flat, e.index(stepK));
+      Value k = a.remui(flat, e.index(stepK));
+      Value row = a.addi(r0, r), column = a.addi(k0, k);
+      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
+                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(depth)));
+      Value v = e.ifElse(
+          inside, element, [&] { return a.load(source, {row, column}); },
+          [&] { return zero; });
+      a.store(v, tile, {slot, r, k});
+    }
+  }
+
+  /// The 32-bit word `word` (elements 2 word, 2 word + 1) of row `row` of
+  /// stage `slot`.
+  Value wordAt(Value tile, Value slot, Value row, Value word) {
+    auto pair = VectorType::get({2}, element);
+    Value v = vector::LoadOp::create(b, pair, tile,
+                                     ValueRange{slot, row, a.muli(word, e.index(2))});
+    auto oneWord = VectorType::get({1}, b.getI32Type());
+    Value bits = vector::BitCastOp::create(b, oneWord, v);
+    return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
+  }
+
   GpuKernelEmitter &e;
   Arith &a;
   ImplicitLocOpBuilder &b;
@@ -123,8 +178,19 @@ private:
   }
 };
 
+/// The kernel for M > 64 (prefill and large decode batches): a block of 4
+/// warps computes a 64x64 tile, each warp a 32x32 quarter of 2 x 4 m16n8
+/// tiles. x and W stream through 4 shared-memory stages of 32 k, with
+/// cp.async when K is a multiple of 8 (else plain copies into the same
+/// ring), 3 steps ahead of the mma. The splits of K are walked in one
+/// pipeline: at the end of each split the running sum joins the total.
 class MmaLinear : TensorCoreLinear {
 public:
+  static constexpr int64_t kStages = 4;
+  // 20 words per row: a warp's fragment loads (rows g, words t) hit 32 banks.
+  static constexpr int64_t kRowElements = kTileK + 8;
+  static_assert(kTileM == kTileN, "copy() stages kTileM rows of x and of W");
+
   using TensorCoreLinear::TensorCoreLinear;
 
   Grid build() {
@@ -132,9 +198,8 @@ public:
     Value bias = hasBias ? e.binding(2) : Value();
     Value y = e.binding(hasBias ? 3 : 2);
     Value m = e.dimSize(0, 0);
-    auto i32 = b.getI32Type();
-    Value xs = e.sharedBuffer({kTileM, kWordsPerRow}, i32);
-    Value ws = e.sharedBuffer({kTileN, kWordsPerRow}, i32);
+    Value xs = e.sharedBuffer({kStages, kTileM, kRowElements}, element);
+    Value ws = e.sharedBuffer({kStages, kTileN, kRowElements}, element);
     Value m0 = a.muli(e.blockId(0), e.index(kTileM));
     Value n0 = a.muli(e.blockId(1), e.index(kTileN));
     Value lane = e.laneId(), warp = e.warpId();
@@ -142,55 +207,94 @@ public:
     Value warpRow = a.muli(a.divui(warp, e.index(2)), e.index(kWarpTileM));
     Value warpCol = a.muli(a.remui(warp, e.index(2)), e.index(kWarpTileN));
 
-    constexpr int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
-    SmallVector<Value> zeros(tilesM * tilesN * 4, e.f32(0));
-    // One kTileK-wide step at k0: stage both tiles, then each warp's mma
-    // steps over its 32x32 quarter.
-    auto kStep = [&](Value k0, ValueRange acc) -> SmallVector<Value> {
-      e.barrier();
-      stage(x, xs, m0, m, k0);
-      stage(w, ws, n0, e.index(n), k0);
-      e.barrier();
-      SmallVector<Value> next(acc);
-      for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
-        Value word = a.addi(pairInGroup, e.index(kw));
-        Value wordHigh = a.addi(word, e.index(4));
-        SmallVector<SmallVector<Value>> fa, fb;
-        for (int64_t i = 0; i < tilesM; ++i) {
-          Value r = a.addi(a.addi(warpRow, e.index(i * kMmaM)), group);
-          Value r8 = a.addi(r, e.index(8));
-          fa.push_back({a.load(xs, {r, word}), a.load(xs, {r8, word}),
-                        a.load(xs, {r, wordHigh}),
-                        a.load(xs, {r8, wordHigh})});
-        }
-        for (int64_t j = 0; j < tilesN; ++j) {
-          Value c = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
-          fb.push_back({a.load(ws, {c, word}), a.load(ws, {c, wordHigh})});
-        }
-        for (int64_t i = 0; i < tilesM; ++i)
-          for (int64_t j = 0; j < tilesN; ++j) {
-            int64_t at = (i * tilesN + j) * 4;
-            SmallVector<Value> d =
-                mma(b, element, fa[i], fb[j], ArrayRef(next).slice(at, 4));
-            std::copy(d.begin(), d.end(), next.begin() + at);
-          }
-      }
-      return next;
+    bool async = depth % kChunk == 0;
+    int64_t steps = (depth + kTileK - 1) / kTileK;
+    auto copy = [&](Value source, Value tile, Value r0, Value rows, Value step,
+                    Value slot) {
+      Value k0 = a.muli(step, e.index(kTileK));
+      if (async)
+        copyAsync(source, tile, slot, r0, rows, k0, kTileM, kTileK);
+      else
+        copySync(source, tile, slot, r0, rows, k0, kTileM, kTileK);
     };
-    // Each split's sum from zero, added to the total in split order (the
-    // small-M kernel's cluster reduction).
-    SmallVector<Value> acc = e.forLoop(
-        e.index(0), e.index(split.count), 1, zeros,
-        [&](Value s, ValueRange total) -> SmallVector<Value> {
-          Value begin = a.muli(s, e.index(split.depth()));
-          Value end = a.mini(a.addi(begin, e.index(split.depth())), e.index(depth));
-          SmallVector<Value> sum = e.forLoop(begin, end, kTileK, zeros,
-              [&](Value k0, ValueRange acc) { return kStep(k0, acc); });
-          SmallVector<Value> next;
-          for (auto [t, p] : llvm::zip(total, sum))
-            next.push_back(a.add(t, p));
-          return next;
+    // As in the small-M kernel, the first steps' weights are copied before
+    // the wait for the previous grid (asynchronous copies only).
+    int64_t early = std::min(kStages - 1, steps);
+    if (async) {
+      for (int64_t s = 0; s < early; ++s)
+        copy(w, ws, n0, e.index(n), e.index(s), e.index(s));
+      e.waitForPrerequisites();
+    }
+    for (int64_t s = 0; s < kStages - 1; ++s) {
+      if (s < early) {
+        if (!async)
+          copy(w, ws, n0, e.index(n), e.index(s), e.index(s));
+        copy(x, xs, m0, m, e.index(s), e.index(s));
+      }
+      NVVM::CpAsyncCommitGroupOp::create(b);
+    }
+
+    constexpr int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
+    constexpr int64_t sums = tilesM * tilesN * 4;
+    SmallVector<Value> init(2 * sums, e.f32(0)); // the total, then this split's sum
+    int64_t stepsPerSplit = split.depth() / kTileK;
+    SmallVector<Value> state = e.forLoop(
+        e.index(0), e.index(steps), 1, init,
+        [&](Value step, ValueRange state) -> SmallVector<Value> {
+          NVVM::CpAsyncWaitGroupOp::create(b, kStages - 2);
+          e.barrier();
+          Value next = a.addi(step, e.index(kStages - 1));
+          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, e.index(steps)), [&] {
+            Value slot = a.remui(next, e.index(kStages));
+            copy(x, xs, m0, m, next, slot);
+            copy(w, ws, n0, e.index(n), next, slot);
+          });
+          NVVM::CpAsyncCommitGroupOp::create(b);
+          Value slot = a.remui(step, e.index(kStages));
+          SmallVector<Value> total(state.take_front(sums)), acc(state.drop_front(sums));
+          for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
+            Value word = a.addi(pairInGroup, e.index(kw));
+            Value wordHigh = a.addi(word, e.index(4));
+            SmallVector<SmallVector<Value>> fa, fb;
+            for (int64_t i = 0; i < tilesM; ++i) {
+              Value r = a.addi(a.addi(warpRow, e.index(i * kMmaM)), group);
+              Value r8 = a.addi(r, e.index(8));
+              fa.push_back({wordAt(xs, slot, r, word), wordAt(xs, slot, r8, word),
+                            wordAt(xs, slot, r, wordHigh), wordAt(xs, slot, r8, wordHigh)});
+            }
+            for (int64_t j = 0; j < tilesN; ++j) {
+              Value c = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
+              fb.push_back({wordAt(ws, slot, c, word), wordAt(ws, slot, c, wordHigh)});
+            }
+            for (int64_t i = 0; i < tilesM; ++i)
+              for (int64_t j = 0; j < tilesN; ++j) {
+                int64_t at = (i * tilesN + j) * 4;
+                SmallVector<Value> d = mma(b, element, fa[i], fb[j], ArrayRef(acc).slice(at, 4));
+                std::copy(d.begin(), d.end(), acc.begin() + at);
+              }
+          }
+          if (split.count > 1) {
+            // The split ends here: its sum joins the total, the next starts
+            // from zero.
+            Value after = a.addi(step, e.index(1));
+            Value ends = arith::OrIOp::create(
+                b, a.cmpi(arith::CmpIPredicate::eq,
+                          a.remui(after, e.index(stepsPerSplit)), e.index(0)),
+                a.cmpi(arith::CmpIPredicate::eq, after, e.index(steps)));
+            for (int64_t q = 0; q < sums; ++q) {
+              total[q] = a.select(ends, a.add(total[q], acc[q]), total[q]);
+              acc[q] = a.select(ends, e.f32(0), acc[q]);
+            }
+          }
+          SmallVector<Value> result(total);
+          result.append(acc);
+          return result;
         });
+    NVVM::CpAsyncWaitGroupOp::create(b, 0);
+    SmallVector<Value> total(ArrayRef(state).take_front(sums));
+    if (split.count == 1)
+      for (int64_t q = 0; q < sums; ++q)
+        total[q] = a.add(e.f32(0), state[sums + q]);
 
     // c0, c1 are (row g, cols 2t, 2t+1) of the 16x8 tile; c2, c3 row g + 8.
     for (int64_t i = 0; i < tilesM; ++i)
@@ -202,10 +306,9 @@ public:
           Value row = a.addi(r, e.index(q < 2 ? 0 : 8));
           Value col = a.addi(c, e.index(q % 2));
           Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
-                                a.cmpi(arith::CmpIPredicate::ult, col,
-                                       e.index(n)));
+                                a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
           e.ifThen(inside, [&] {
-            Value v = acc[(i * tilesN + j) * 4 + q];
+            Value v = total[(i * tilesN + j) * 4 + q];
             if (hasBias)
               v = a.add(v, e.loadF32(bias, col));
             e.storeF32(v, y, {row, col});
@@ -215,82 +318,6 @@ public:
     return {ceilDivExpr(e.dimExpr(0, 0), kTileM),
             std::to_string((n + kTileN - 1) / kTileN), "1"};
   }
-
-private:
-  /// Copies rows [r0, r0 + 64) and columns [k0, k0 + 32) of `source`
-  /// ([rows, K]) into `tile` as words of two consecutive k; outside the
-  /// matrix, zeros.
-  void stage(Value source, Value tile, Value r0, Value rows, Value k0) {
-    if (depth % kChunk == 0)
-      return stageChunks(source, tile, r0, rows, k0);
-    constexpr int64_t words = kTileM * kTileK / 2;
-    auto i16 = b.getI16Type(), i32 = b.getI32Type();
-    for (int64_t i = 0; i < words / e.blockSize(); ++i) {
-      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
-      Value r = a.divui(flat, e.index(kTileK / 2));
-      Value wcol = a.remui(flat, e.index(kTileK / 2));
-      Value row = a.addi(r0, r);
-      Value k = a.addi(k0, a.muli(wcol, e.index(2)));
-      Value rowInside = a.cmpi(arith::CmpIPredicate::ult, row, rows);
-      auto half = [&](Value kk) {
-        Value inside = a.andi(
-            rowInside, a.cmpi(arith::CmpIPredicate::ult, kk, e.index(depth)));
-        Value bits = e.ifElse(
-            inside, i16,
-            [&] {
-              return arith::BitcastOp::create(b, i16,
-                                              a.load(source, {row, kk}))
-                  .getResult();
-            },
-            [&] {
-              return arith::ConstantIntOp::create(b, i16, 0).getResult();
-            });
-        return arith::ExtUIOp::create(b, i32, bits).getResult();
-      };
-      Value low = half(k);
-      Value high = half(a.addi(k, e.index(1)));
-      Value word = arith::OrIOp::create(
-          b, low,
-          arith::ShLIOp::create(b, high,
-                                arith::ConstantIntOp::create(b, i32, 16)));
-      a.store(word, tile, {r, wcol});
-    }
-  }
-
-  /// `stage` when K is a multiple of 8: 128-bit loads of 8 consecutive k
-  /// (device buffers start on 256 bytes, so every row's chunks are 16-byte
-  /// aligned) and 128-bit shared stores; a chunk is wholly inside or outside.
-  void stageChunks(Value source, Value tile, Value r0, Value rows, Value k0) {
-    constexpr int64_t chunksPerRow = kTileK / kChunk;
-    auto chunkType = VectorType::get({kChunk}, element);
-    auto wordsType = VectorType::get({kChunk / 2}, b.getI32Type());
-    Value zeros = arith::ConstantOp::create(
-        b, wordsType, DenseElementsAttr::get(wordsType, int32_t(0)));
-    for (int64_t i = 0; i < kTileM * chunksPerRow / e.blockSize(); ++i) {
-      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
-      Value r = a.divui(flat, e.index(chunksPerRow));
-      Value chunk = a.remui(flat, e.index(chunksPerRow));
-      Value row = a.addi(r0, r);
-      Value k = a.addi(k0, a.muli(chunk, e.index(kChunk)));
-      Value inside =
-          a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
-                 a.cmpi(arith::CmpIPredicate::ult, k, e.index(depth)));
-      Value words = e.ifElse(
-          inside, wordsType,
-          [&] {
-            Value v = vector::LoadOp::create(b, chunkType, source,
-                                             ValueRange{row, k},
-                                             /*nontemporal=*/false,
-                                             llvm::MaybeAlign(16));
-            return vector::BitCastOp::create(b, wordsType, v).getResult();
-          },
-          [&] { return zeros; });
-      vector::StoreOp::create(
-          b, words, tile, ValueRange{r, a.muli(chunk, e.index(kChunk / 2))},
-          /*nontemporal=*/false, llvm::MaybeAlign(16));
-    }
-  }
-
 };
 
 /// The f16/bf16 kernel for small M (decode steps): the 64x64 tiles above
@@ -310,8 +337,6 @@ private:
 class SmallBatchLinear : TensorCoreLinear {
 public:
   static constexpr int64_t kStages = 4;
-  static_assert(kSmallTileM == kSmallTileN,
-                "stage() copies kSmallTileM rows of x and of W");
   // Elements per staged row: kStepK plus 8 of padding, so the fragment loads
   // of a warp (rows g, words t) hit 32 distinct banks.
   static constexpr int64_t kRowElements = kStepK + 8;
@@ -340,21 +365,21 @@ public:
       return a.muli(a.addi(firstStep, step), e.index(kStepK));
     };
     auto issue = [&](Value step, Value slot) {
-      stage(x, xs, slot, m0, m, kOf(step));
-      stage(w, ws, slot, n0, e.index(n), kOf(step));
+      copyAsync(x, xs, slot, m0, m, kOf(step), kSmallTileM, kStepK);
+      copyAsync(w, ws, slot, n0, e.index(n), kOf(step), kSmallTileN, kStepK);
     };
     // The first steps' weights do not depend on earlier kernels: their copies
     // start before the wait, x's after it (commit group s holds x's step s;
     // group 0 also every early W copy).
     for (int64_t s = 0; s < std::min(kStages - 1, split.steps); ++s)
       e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps), [&] {
-        stage(w, ws, e.index(s), n0, e.index(n), kOf(e.index(s)));
+        copyAsync(w, ws, e.index(s), n0, e.index(n), kOf(e.index(s)), kSmallTileN, kStepK);
       });
     e.waitForPrerequisites();
     for (int64_t s = 0; s < kStages - 1; ++s) {
       if (s < split.steps)
         e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps), [&] {
-          stage(x, xs, e.index(s), m0, m, kOf(e.index(s)));
+          copyAsync(x, xs, e.index(s), m0, m, kOf(e.index(s)), kSmallTileM, kStepK);
         });
       NVVM::CpAsyncCommitGroupOp::create(b);
     }
@@ -465,41 +490,6 @@ private:
     });
     NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
     NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
-  }
-
-  /// Starts the copy of rows [r0, r0 + 16) and columns [k0, k0 + 128) of
-  /// `source` ([rows, K], K a multiple of 8) into stage `slot` of `tile`:
-  /// one 16-byte cp.async per chunk of 8 elements, reading nothing (zeros)
-  /// for chunks outside the matrix.
-  void stage(Value source, Value tile, Value slot, Value r0, Value rows, Value k0) {
-    constexpr int64_t chunksPerRow = kStepK / kChunk;
-    for (int64_t i = 0; i < kSmallTileM * chunksPerRow / e.blockSize(); ++i) {
-      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
-      Value r = a.divui(flat, e.index(chunksPerRow));
-      Value k = a.muli(a.remui(flat, e.index(chunksPerRow)), e.index(kChunk));
-      Value row = a.addi(r0, r), column = a.addi(k0, k);
-      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
-                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(depth)));
-      // An empty copy still forms its address: keep it inside the buffer.
-      Value zero = e.index(0);
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
-          ValueRange{slot, r, k}, source,
-          ValueRange{a.select(inside, row, zero), a.select(inside, column, zero)},
-          b.getIndexAttr(kChunk), a.select(inside, e.index(kChunk), zero),
-          /*bypassL1=*/b.getUnitAttr());
-    }
-  }
-
-  /// The 32-bit word `word` (elements 2 word, 2 word + 1) of row `row` of
-  /// stage `slot`.
-  Value wordAt(Value tile, Value slot, Value row, Value word) {
-    auto pair = VectorType::get({2}, element);
-    Value v = vector::LoadOp::create(b, pair, tile,
-                                     ValueRange{slot, row, a.muli(word, e.index(2))});
-    auto oneWord = VectorType::get({1}, b.getI32Type());
-    Value bits = vector::BitCastOp::create(b, oneWord, v);
-    return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 };
 

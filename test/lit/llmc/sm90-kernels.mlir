@@ -37,14 +37,17 @@ func.func @embedding(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> t
   return %x : tensor<?x64xbf16>
 }
 
-// linear: tensor cores, staged through shared memory.
+// linear: tensor cores, x and W streamed through 4 shared-memory stages by
+// cp.async, W's first copies before the wait for the previous grid.
 // CHECK-LABEL: .visible .entry llmserve_d1_linear(
 // CHECK:      .shared .align 16 .b8
-// CHECK-DAG:  bar.sync 0;
-// CHECK-DAG:  ld.global.v4.b32
-// CHECK-DAG:  st.shared.v4.b32
-// CHECK-DAG:  ld.shared.b32
-// CHECK-DAG:  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
+// CHECK:      griddepcontrol.wait;
+// CHECK:      cp.async.commit_group;
+// CHECK:      cp.async.wait_group 2;
+// CHECK-NEXT: bar.sync 0;
+// CHECK:      ld.shared.b32
+// CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK:      cvt.rn.bf16.f32
 // The kernel for steps of at most 64 rows: 2 warps, x and W streamed through
 // shared memory by cp.async, 3 groups in flight while one is multiplied.
@@ -77,13 +80,15 @@ func.func @layer_norm(%x: tensor<8x64xbf16>, %r: tensor<8x64xbf16>) -> (tensor<8
 }
 
 // Attention: K and V tiles in shared memory, a loop over the keys' tiles
-// with a barrier on each side of the gather, q·k summed across the warp.
+// with a barrier on each side of the gather (16 bytes per thread), q·k
+// summed across the warp.
 // CHECK-LABEL: .visible .entry llmserve_d4_paged_attention(
 // CHECK:      .shared .align 16 .b8
 // CHECK:      .shared .align 16 .b8
 // CHECK:      bar.sync 0;
-// CHECK:      st.shared.b16
-// CHECK:      st.shared.b16
+// CHECK:      ld.global.v4.b32
+// CHECK:      st.shared.v4.b32
+// CHECK:      st.shared.v4.b32
 // CHECK:      bar.sync 0;
 // CHECK:      shfl.sync.bfly.b32
 // CHECK:      bra {{\$L__BB5_[0-9]+}};

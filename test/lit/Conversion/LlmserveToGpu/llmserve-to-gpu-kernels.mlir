@@ -1,9 +1,11 @@
 // RUN: %llmserve-opt %s -llmserve-to-gpu-kernels -split-input-file | FileCheck %s
 
 // A bf16 linear runs on tensor cores: blocks of 4 warps compute 64x64 tiles
-// (grid: row tiles x column tiles), staging x and W in shared memory as
-// 32-bit words of two k (K % 8 == 0: 128-bit loads and stores of 8 k), then
-// mma.sync m16n8k16 with f32 accumulators.
+// (grid: row tiles x column tiles); x and W stream through 4 shared-memory
+// stages of 32 k (rows padded to 40 elements) by 16-byte cp.async copies
+// (K % 8 == 0), 3 commit groups ahead of mma.sync m16n8k16 with f32
+// accumulators. The first steps' W copies start before the kernel waits
+// for the grids before it.
 // Parameters: one bare pointer (memref<1xT>) per binding, then one i64 per
 // push constant (x's rows, y's rows). A second kernel, for steps of at most
 // 64 rows, binds the same buffers; the grids leave exactly one with blocks.
@@ -13,19 +15,21 @@
 //  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "8", "1"], kernel = "d0_linear_small_m", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"}]
 //       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
-//  CHECK-SAME:     workgroup(%{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>}
-// Kernels without loads that may come first wait for the grids before them
-// on entry.
-//  CHECK-NEXT:     nvvm.griddepcontrol  wait
-//  CHECK-NEXT:     nvvm.griddepcontrol  launch_dependents
 //       CHECK:     memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}, 32], strides: [32, 1] : memref<1xbf16> to memref<?x32xbf16, strided<[32, 1]>>
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<128x32xbf16, strided<[32, 1]>> to memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+//       CHECK:     nvvm.griddepcontrol  wait
+//  CHECK-NEXT:     nvvm.griddepcontrol  launch_dependents
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<?x32xbf16, strided<[32, 1]>> to memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+//       CHECK:     nvvm.cp.async.commit.group
+//  CHECK-NEXT:     nvvm.cp.async.commit.group
+//  CHECK-NEXT:     nvvm.cp.async.commit.group
 //       CHECK:     scf.for {{.*}} -> (f32, f32
-//       CHECK:       gpu.barrier
-//       CHECK:       vector.load %{{.*}} {alignment = 16 : i64} : memref<?x32xbf16, strided<[32, 1]>>, vector<8xbf16>
-//       CHECK:       vector.bitcast %{{.*}} : vector<8xbf16> to vector<4xi32>
-//       CHECK:       vector.store %{{.*}} {alignment = 16 : i64} : memref<64x20xi32, #gpu.address_space<workgroup>>, vector<4xi32>
-//       CHECK:       gpu.barrier
+//  CHECK-NEXT:       nvvm.cp.async.wait.group 2
+//  CHECK-NEXT:       gpu.barrier
+//       CHECK:       nvvm.cp.async.commit.group
+//       CHECK:       vector.load %{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 //       CHECK:       nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 //       CHECK:     arith.truncf %{{.*}} : f32 to bf16
 // The small-M kernel: 2 warps on a 16x16 tile (row tiles on grid x, column
@@ -63,18 +67,24 @@ func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
 // cluster holds) of 2 steps of 128 k. The splits of a tile are one cluster
 // along grid z; each block leaves its sums in shared memory and the first
 // adds them in split order through distributed shared memory. The large-M
-// kernel sums the same splits in the same order.
+// kernel walks the same splits in one pipeline: after a split's last step
+// (every 8 steps of 32 k, or the last step) its sum joins the total and the
+// next split starts from zero.
 // CHECK-LABEL: func.func @linear_split_k
 //       CHECK:   llmserve.linear
 //  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "4", "1"], kernel = "d0_linear"
 //  CHECK-SAME:     grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "16", "8"], kernel = "d0_linear_small_m"
 //       CHECK:   gpu.func @llmserve_d0_linear(
-//       CHECK:     scf.for %[[SPLIT:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
-//       CHECK:       arith.muli %[[SPLIT]], %{{.*}}
-//       CHECK:       arith.minsi
-//       CHECK:       scf.for
-//       CHECK:         nvvm.mma.sync
-//       CHECK:       arith.addf
+//       CHECK:     scf.for %[[STEP:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+//       CHECK:       nvvm.mma.sync
+//       CHECK:       %[[AFTER:.*]] = arith.addi %[[STEP]], %{{c1[_0-9]*}}
+//       CHECK:       %[[IN_SPLIT:.*]] = arith.remui %[[AFTER]], %{{c8[_0-9]*}}
+//       CHECK:       %[[SPLIT_ENDS:.*]] = arith.cmpi eq, %[[IN_SPLIT]], %{{c0[_0-9]*}}
+//       CHECK:       %[[LAST:.*]] = arith.cmpi eq, %[[AFTER]], %{{c64[_0-9]*}}
+//       CHECK:       %[[ENDS:.*]] = arith.ori %[[SPLIT_ENDS]], %[[LAST]]
+//       CHECK:       %[[JOINED:.*]] = arith.addf
+//       CHECK:       arith.select %[[ENDS]], %[[JOINED]], %{{.*}} : f32
+//       CHECK:       arith.select %[[ENDS]], %{{cst[_0-9]*}}, %{{.*}} : f32
 //       CHECK:   gpu.func @llmserve_d0_linear_small_m(
 //  CHECK-SAME:     workgroup({{.*}}, %{{.*}} : memref<64x4xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 8>}
@@ -98,11 +108,13 @@ func.func @linear_split_k(%x: tensor<?x2048xbf16>) -> tensor<?x256xbf16> {
 
 // f16 operands are passed to mma.sync as vector<2xf16>; the logits of a
 // narrow model come out in f32 (no truncation). K % 8 != 0: x and W are
-// staged one element at a time, zero past K.
+// copied into the stages one element at a time, zero past K, and the kernel
+// waits for the grids before it on entry.
 // CHECK-LABEL: func.func @linear_f16_logits
 //       CHECK: gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf16>, %{{.*}}: memref<1xf32>, %{{.*}}: i64, %{{.*}}: i64)
-//   CHECK-NOT:   vector.load
-//       CHECK:   arith.bitcast %{{.*}} : f16 to i16
+//  CHECK-NEXT:   nvvm.griddepcontrol  wait
+//   CHECK-NOT:   nvgpu.device_async_copy
+//       CHECK:   memref.store %{{.*}} : memref<4x64x40xf16, #gpu.address_space<workgroup>>
 //       CHECK:   llvm.bitcast %{{.*}} : i32 to vector<2xf16>
 //       CHECK:   nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 //   CHECK-NOT:   arith.truncf
@@ -192,8 +204,9 @@ func.func @rms_norm_per_head(%q: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tens
 //       CHECK:     scf.for
 //       CHECK:       scf.for
 //       CHECK:         gpu.barrier
-//       CHECK:         memref.store %{{.*}}, %[[K]]
-//       CHECK:         memref.store %{{.*}}, %[[V]]
+//       CHECK:         vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16, strided<[?, 1]>>, vector<8xbf16>
+//       CHECK:         vector.store %{{.*}}, %[[K]]{{.*}} {alignment = 16 : i64} : memref<32x16xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+//       CHECK:         vector.store %{{.*}}, %[[V]]
 //       CHECK:         gpu.barrier
 //       CHECK:         scf.for
 //       CHECK:           memref.load %[[K]]
