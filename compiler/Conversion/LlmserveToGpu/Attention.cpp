@@ -29,6 +29,7 @@
 #include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -38,6 +39,10 @@ using namespace mlir::llmserve;
 namespace {
 constexpr int64_t kItemsPerBlock = 16;
 constexpr int64_t kMaxKeysPerTile = 32;
+// Bytes a thread copies at once when gathering K and V rows (device buffers
+// start on 256 bytes and shared tiles on 16, so a head's slice of a cache row
+// is aligned whenever the head dimension is a whole number of such pieces).
+constexpr int64_t kGatherBytes = 16;
 // K and V tiles together stay within this many bytes of shared memory.
 constexpr int64_t kTileBytes = 32 * 1024;
 
@@ -310,16 +315,32 @@ private:
         [&](Value j0, ValueRange st) -> SmallVector<Value> {
           e.barrier();
           Value tileEnd = a.mini(a.addi(j0, e.index(keysPerTile)), to);
-          e.threadLoop(a.muli(a.subi(tileEnd, j0), dim), [&](Value flat) {
-            Value k = a.divui(flat, dim), d = a.remui(flat, dim);
+          // Each thread copies `width` consecutive elements of a key's row:
+          // 16 bytes when the head dimension allows.
+          int64_t perLoad = kGatherBytes / (element.getIntOrFloatBitWidth() / 8);
+          int64_t width = headDim % perLoad == 0 ? perLoad : 1;
+          Value pieces = e.index(headDim / width);
+          e.threadLoop(a.muli(a.subi(tileEnd, j0), pieces), [&](Value flat) {
+            Value k = a.divui(flat, pieces);
+            Value d = a.muli(a.remui(flat, pieces), e.index(width));
             Value key = a.addi(j0, k);
             Value block = a.toIndex(a.load(
                 blockTable, {seq, a.divui(key, e.index(blockSize))}));
             Value slot = a.addi(a.muli(block, e.index(blockSize)),
                                 a.remui(key, e.index(blockSize)));
             Value col = a.addi(a.muli(kvHead, dim), d);
-            a.store(a.load(keys, {slot, col}), kTile, {k, d});
-            a.store(a.load(values, {slot, col}), vTile, {k, d});
+            auto copy = [&](Value cache, Value tile) {
+              if (width == 1)
+                return a.store(a.load(cache, {slot, col}), tile, {k, d});
+              auto piece = VectorType::get({width}, element);
+              Value v = vector::LoadOp::create(b, piece, cache, ValueRange{slot, col},
+                                               /*nontemporal=*/false,
+                                               llvm::MaybeAlign(kGatherBytes));
+              vector::StoreOp::create(b, v, tile, ValueRange{k, d},
+                                      /*nontemporal=*/false, llvm::MaybeAlign(kGatherBytes));
+            };
+            copy(keys, kTile);
+            copy(values, vTile);
           });
           e.barrier();
           SmallVector<Value> next;
