@@ -51,12 +51,19 @@ decode() {  # bundle, log name, extra flags
     grep -E "^ +[0-9]+ +[0-9]+ " "$OUT/$2_$context.log"
   done
 }
+prefill() {  # bundle, log name: one 2048-token prompt in one step, 5 times
+  timeout 60 $B bench offline "$1" --weights $W --num-prompts 5 --random-input-len 2048 \
+    --random-output-len 1 --max-num-seqs 1 --max-num-batched-tokens 2048 > "$OUT/$2.log" 2>&1
+  echo "rc=$? ($2)"; grep -E "Median TTFT" "$OUT/$2.log"
+}
 echo "== bench decode"
 decode $T decode --profile
 head -3 "$OUT/decode_512.log"
+prefill $T prefill
 if [ -d $BASE ]; then
   echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
   decode $BASE baseline_decode --profile
+  prefill $BASE baseline_prefill
 fi
 
 echo "== cuBLAS on the model's linear shapes"
