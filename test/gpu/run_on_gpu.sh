@@ -2,7 +2,8 @@
 # Everything that needs an NVIDIA GPU, on a machine with no MLIR: every check
 # (the executor's GPU tests, gpu_checks.py check), then every benchmark on a
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
-# each op's time, cuBLAS on the same linear shapes, offline and served
+# each op's time, a 2047-token prefill, cuBLAS on the same linear shapes,
+# transformers and torch SDPA on the same checkpoint, offline and served
 # throughput). Run from the repository root after
 # `gpu_checks.py prepare build gpu-carry/prepared --tinyllama` made the
 # bundles elsewhere (docs/gpu.md); logs go to $OUT (default gpu-logs/).
@@ -51,8 +52,9 @@ decode() {  # bundle, log name, extra flags
     grep -E "^ +[0-9]+ +[0-9]+ " "$OUT/$2_$context.log"
   done
 }
-prefill() {  # bundle, log name: one 2048-token prompt in one step, 5 times
-  timeout 60 $B bench offline "$1" --weights $W --num-prompts 5 --random-input-len 2048 \
+prefill() {  # bundle, log name: one 2047-token prompt (the model's 2048 positions
+             # less the output token) in one step, 5 times
+  timeout 60 $B bench offline "$1" --weights $W --num-prompts 5 --random-input-len 2047 \
     --random-output-len 1 --max-num-seqs 1 --max-num-batched-tokens 2048 > "$OUT/$2.log" 2>&1
   echo "rc=$? ($2)"; grep -E "Median TTFT" "$OUT/$2.log"
 }
@@ -70,6 +72,17 @@ echo "== cuBLAS on the model's linear shapes"
 timeout 120 python3 test/gpu/linear_reference.py $R/tinyllama_config/config.json \
   > "$OUT/linear_reference.log" 2>&1
 echo "rc=$?"; sed -n '/one decode step/,$p' "$OUT/linear_reference.log"
+
+echo "== the peer: transformers generate on the same checkpoint, torch SDPA"
+timeout 150 python3 test/gpu/transformers_reference.py $W > "$OUT/transformers.log" 2>&1
+echo "rc=$?"; grep -E "^(transformers|torch)" "$OUT/transformers.log" || tail -3 "$OUT/transformers.log"
+for batch in 1 64; do
+  timeout 60 $B bench offline $T --weights $W --num-prompts $((batch > 1 ? batch : 4)) \
+    --random-input-len 512 --random-output-len 128 --max-num-seqs $batch \
+    > "$OUT/offline_batch$batch.log" 2>&1
+  echo "rc=$? (llmrun, batch $batch, 512 + 128 tokens)"
+  grep -E "Output token throughput" "$OUT/offline_batch$batch.log"
+done
 
 echo "== bench offline (the nano-vllm workload: 256 prompts, 100-1024 tokens in and out)"
 timeout 150 $B bench offline $T --weights $W --kv-cache-gb 40 > "$OUT/offline.log" 2>&1
