@@ -75,6 +75,13 @@ struct NarrowStoragePass
       else if (auto o = dyn_cast<LogprobsOp>(op))
         keep.insert(o.getLogits());
     });
+    // Soft-capping of the logits (Gemma 2) computes on what the head's linear
+    // gives in f32.
+    SmallVector<Value> kept(keep.begin(), keep.end());
+    while (!kept.empty())
+      if (auto cap = kept.pop_back_val().getDefiningOp<SoftcapOp>())
+        if (keep.insert(cap.getInput()).second)
+          kept.push_back(cap.getInput());
 
     for (Operation &op : body.without_terminator()) {
       if (!isa<LlmserveDialect>(op.getDialect()))

@@ -74,6 +74,22 @@ func.func @penalties_and_logprobs(%ids: tensor<?xi32> {llmserve.contract = "toke
 
 // -----
 
+// Soft-capped logits (Gemma 2): the head's linear computes f32 from narrow
+// operands and the softcap stays f32.
+// CHECK-LABEL: func.func @softcapped_logits
+//       CHECK:   llmserve.linear {{.*}} : tensor<?x16xbf16>, tensor<32x16xbf16> -> tensor<?x32xf32>
+//       CHECK:   llmserve.softcap {{.*}} : tensor<?x32xf32>
+func.func @softcapped_logits(%ids: tensor<?xi32> {llmserve.contract = "token_ids"})
+    -> tensor<?x32xf32> {
+  %e = llmserve.weight "emb" : tensor<32x16xf32>
+  %h = llmserve.embedding %e, %ids : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %logits = llmserve.linear %h, %e : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x32xf32>
+  %capped = llmserve.softcap %logits cap 3.0e+01 : tensor<?x32xf32>
+  return %capped : tensor<?x32xf32>
+}
+
+// -----
+
 // An argument that is neither a contract array nor a KV cache keeps the
 // caller's type, so the graph cannot be narrowed around it.
 // expected-error @+1 {{'func.func' op argument #0 is neither a step-contract array nor a KV cache, so its storage type cannot change (compile with --dtype f32 to keep the types as written)}}
