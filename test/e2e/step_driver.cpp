@@ -2,7 +2,8 @@
 // pool, and prints every step's logits: the end-to-end numerics test compares
 // them with an independent torch implementation. With --greedy N it instead
 // runs the `step` entry point (the compiled sampler, temperature 0) on one
-// prompt and prints the N tokens it generates.
+// prompt and prints the N tokens it generates. A bundle for sm_90 runs on the
+// GPU (test/gpu/gpu_checks.py), any other on the CPU.
 //
 //   llmserve-step-driver <bundle> <steps.json> [--weights DIR]
 //   llmserve-step-driver <bundle> --greedy N --prompt 1,2,3
@@ -12,6 +13,7 @@
 // ...], "slot_mapping": [...], "logits_rows": [...]}, ...]}
 // Output (stdout): {"logits": [[[f32 x V] x S] x steps]}
 #include "cpu/cpu_executor.h"
+#include "cuda/cuda_executor.h"
 #include "llmserve/abi.h"
 
 #include <nlohmann/json.hpp>
@@ -84,7 +86,7 @@ std::vector<HostTensor> contract_inputs(const json &step,
 
 // Greedy generation through the `step` entry point: the prompt in one chunk,
 // then one token per step, in blocks 0, 1, 2, ... of the pool.
-std::vector<int32_t> greedy(llmserve::CpuExecutor &executor,
+std::vector<int32_t> greedy(llmserve::Executor &executor,
                             std::vector<int32_t> context, int steps) {
   const int32_t block_size = executor.kv_cache_spec().block_size;
   const int32_t blocks =
@@ -139,16 +141,32 @@ std::vector<int32_t> parse_ids(const std::string &text) {
   return ids;
 }
 
+// Calls `run` with the executor for the bundle's target. The GPU's limits
+// cover every step a steps file or a greedy run can make here.
+template <typename Run>
+void with_executor(const std::string &dir, const std::string &weights, Run run) {
+  llmserve::Bundle bundle(dir, weights);
+  if (bundle.manifest().target == llmserve::abi::kCudaTarget) {
+    llmserve::cuda::CudaExecutorOptions options;
+    options.limits = {.max_tokens = 4096, .max_seqs = 64, .max_blocks_per_seq = 1024};
+    llmserve::cuda::CudaExecutor executor(std::move(bundle), options);
+    run(executor);
+  } else {
+    llmserve::CpuExecutor executor(std::move(bundle));
+    run(executor);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc == 6 && !std::strcmp(argv[2], "--greedy") &&
       !std::strcmp(argv[4], "--prompt")) {
     try {
-      llmserve::CpuExecutor executor{llmserve::Bundle(argv[1])};
-      std::cout << json(greedy(executor, parse_ids(argv[5]), std::stoi(argv[3])))
-                       .dump()
-                << "\n";
+      with_executor(argv[1], "", [&](llmserve::Executor &executor) {
+        std::cout << json(greedy(executor, parse_ids(argv[5]), std::stoi(argv[3]))).dump()
+                  << "\n";
+      });
       return 0;
     } catch (const std::exception &e) {
       std::cerr << "llmserve-step-driver: error: " << e.what() << "\n";
@@ -165,23 +183,22 @@ int main(int argc, char **argv) {
     if (!file)
       throw std::runtime_error(std::string("cannot read ") + argv[2]);
     json spec = json::parse(file);
-    llmserve::CpuExecutor executor(
-        llmserve::Bundle(argv[1], argc == 5 ? argv[4] : ""));
-    executor.allocate_kv_cache(spec.at("num_blocks").get<int32_t>());
     json out = json::array();
-    for (const json &step : spec.at("steps")) {
-      llmserve::Symbols symbols;
-      std::vector<HostTensor> inputs = contract_inputs(step, symbols);
-      std::vector<HostTensor> results =
-          executor.run_entry("logits", symbols, inputs);
-      const HostTensor &logits = results.at(0);
-      const float *values = reinterpret_cast<const float *>(logits.data.data());
-      json rows = json::array();
-      for (int64_t s = 0; s < logits.shape[0]; ++s)
-        rows.push_back(std::vector<float>(values + s * logits.shape[1],
-                                          values + (s + 1) * logits.shape[1]));
-      out.push_back(std::move(rows));
-    }
+    with_executor(argv[1], argc == 5 ? argv[4] : "", [&](auto &executor) {
+      executor.allocate_kv_cache(spec.at("num_blocks").get<int32_t>());
+      for (const json &step : spec.at("steps")) {
+        llmserve::Symbols symbols;
+        std::vector<HostTensor> inputs = contract_inputs(step, symbols);
+        std::vector<HostTensor> results = executor.run_entry("logits", symbols, inputs);
+        const HostTensor &logits = results.at(0);
+        const float *values = reinterpret_cast<const float *>(logits.data.data());
+        json rows = json::array();
+        for (int64_t s = 0; s < logits.shape[0]; ++s)
+          rows.push_back(std::vector<float>(values + s * logits.shape[1],
+                                            values + (s + 1) * logits.shape[1]));
+        out.push_back(std::move(rows));
+      }
+    });
     std::cout << json{{"logits", out}}.dump() << "\n";
   } catch (const std::exception &e) {
     std::cerr << "llmserve-step-driver: error: " << e.what() << "\n";

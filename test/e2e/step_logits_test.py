@@ -82,6 +82,24 @@ def reference_logits(model, chunks, tokens):
     return torch.cat(logits)
 
 
+def steps_and_reference(checkpoint):
+    """The steps of SCHEDULE over random tokens (seeded by the fixture's name),
+    the (sequence, position) of each step's logits rows, the reference's
+    logits by sequence ([positions, vocab]) and the tokens by sequence."""
+    name = os.path.basename(checkpoint)
+    with open(os.path.join(checkpoint, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
+    rng = random.Random(name)
+    lengths = {n: sum(chunk[n] for chunk in SCHEDULE) for n in BLOCK_TABLES}
+    tokens = {n: [rng.randrange(vocab) for _ in range(lengths[n])] for n in lengths}
+    steps, rows_at = build_steps(tokens)
+    model = torch_reference.load_model(checkpoint)
+    with torch.no_grad():
+        reference = {n: reference_logits(model, [chunk[n] for chunk in SCHEDULE], tokens[n])
+                     for n in tokens}
+    return steps, rows_at, reference, tokens
+
+
 def check_fixture(build, work, checkpoint):
     name = os.path.basename(checkpoint)
     bin_dir = os.path.join(build, "bin")
@@ -91,22 +109,13 @@ def check_fixture(build, work, checkpoint):
         "--logits-entry", f"--block-size={BLOCK_SIZE}")
     run(os.path.join(bin_dir, "llmc"), "compile", mlir, "-o", bundle)
 
-    with open(os.path.join(checkpoint, "config.json")) as f:
-        vocab = json.load(f)["vocab_size"]
-    rng = random.Random(name)
-    lengths = {n: sum(chunk[n] for chunk in SCHEDULE) for n in BLOCK_TABLES}
-    tokens = {n: [rng.randrange(vocab) for _ in range(lengths[n])] for n in lengths}
-    steps, rows_at = build_steps(tokens)
+    steps, rows_at, reference, _ = steps_and_reference(checkpoint)
     steps_path = os.path.join(work, name + ".steps.json")
     with open(steps_path, "w") as f:
         json.dump({"num_blocks": NUM_BLOCKS, "steps": steps}, f)
     ours = json.loads(run(os.path.join(bin_dir, "llmserve-step-driver"), bundle,
                           steps_path))["logits"]
 
-    model = torch_reference.load_model(checkpoint)
-    with torch.no_grad():
-        reference = {n: reference_logits(model, [chunk[n] for chunk in SCHEDULE], tokens[n])
-                     for n in tokens}
     worst = 0.0
     for step, (rows, logits) in enumerate(zip(rows_at, ours)):
         for (seq, position), row in zip(rows, logits):

@@ -5,7 +5,10 @@
     gpu_checks.py prepare <build-dir> <out-dir> [--tinyllama]
         (where llmc is) compiles every op case of test/e2e/op_numerics_test.py
         and the tiny `llama` fixture, each for cpu and for sm_90, with their
-        inputs; --tinyllama also compiles a TinyLlama-1.1B-shaped model for
+        inputs, and each model family for sm_90 in bf16 with the steps of
+        e2e.step_logits and the float64 reference's logits (and, for
+        transformers_parity.py, one pass over a sequence); --tinyllama also
+        compiles a TinyLlama-1.1B-shaped model for
         sm_90 (config only: write its weights on the GPU machine with
         test/fixtures/make_fixtures.py --tinyllama).
     gpu_checks.py check <build-dir> <out-dir>
@@ -17,6 +20,8 @@
         runs rows in a larger step and alone (decode rows in a mixed and in a
         decode-only step; linear rows in the large-tile and the small-M
         kernel), whose results must be bitwise equal;
+        runs every model family (FAMILIES) in bf16 through the step driver
+        on the steps of e2e.step_logits, within 1e-2 of the float64 reference;
         serves the llama fixture on both devices and sends 64 concurrent
         greedy requests, whose continuations must be the CPU's, and on the GPU
         the same at concurrency 1 as at 64, and from kernels.ptx through the
@@ -52,6 +57,10 @@ F32_ONLY_CASES = {"apply_penalties", "logprobs", "sample_greedy", "sample_temper
                   "sample_top_k", "sample_top_p", "sample_top_k_top_p", "sample_min_p"}
 CONCURRENCY = 64
 MAX_TOKENS = 8
+# Every model family in bf16 on sm_90 against the float64 torch reference,
+# on the steps of e2e.step_logits: largest max |gpu - ref| / max |ref|.
+FAMILIES = ("llama", "qwen3", "qwen3_window", "gemma2", "gemma3", "phi3", "phi3_longrope")
+FAMILY_TOLERANCE = 1e-2
 
 
 def run(*args, env=None):
@@ -173,6 +182,8 @@ def prepare(build, out, tinyllama):
     shutil.copy(os.path.join(fixtures, "llama", "reference.json"),
                 os.path.join(out, "llama.reference.json"))
 
+    prepare_families(llmc, os.path.join(out, "families"))
+
     if tinyllama:
         sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))
         import make_fixtures  # noqa: E402
@@ -192,9 +203,46 @@ def prepare(build, out, tinyllama):
 
     for f in failures:
         print(f"FAIL compile {f}")
-    print(f"prepared {out}: {len(cases) - len(failures)} op cases, llama"
-          + (", tinyllama" if tinyllama else ""))
+    print(f"prepared {out}: {len(cases) - len(failures)} op cases, llama, "
+          f"{len(FAMILIES)} families" + (", tinyllama" if tinyllama else ""))
     return not failures
+
+
+def prepare_families(llmc, out):
+    """<out>/<family>.sm90.llmb (bf16, the weights read from <out>/<family>,
+    with the logits entry point), the steps of e2e.step_logits and the reference's logits of their
+    rows (reference.npz: step_<i>, [rows, vocab]); and for the transformers
+    comparison the checkpoint, its sequence A and the reference's logits of
+    one pass over it (full.npy)."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+    import step_logits_test  # noqa: E402  (its schedule, steps and reference)
+    import torch  # noqa: E402
+    run(sys.executable, os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"), out,
+        "--only", ",".join(FAMILIES))
+    for name in FAMILIES:
+        checkpoint = os.path.join(out, name)
+        mlir = os.path.join(out, name + ".mlir")
+        run(llmc, "import", checkpoint, "-o", mlir, "--logits-entry",
+            f"--block-size={step_logits_test.BLOCK_SIZE}")
+        bundle = os.path.join(out, name + ".sm90.llmb")
+        run(llmc, "compile", mlir, "-o", bundle, "--target", "sm_90")
+        # A compute capability 9.0 device loads the cubin; the PTX path is
+        # checked on the llama bundles, so the copy to carry stays small.
+        if os.path.exists(os.path.join(bundle, "kernels.sm_90a.cubin")):
+            os.remove(os.path.join(bundle, "kernels.ptx"))
+        steps, rows_at, reference, tokens = step_logits_test.steps_and_reference(checkpoint)
+        with open(os.path.join(out, name + ".steps.json"), "w") as f:
+            json.dump({"num_blocks": step_logits_test.NUM_BLOCKS, "steps": steps}, f)
+        np.savez(os.path.join(out, name + ".reference.npz"), **{
+            f"step_{i}": np.stack([reference[seq][position].numpy() for seq, position in rows])
+            for i, rows in enumerate(rows_at)})
+        reference_model = step_logits_test.torch_reference.load_model(checkpoint)
+        with torch.no_grad():
+            full = reference_model.forward(
+                tokens["A"], step_logits_test.torch_reference.KVCache(reference_model.layers))
+        with open(os.path.join(out, name + ".sequence.json"), "w") as f:
+            json.dump(tokens["A"], f)
+        np.save(os.path.join(out, name + ".full.npy"), full.double().numpy())
 
 
 # ------------------------------------------------------------------- check --
@@ -275,6 +323,35 @@ def check_invariance(llmrun, out):
         passed = all(np.array_equal(m[:rows], d, equal_nan=True) for m, d in zip(larger, alone))
         print(f"{'ok' if passed else 'FAIL'} rows bitwise equal in a larger step and alone "
               f"({name})")
+        ok &= passed
+    return ok
+
+
+def check_families(build, out):
+    """Each family's bf16 sm_90 bundle through the step driver on the steps
+    of e2e.step_logits: every logits row within FAMILY_TOLERANCE of the
+    float64 reference."""
+    driver = os.path.join(build, "bin", "llmserve-step-driver")
+    root = os.path.join(out, "families")
+    ok = True
+    for name in FAMILIES:
+        try:
+            logits = json.loads(run(driver, os.path.join(root, name + ".sm90.llmb"),
+                                    os.path.join(root, name + ".steps.json")))["logits"]
+        except RuntimeError as e:
+            print(f"FAIL family {name}: {e}")
+            ok = False
+            continue
+        reference = np.load(os.path.join(root, name + ".reference.npz"))
+        worst = 0.0
+        for i, rows in enumerate(logits):
+            want = reference[f"step_{i}"]
+            got = np.asarray(rows, dtype=np.float64)
+            errors = np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1)
+            worst = max(worst, float(np.nan_to_num(errors, nan=np.inf).max()))
+        passed = worst <= FAMILY_TOLERANCE
+        print(f"{'ok' if passed else 'FAIL'} family {name}: bf16 on sm_90 against the float64 "
+              f"reference, worst relative error {worst:.2e} (at most {FAMILY_TOLERANCE:.0e})")
         ok &= passed
     return ok
 
@@ -404,7 +481,8 @@ def check(build, out):
         skip(f"nothing prepared in {out}: run gpu_checks.py prepare where llmc is")
     llmrun = os.path.join(build, "bin", "llmrun")
     results = [check_ops(llmrun, out), check_invariance(llmrun, out),
-               check_llama(llmrun, out), check_sanitizer(build, llmrun, out)]
+               check_families(build, out), check_llama(llmrun, out),
+               check_sanitizer(build, llmrun, out)]
     return all(results)
 
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Everything that needs an NVIDIA GPU, on a machine with no MLIR: every check
-# (the executor's GPU tests, gpu_checks.py check), then every benchmark on a
+# (the executor's GPU tests, gpu_checks.py check, the torch reference against
+# transformers on every family's fixture), then every benchmark on a
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
 # each op's time, a 2047-token prefill, cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
@@ -38,6 +39,10 @@ if [ "$STAGE" != bench ]; then
   echo "== gpu_checks.py check"
   timeout 330 python3 test/gpu/gpu_checks.py check build $R > "$OUT/gpu_checks.log" 2>&1
   echo "rc=$?"; grep -v "^ok op" "$OUT/gpu_checks.log"; grep -c "^ok op" "$OUT/gpu_checks.log"
+
+  echo "== the torch reference against transformers' modeling code, every family"
+  timeout 120 python3 test/gpu/transformers_parity.py $R > "$OUT/transformers_parity.log" 2>&1
+  echo "rc=$?"; cat "$OUT/transformers_parity.log"
 fi
 [ "$STAGE" = checks ] && exit 0
 
