@@ -1,5 +1,7 @@
 #include "server/openai_protocol.h"
 
+#include "server/request_fields.h"
+
 #include <algorithm>
 
 namespace llmserve {
@@ -238,6 +240,7 @@ json parse_json_object(const std::string &body) {
 }
 
 GenerateRequest parse_completion_request(const json &body, const ModelInfo &model) {
+  check_request_fields(body, Endpoint::kCompletions);
   GenerateRequest r = parse_common(body, model, Endpoint::kCompletions);
   r.prompts = completion_prompts(body, model);
   r.echo = get_bool(body, "echo").value_or(false);
@@ -263,6 +266,7 @@ std::string render_chat(const json &messages, const ModelInfo &model) {
     const json *role = m.is_object() ? find(m, "role") : nullptr;
     if (!role || !role->is_string())
       invalid("messages[" + std::to_string(i) + "].role", "must be a string");
+    check_message_fields(m, i);
     conversation.push_back({{"role", role->get<std::string>()},
                             {"content", message_content(m, i)}});
   }
@@ -274,6 +278,7 @@ std::string render_chat(const json &messages, const ModelInfo &model) {
 }
 
 GenerateRequest parse_chat_request(const json &body, const ModelInfo &model) {
+  check_request_fields(body, Endpoint::kChatCompletions);
   GenerateRequest r = parse_common(body, model, Endpoint::kChatCompletions);
   const json *messages = find(body, "messages");
   if (!messages)

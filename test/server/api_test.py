@@ -351,11 +351,38 @@ class Errors(unittest.TestCase):
                                                {"messages": messages, "max_tokens": 1})
         self.assertEqual(response["usage"]["prompt_tokens"], chat["count"])
 
-    def test_unknown_fields_are_ignored_and_server_survives(self):
-        status, _, response = self.server.post(
-            "/v1/completions", {"prompt": "hi", "max_tokens": 2, "user": "u", "whatever": [1]})
+    def test_fields_not_acted_on_are_refused_by_name(self):
+        chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+        # A field the API does not have, as OpenAI answers it.
+        self.check("/v1/completions", {"prompt": "hi", "whatever": [1]}, 400, param="whatever",
+                   text="Unrecognized request argument supplied: whatever")
+        # Fields of the API this server does not implement, asking for something.
+        for body, param in (({"logit_bias": {"5": 10}}, "logit_bias"),
+                            ({"best_of": 3}, "best_of"), ({"suffix": "!"}, "suffix")):
+            self.check("/v1/completions", dict({"prompt": "hi"}, **body), 400, param=param)
+        for body, param in (({"response_format": {"type": "json_object"}}, "response_format"),
+                            ({"tools": [{"type": "function",
+                                         "function": {"name": "f"}}]}, "tools"),
+                            ({"tool_choice": "required"}, "tool_choice"),
+                            ({"reasoning_effort": "low"}, "reasoning_effort")):
+            self.check("/v1/chat/completions", dict(chat, **body), 400, param=param)
+        self.check("/v1/chat/completions",
+                   {"messages": [{"role": "assistant", "content": "",
+                                  "tool_calls": [{"id": "c", "type": "function"}]}]},
+                   400, param="messages[0].tool_calls")
+        # Hints, and the values that ask for nothing, are accepted.
+        for body in ({"user": "u", "metadata": {"k": "v"}, "store": False},
+                     {"logit_bias": {}, "best_of": 2, "n": 2, "suffix": None}):
+            status, _, response = self.server.post(
+                "/v1/completions", dict({"prompt": "hi", "max_tokens": 2}, **body))
+            self.assertEqual(status, 200, response)
+        status, _, response = self.server.post("/v1/chat/completions", dict(
+            chat, response_format={"type": "text"}, tools=[], tool_choice="none",
+            parallel_tool_calls=True, messages=[
+                {"role": "user", "content": "hi", "name": "me"},
+                {"role": "assistant", "content": "yes", "refusal": None, "tool_calls": []},
+                {"role": "user", "content": "so"}]))
         self.assertEqual(status, 200, response)
-        self.assertEqual(response["usage"]["completion_tokens"], 2)
         status, _, _ = self.server.request("GET", "/health")
         self.assertEqual(status, 200)
 

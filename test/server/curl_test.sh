@@ -28,10 +28,11 @@ curl_ -N "$url/v1/completions" -H 'Content-Type: application/json' \
 grep -q '"finish_reason":"length"' "$work/stream" || fail "no finish_reason: $(cat "$work/stream")"
 [ "$(grep '^data: ' "$work/stream" | tail -1)" = "data: [DONE]" ] || fail "no final [DONE]"
 
-# A 1 MB body with Expect: 100-continue: padding in an unknown field is
-# ignored; a 1 MB prompt is refused for its length.
+# A 1 MB body with Expect: 100-continue: padding in "user" (a hint the
+# server accepts) is read and changes nothing; a 1 MB prompt is refused for
+# its length.
 padding=$(head -c 1048576 /dev/zero | tr '\0' 'a')
-printf '{"prompt": "Hello", "max_tokens": 2, "padding": "%s"}' "$padding" > "$work/big.json"
+printf '{"prompt": "Hello", "max_tokens": 2, "user": "%s"}' "$padding" > "$work/big.json"
 curl_ -v -H 'Expect: 100-continue' -H 'Content-Type: application/json' \
   --data-binary "@$work/big.json" "$url/v1/completions" > "$work/big.out" 2> "$work/big.err"
 grep -q '< HTTP/1.1 100 Continue' "$work/big.err" || fail "no 100 Continue: $(cat "$work/big.err")"

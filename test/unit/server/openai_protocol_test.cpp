@@ -42,7 +42,7 @@ TEST_F(OpenAiProtocol, CompletionFieldsMapToSamplingParams) {
       {{"model", "tiny"}, {"prompt", "ab"}, {"temperature", 0.5}, {"top_p", 0.9},
        {"top_k", -1}, {"min_p", 0.1}, {"seed", 7}, {"max_tokens", 5}, {"stop", "x"},
        {"stop_token_ids", {2}}, {"ignore_eos", true}, {"n", 2}, {"stream", true},
-       {"stream_options", {{"include_usage", true}}}, {"echo", true}, {"unknown", {1, 2}}},
+       {"stream_options", {{"include_usage", true}}}, {"echo", true}, {"user", "u"}},
       model_);
   EXPECT_EQ(r.prompts, (std::vector<std::vector<int32_t>>{{1, 264}}));
   EXPECT_FLOAT_EQ(r.params.temperature, 0.5f);
@@ -55,6 +55,75 @@ TEST_F(OpenAiProtocol, CompletionFieldsMapToSamplingParams) {
   EXPECT_EQ(r.params.stop_token_ids, std::vector<int32_t>{2});
   EXPECT_TRUE(r.params.ignore_eos && r.stream && r.include_usage && r.echo);
   EXPECT_EQ(r.n, 2);
+}
+
+TEST_F(OpenAiProtocol, FieldsNotActedOnAreRefusedByName) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  auto with = [](json body, const json &more) {
+    body.update(more);
+    return body;
+  };
+  // A field the API does not have.
+  ApiError e = error({{"prompt", "a"}, {"whatever", {1}}});
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "whatever");
+  EXPECT_STREQ(e.what(), "Unrecognized request argument supplied: whatever");
+  EXPECT_EQ(error(with(chat, {{"echo", true}}), Endpoint::kChatCompletions).param, "echo");
+  EXPECT_EQ(error({{"prompt", "a"}, {"stream_options", {{"include_usage", true}, {"x", 1}}}})
+                .param,
+            "stream_options.x");
+  // Fields of the API this server does not act on, asking for something.
+  for (const json &more : {json{{"logit_bias", {{"5", 10}}}}, json{{"best_of", 3}},
+                           json{{"best_of", 2}, {"n", 3}}, json{{"suffix", "!"}}}) {
+    e = error(with({{"prompt", "a"}}, more));
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, more.begin().key()) << more.dump();
+  }
+  for (const json &more :
+       {json{{"tools", {{{"type", "function"}}}}}, json{{"tool_choice", "required"}},
+        json{{"tool_choice", "auto"}, {"tools", {{{"type", "function"}}}}},
+        json{{"response_format", {{"type", "json_object"}}}},
+        json{{"modalities", {"text", "audio"}}}, json{{"reasoning_effort", "low"}},
+        json{{"functions", {{{"name", "f"}}}}}, json{{"audio", {{"voice", "x"}}}}}) {
+    e = error(with(chat, more), Endpoint::kChatCompletions);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_TRUE(more.contains(e.param)) << e.param << " for " << more.dump();
+  }
+  EXPECT_STREQ(error(with(chat, {{"response_format", {{"type", "json_object"}}}}),
+                     Endpoint::kChatCompletions)
+                   .what(),
+               "'response_format' is not supported yet: only {\"type\": \"text\"} (no "
+               "structured output)");
+  // Message fields: tool calls and unknown keys, named with their message.
+  e = error({{"messages",
+              {{{"role", "user"}, {"content", "hi"}},
+               {{"role", "assistant"}, {"content", ""}, {"tool_calls", {{{"id", "c"}}}}}}}},
+            Endpoint::kChatCompletions);
+  EXPECT_EQ(e.param, "messages[1].tool_calls");
+  EXPECT_EQ(error({{"messages", {{{"role", "user"}, {"content", "hi"}, {"x", 1}}}}},
+                  Endpoint::kChatCompletions)
+                .param,
+            "messages[0].x");
+
+  // Hints, nulls and the values that ask for nothing are accepted.
+  EXPECT_NO_THROW(parse_completion_request(
+      {{"prompt", "a"}, {"user", "u"}, {"metadata", {{"k", "v"}}}, {"store", false},
+       {"service_tier", "auto"}, {"prompt_cache_key", "k"}, {"safety_identifier", "s"},
+       {"logit_bias", json::object()}, {"best_of", 2}, {"n", 2}, {"suffix", ""},
+       {"logprobs", nullptr},
+       {"stream_options", {{"include_usage", false}, {"include_obfuscation", true}}}},
+      model_));
+  EXPECT_NO_THROW(parse_completion_request({{"prompt", "a"}, {"best_of", 1}}, model_));
+  EXPECT_NO_THROW(parse_chat_request(
+      with(chat, {{"tools", json::array()}, {"tool_choice", "auto"},
+                  {"parallel_tool_calls", true}, {"response_format", {{"type", "text"}}},
+                  {"modalities", {"text"}}, {"functions", nullptr}, {"function_call", "none"},
+                  {"messages",
+                   {{{"role", "user"}, {"content", "hi"}, {"name", "me"}},
+                    {{"role", "assistant"}, {"content", "yes"}, {"refusal", nullptr},
+                     {"tool_calls", json::array()}, {"annotations", json::array()}},
+                    {{"role", "user"}, {"content", "so"}}}}}),
+      model_));
 }
 
 TEST_F(OpenAiProtocol, PromptShapes) {
