@@ -42,6 +42,8 @@ Engine::Engine(Executor &executor, EngineConfig config)
       scheduler_(scheduler_config(config_), pool_, cache_) {
   executor_.allocate_kv_cache(pool_.num_blocks());
   stats_.num_kv_blocks = stats_.num_free_kv_blocks = pool_.num_blocks();
+  stats_.kv_block_size = pool_.block_size();
+  stats_.prefix_caching = config_.enable_prefix_caching;
 }
 
 uint64_t Engine::add_request(std::vector<int32_t> prompt,

@@ -46,6 +46,8 @@ struct EngineStats {
   int32_t num_running = 0;
   int32_t num_waiting = 0; // preempted requests included
   int32_t num_kv_blocks = 0;
+  int32_t kv_block_size = 0; // tokens per block
+  bool prefix_caching = false;
   int32_t num_free_kv_blocks = 0;
   int32_t num_cached_kv_blocks = 0; // held by the prefix cache
   // Blocks requests hold, over all blocks; blocks only the prefix cache holds

@@ -67,7 +67,9 @@ public:
   void abort_all();
 
   int32_t num_in_flight() const;
-  std::string render_metrics() const { return metrics_.render(engine_.stats()); }
+  std::string render_metrics(const std::string &model_name) const {
+    return metrics_.render(engine_.stats(), model_name);
+  }
   Engine &engine() { return engine_; }
 
 private:

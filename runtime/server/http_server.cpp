@@ -185,7 +185,7 @@ void HttpServer::add_routes() {
       res.status = 200;
   });
   server_->Get("/metrics", [this](const Req &, Res &res) {
-    res.set_content(loop_.render_metrics(), "text/plain; version=0.0.4");
+    res.set_content(loop_.render_metrics(model_.name), "text/plain; version=0.0.4");
   });
 }
 

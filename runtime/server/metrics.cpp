@@ -26,6 +26,27 @@ const std::vector<double> kLatencyBounds = {0.001, 0.0025, 0.005, 0.01, 0.025,
 const std::vector<double> kRequestBounds = {0.1,  0.25, 0.5,  1.0,   2.5,
                                             5.0,  10.0, 30.0, 60.0,  120.0,
                                             300.0, 600.0};
+// vLLM's buckets for the same three latencies.
+const std::vector<double> kVllmFirstTokenBounds = {
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+    1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kVllmInterTokenBounds = {
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+    0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kVllmRequestBounds = {
+    0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+    30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+// A label value in the text format: backslash, quote and newline escaped.
+std::string label_value(const std::string &v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
 
 } // namespace
 
@@ -41,22 +62,27 @@ void Histogram::observe(double seconds) {
   ++count_;
 }
 
-void Histogram::render(const std::string &name, const std::string &help,
-                       std::string &out) const {
+void Histogram::render(const std::string &name, const std::string &help, std::string &out,
+                       const std::string &labels) const {
   metric(out, "histogram", name, help);
+  const std::string prefix = labels.empty() ? "" : labels + ",";
+  const std::string own = labels.empty() ? "" : "{" + labels + "}";
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
     std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
-    out += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+    out += name + "_bucket{" + prefix + "le=\"" + le + "\"} " + std::to_string(cumulative) +
+           "\n";
   }
-  out += name + "_sum " + number(sum_) + "\n";
-  out += name + "_count " + std::to_string(count_) + "\n";
+  out += name + "_sum" + own + " " + number(sum_) + "\n";
+  out += name + "_count" + own + " " + std::to_string(count_) + "\n";
 }
 
 Metrics::Metrics()
     : time_to_first_token_(kLatencyBounds), inter_token_latency_(kLatencyBounds),
-      e2e_request_latency_(kRequestBounds) {}
+      e2e_request_latency_(kRequestBounds), vllm_time_to_first_token_(kVllmFirstTokenBounds),
+      vllm_inter_token_latency_(kVllmInterTokenBounds),
+      vllm_e2e_request_latency_(kVllmRequestBounds) {}
 
 void Metrics::observe(const std::vector<RequestOutput> &outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -64,22 +90,28 @@ void Metrics::observe(const std::vector<RequestOutput> &outputs) {
     if (o.token >= 0) {
       auto last = last_token_time_.find(o.id);
       if (last == last_token_time_.end()) {
-        time_to_first_token_.observe(seconds(o.time - o.times.arrival));
+        const double ttft = seconds(o.time - o.times.arrival);
+        time_to_first_token_.observe(ttft);
+        vllm_time_to_first_token_.observe(ttft);
         prompt_tokens_ += o.num_prompt_tokens;
         last_token_time_.emplace(o.id, o.time);
       } else {
-        inter_token_latency_.observe(seconds(o.time - last->second));
+        const double gap = seconds(o.time - last->second);
+        inter_token_latency_.observe(gap);
+        vllm_inter_token_latency_.observe(gap);
         last->second = o.time;
       }
     }
     if (o.finished) {
-      e2e_request_latency_.observe(seconds(o.time - o.times.arrival));
+      const double e2e = seconds(o.time - o.times.arrival);
+      e2e_request_latency_.observe(e2e);
+      vllm_e2e_request_latency_.observe(e2e);
       last_token_time_.erase(o.id);
     }
   }
 }
 
-std::string Metrics::render(const EngineStats &s) const {
+std::string Metrics::render(const EngineStats &s, const std::string &model_name) const {
   std::string out;
   auto gauge = [&](const char *name, const char *help, double value) {
     metric(out, "gauge", name, help);
@@ -120,6 +152,48 @@ std::string Metrics::render(const EngineStats &s) const {
                               "Between consecutive generated tokens of a request.", out);
   e2e_request_latency_.render("llmserve:e2e_request_latency_seconds",
                               "From arrival to finish.", out);
+
+  // vLLM's names, with its model_name and engine labels (one engine here).
+  const std::string labels = "model_name=\"" + label_value(model_name) + "\",engine=\"0\"";
+  auto series = [&](const char *type, const std::string &name, const std::string &help,
+                    const std::string &value, const std::string &more_labels = "") {
+    metric(out, type, name, help);
+    out += name + "{" + labels + more_labels + "} " + value + "\n";
+  };
+  series("gauge", "vllm:num_requests_running", "Number of requests in model execution batches.",
+         std::to_string(s.num_running));
+  series("gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+         std::to_string(s.num_waiting));
+  series("gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+         number(s.kv_usage));
+  series("gauge", "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", "1",
+         ",block_size=\"" + std::to_string(s.kv_block_size) + "\",num_gpu_blocks=\"" +
+             std::to_string(s.num_kv_blocks) + "\",enable_prefix_caching=\"" +
+             (s.prefix_caching ? "True" : "False") + "\"");
+  series("counter", "vllm:prefix_cache_queries_total",
+         "Prefix cache queries, in terms of number of queried tokens.",
+         std::to_string(s.prefix_cache_query_tokens));
+  series("counter", "vllm:prefix_cache_hits_total",
+         "Prefix cache hits, in terms of number of cached tokens.",
+         std::to_string(s.prefix_cache_hit_tokens));
+  series("counter", "vllm:num_preemptions_total",
+         "Cumulative number of preemption from the engine.", std::to_string(s.num_preemptions));
+  series("counter", "vllm:prompt_tokens_total", "Number of prefill tokens processed.",
+         std::to_string(prompt_tokens_));
+  series("counter", "vllm:generation_tokens_total", "Number of generation tokens processed.",
+         std::to_string(s.num_generated_tokens));
+  metric(out, "counter", "vllm:request_success_total",
+         "Count of successfully processed requests.");
+  for (int r = 1; r < kNumFinishReasons; ++r)
+    out += "vllm:request_success_total{" + labels + ",finished_reason=\"" +
+           to_string(static_cast<FinishReason>(r)) + "\"} " + std::to_string(s.num_finished[r]) +
+           "\n";
+  vllm_time_to_first_token_.render("vllm:time_to_first_token_seconds",
+                                   "Histogram of time to first token in seconds.", out, labels);
+  vllm_inter_token_latency_.render("vllm:inter_token_latency_seconds",
+                                   "Histogram of inter-token latency in seconds.", out, labels);
+  vllm_e2e_request_latency_.render("vllm:e2e_request_latency_seconds",
+                                   "Histogram of e2e request latency in seconds.", out, labels);
   return out;
 }
 

@@ -170,8 +170,18 @@ class BatchInvariance(unittest.TestCase):
     def test_concurrent_equals_one_at_a_time(self):
         cached, metrics = self.outputs()
         self.assertGreater(metrics["llmserve:prefix_cache_hits_total"], 0)
+        # vLLM's names, which routers read, say the same.
+        labels = 'model_name="llama",engine="0"'
+        self.assertEqual(metrics[f"vllm:prefix_cache_hits_total{{{labels}}}"],
+                         metrics["llmserve:prefix_cache_hits_total"])
+        self.assertEqual(metrics[f"vllm:num_requests_running{{{labels}}}"], 0)
+        self.assertEqual(metrics[f"vllm:time_to_first_token_seconds_count{{{labels}}}"],
+                         metrics["llmserve:time_to_first_token_seconds_count"])
+        self.assertIn(f'vllm:cache_config_info{{{labels},block_size="16",num_gpu_blocks="',
+                      " ".join(metrics))
         uncached, metrics = self.outputs("--no-prefix-caching")
         self.assertEqual(metrics["llmserve:prefix_cache_hits_total"], 0)
+        self.assertIn('enable_prefix_caching="False"', " ".join(metrics))
         self.assertEqual(uncached, cached)
         # 8 blocks of 16 tokens, one request's worth at the 128-token limit,
         # for 32 requests of up to 90 tokens: any two long ones that overlap
