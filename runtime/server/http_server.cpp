@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include "server/access.h"
+
 #include "server/connection_socket.h"
 #include "server/generation.h"
 
@@ -122,8 +124,18 @@ HttpServer::HttpServer(ModelInfo model, EngineLoop &loop, HttpServerConfig confi
         send_error(res, 500, "internal error");
       });
   server_->set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
-    if (config_.api_key.empty() || req.path.rfind("/v1/", 0) != 0 ||
-        req.get_header_value("Authorization") == "Bearer " + config_.api_key)
+    if (loopback_only_ && (!loopback_host_header(req.get_header_value("Host")) ||
+                           !loopback_origin(req.get_header_value("Origin")))) {
+      send_error(res, 403,
+                 "this server listens on a loopback address and answers requests for "
+                 "localhost only (Host and Origin); bind another --host to serve others",
+                 "", "forbidden_host");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    const bool needs_key = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" ||
+                           req.path == "/detokenize";
+    if (config_.api_key.empty() || !needs_key ||
+        authorization_matches(req.get_header_value("Authorization"), config_.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "",
                "invalid_api_key");
@@ -312,6 +324,7 @@ int HttpServer::bind(const std::string &host, int port) {
                         : (server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0)
     throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+  loopback_only_ = is_loopback_bind(host);
   static_cast<Listener &>(*server_).widen_backlog();
   return bound;
 }

@@ -22,7 +22,9 @@ struct Response;
 namespace llmserve {
 
 struct HttpServerConfig {
-  std::string api_key; // non-empty: /v1/* needs "Authorization: Bearer <key>"
+  // Non-empty: /v1/*, /tokenize and /detokenize need "Authorization: Bearer
+  // <key>"; /health and /metrics stay open.
+  std::string api_key;
   // Connections served at once; beyond it they wait to be accepted. Should
   // exceed the EngineLoop's in-flight limit, so that limit answers 503
   // rather than connections queueing unseen.
@@ -57,6 +59,8 @@ private:
   std::unique_ptr<httplib::Server> server_;
   int64_t start_time_;
   std::atomic<bool> draining_{false};
+  // Bound to a loopback address: requests must name localhost (access.h).
+  bool loopback_only_ = false;
   std::atomic<int> active_streams_{0};
 };
 

@@ -18,7 +18,11 @@ struct ServeOptions {
   std::string served_model_name; // default: the bundle directory's stem
   std::string host = "127.0.0.1";
   int port = 8000;
-  std::string api_key; // non-empty: /v1 routes need "Authorization: Bearer KEY"
+  // Non-empty: /v1 routes, /tokenize and /detokenize need "Authorization:
+  // Bearer KEY". The key comes from --api-key, else the first line of
+  // --api-key-file, else LLMSERVE_API_KEY (server/access.h).
+  std::string api_key;
+  std::string api_key_file;
   int num_threads = 0; // model threads; 0: one per hardware thread
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;

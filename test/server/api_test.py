@@ -438,16 +438,46 @@ class Limits(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
     def test_api_key(self):
-        with ServerProcess(LLMRUN, bundle("llama"), "--api-key", "sekret") as server:
-            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "sekret"}):
-                status, _, response = server.request("GET", "/v1/models", headers=headers)
-                self.assertEqual(status, 401)
-                self.assertEqual(response["error"]["code"], "invalid_api_key")
-            status, _, response = server.request(
-                "GET", "/v1/models", headers={"Authorization": "Bearer sekret"})
-            self.assertEqual(status, 200)
-            self.assertEqual(response["data"][0]["id"], "llama")
-            self.assertEqual(server.request("GET", "/health")[0], 200)
+        key_file = os.path.join(WORK, "api_key")
+        with open(key_file, "w") as f:
+            f.write("from-file\n")
+        for args, env, key in ((("--api-key", "sekret"), None, "sekret"),
+                               (("--api-key-file", key_file), None, "from-file"),
+                               ((), {"LLMSERVE_API_KEY": "from-env"}, "from-env")):
+            with ServerProcess(LLMRUN, bundle("llama"), *args, env=env) as server:
+                for method, path, body in (("GET", "/v1/models", None),
+                                           ("POST", "/tokenize", {"prompt": "hi"}),
+                                           ("POST", "/detokenize", {"tokens": [5]})):
+                    for headers in ({}, {"Authorization": "Bearer wrong"},
+                                    {"Authorization": key},
+                                    {"Authorization": "Bearer " + key + "x"}):
+                        status, _, response = server.request(method, path, body,
+                                                             headers=headers)
+                        self.assertEqual(status, 401, (path, headers))
+                        self.assertEqual(response["error"]["code"], "invalid_api_key")
+                    status, _, response = server.request(
+                        method, path, body, headers={"Authorization": "Bearer " + key})
+                    self.assertEqual(status, 200, (path, response))
+                # Probes and scrapes need no key.
+                self.assertEqual(server.request("GET", "/health")[0], 200)
+                self.assertEqual(server.request("GET", "/metrics")[0], 200)
+                self.assertEqual(server.stop(), 0)
+
+    def test_loopback_server_answers_requests_for_localhost_only(self):
+        # A web page's request reaching a loopback server through DNS
+        # rebinding names the page's host.
+        with ServerProcess(LLMRUN, bundle("llama")) as server:
+            for headers in ({"Host": "evil.example"}, {"Host": "evil.example:8000"},
+                            {"Host": "localhost.evil.example"},
+                            {"Origin": "http://evil.example"}, {"Origin": "null"}):
+                status, _, response = server.request("GET", "/health", headers=headers)
+                self.assertEqual(status, 403, headers)
+                self.assertEqual(response["error"]["code"], "forbidden_host")
+            for headers in ({"Host": "localhost:1234"}, {"Host": "127.0.0.1"},
+                            {"Host": "[::1]:80"}, {"Origin": "http://localhost:3000"},
+                            {"Origin": "https://127.0.0.1"}):
+                self.assertEqual(server.request("GET", "/health", headers=headers)[0], 200,
+                                 headers)
             self.assertEqual(server.stop(), 0)
 
 
@@ -493,6 +523,12 @@ class ServeCommand(unittest.TestCase):
         result = self.serve(os.path.join(WORK, "missing.llmb"))
         self.assertEqual(result.returncode, 1)
         self.assertIn(b"missing.llmb", result.stderr)
+        result = self.serve(bundle("llama"), "--api-key", "k", "--api-key-file", "f")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn(b"--api-key excludes --api-key-file", result.stderr)
+        result = self.serve(bundle("llama"), "--api-key-file", os.path.join(WORK, "no-key"))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"cannot read --api-key-file", result.stderr)
         with ServerProcess(LLMRUN, bundle("llama")) as server:
             result = self.serve(bundle("llama"), "--port", str(server.port), "--threads", "1")
             self.assertEqual(result.returncode, 1)

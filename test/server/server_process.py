@@ -16,11 +16,12 @@ STOP_TIMEOUT = 30
 
 
 class ServerProcess:
-    def __init__(self, llmrun, bundle, *args):
+    def __init__(self, llmrun, bundle, *args, env=None):
         self.log = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
             [llmrun, "serve", bundle, "--port", "0", "--threads", "1", *args],
-            stdout=self.log, stderr=subprocess.STDOUT, text=True)
+            stdout=self.log, stderr=subprocess.STDOUT, text=True,
+            env=None if env is None else {**os.environ, **env})
         self.port = self._wait_for_port()
         self.host = "127.0.0.1"
 

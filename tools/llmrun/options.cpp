@@ -73,8 +73,17 @@ void add_serve_options(CLI::App &app, llmserve::ServeOptions &o) {
                       ->type_name("P")
                       ->capture_default_str(),
                   0, 65535);
-  app.add_option("--api-key", o.api_key, "/v1 routes need 'Authorization: Bearer KEY'")
-      ->type_name("KEY");
+  CLI::Option *key =
+      app.add_option("--api-key", o.api_key,
+                     "/v1 routes, /tokenize and /detokenize need\n"
+                     "'Authorization: Bearer KEY' (default: the\n"
+                     "LLMSERVE_API_KEY environment variable)")
+          ->type_name("KEY");
+  app.add_option("--api-key-file", o.api_key_file,
+                 "the key on the first line of FILE, kept out of\n"
+                 "the command line")
+      ->type_name("FILE")
+      ->excludes(key);
   app.add_option("--served-model-name", o.served_model_name,
                  "the model's name in the API (default: the\n"
                  "bundle directory's stem)")

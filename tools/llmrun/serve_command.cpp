@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "options.h"
 
+#include "server/access.h"
 #include "server/http_server.h"
 #include "server/served_model.h"
 
@@ -37,6 +38,8 @@ int serve(const llmserve::ServeOptions &options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  // Before the model loads, so that a missing key file fails at once.
+  const std::string api_key = llmserve::resolve_api_key(options.api_key, options.api_key_file);
   llmserve::ServedModel model(options);
   llmserve::EngineConfig config = model.engine_config(options);
   llmserve::Engine engine(model.executor, config);
@@ -60,7 +63,7 @@ int serve(const llmserve::ServeOptions &options) {
   llmserve::ModelInfo info{model.name, config.max_model_len, &model.tokenizer,
                            model.chat_template ? &*model.chat_template : nullptr};
   llmserve::HttpServerConfig http;
-  http.api_key = options.api_key;
+  http.api_key = api_key;
   // A thread per request in flight, and a few for /health, /metrics and
   // requests to be refused.
   http.num_threads = max_in_flight + 8;
