@@ -88,10 +88,23 @@ std::vector<int32_t> token_ids(const json &array, const char *field, const Model
   return ids;
 }
 
-std::vector<std::vector<int32_t>> completion_prompts(const json &body, const ModelInfo &model) {
+// The request's sequences (prompts times n) against the server's limit,
+// before the prompts are tokenized and copied n times.
+void check_choice_count(size_t prompts, int32_t n, const ModelInfo &model) {
+  const uint64_t sequences = uint64_t(prompts) * uint64_t(n);
+  if (model.max_choices > 0 && sequences > uint64_t(model.max_choices))
+    invalid("prompt", "asks for " + std::to_string(sequences) +
+                          " sequences (prompts times n); the server holds at most " +
+                          std::to_string(model.max_choices));
+}
+
+std::vector<std::vector<int32_t>> completion_prompts(const json &body, const ModelInfo &model,
+                                                     int32_t n) {
   const json *prompt = find(body, "prompt");
   if (!prompt)
     invalid("prompt", "is required");
+  const bool several = prompt->is_array() && !prompt->empty() && !prompt->front().is_number();
+  check_choice_count(several ? prompt->size() : 1, n, model);
   const Tokenizer &tokenizer = *model.tokenizer;
   const char *kShapes = "must be a string, an array of strings, an array of token ids "
                         "or an array of token id arrays";
@@ -149,10 +162,20 @@ GenerateRequest parse_common(const json &body, const ModelInfo &model, Endpoint 
       r.stop = stop->get<std::vector<std::string>>();
     else
       invalid("stop", "must be a string or an array of strings");
+    if (r.stop.size() > kMaxStopStrings)
+      invalid("stop", "holds " + std::to_string(r.stop.size()) + " strings; at most " +
+                          std::to_string(kMaxStopStrings));
+    for (const std::string &s : r.stop)
+      if (s.size() > kMaxStopStringBytes)
+        invalid("stop", "holds a string of " + std::to_string(s.size()) +
+                            " bytes; at most " + std::to_string(kMaxStopStringBytes));
   }
   if (const json *ids = find(body, "stop_token_ids")) {
     if (!ids->is_array())
       invalid("stop_token_ids", std::string("must be an array, not ") + ids->type_name());
+    if (ids->size() > kMaxStopTokenIds)
+      invalid("stop_token_ids", "holds " + std::to_string(ids->size()) + " ids; at most " +
+                                    std::to_string(kMaxStopTokenIds));
     p.stop_token_ids = token_ids(*ids, "stop_token_ids", model);
   }
 
@@ -242,7 +265,7 @@ json parse_json_object(const std::string &body) {
 GenerateRequest parse_completion_request(const json &body, const ModelInfo &model) {
   check_request_fields(body, Endpoint::kCompletions);
   GenerateRequest r = parse_common(body, model, Endpoint::kCompletions);
-  r.prompts = completion_prompts(body, model);
+  r.prompts = completion_prompts(body, model, r.n);
   r.echo = get_bool(body, "echo").value_or(false);
   // 0 still asks for the sampled token's log-prob.
   r.params.logprobs = get_int32(body, "logprobs", 0, 20, -1);
@@ -260,6 +283,9 @@ std::string render_chat(const json &messages, const ModelInfo &model) {
     throw ApiError(400, "model '" + model.name + "' has no chat template; use /v1/completions");
   if (!messages.is_array() || messages.empty())
     invalid("messages", "must be a non-empty array of messages");
+  if (messages.size() > kMaxMessages)
+    invalid("messages", "holds " + std::to_string(messages.size()) + " messages; at most " +
+                            std::to_string(kMaxMessages));
   nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     const json &m = messages[i];
@@ -280,6 +306,7 @@ std::string render_chat(const json &messages, const ModelInfo &model) {
 GenerateRequest parse_chat_request(const json &body, const ModelInfo &model) {
   check_request_fields(body, Endpoint::kChatCompletions);
   GenerateRequest r = parse_common(body, model, Endpoint::kChatCompletions);
+  check_choice_count(1, r.n, model);
   const json *messages = find(body, "messages");
   if (!messages)
     invalid("messages", "is required");

@@ -46,7 +46,16 @@ struct ModelInfo {
   int32_t max_model_len = 0;
   const Tokenizer *tokenizer = nullptr;
   const ChatTemplate *chat_template = nullptr; // null: chat is refused
+  // Sequences (prompts times n) one request may ask for: the server's
+  // in-flight limit, checked before any prompt is tokenized. 0: no limit.
+  int32_t max_choices = 0;
 };
+
+// What one request may carry, checked before anything is allocated for it.
+inline constexpr size_t kMaxStopStrings = 64;
+inline constexpr size_t kMaxStopStringBytes = 1024;
+inline constexpr size_t kMaxStopTokenIds = 1024;
+inline constexpr size_t kMaxMessages = 10000;
 
 // A completions or chat request, validated and tokenized.
 struct GenerateRequest {

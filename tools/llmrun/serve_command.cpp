@@ -61,7 +61,8 @@ int serve(const llmserve::ServeOptions &options) {
   const int32_t max_in_flight = options.max_num_seqs + options.max_queued_requests;
   llmserve::EngineLoop loop(engine, max_in_flight);
   llmserve::ModelInfo info{model.name, config.max_model_len, &model.tokenizer,
-                           model.chat_template ? &*model.chat_template : nullptr};
+                           model.chat_template ? &*model.chat_template : nullptr,
+                           max_in_flight};
   llmserve::HttpServerConfig http;
   http.api_key = api_key;
   // A thread per request in flight, and a few for /health, /metrics and

@@ -126,6 +126,48 @@ TEST_F(OpenAiProtocol, FieldsNotActedOnAreRefusedByName) {
       model_));
 }
 
+TEST_F(OpenAiProtocol, AmplificationIsBoundedBeforeAllocation) {
+  // Prompts times n against the server's in-flight limit, before any
+  // prompt is tokenized.
+  model_.max_choices = 10;
+  ApiError e = error({{"prompt", json::array({"a", "b", "c", "d"})}, {"n", 3}});
+  EXPECT_EQ(e.param, "prompt");
+  EXPECT_STREQ(e.what(), "'prompt' asks for 12 sequences (prompts times n); the server holds "
+                         "at most 10");
+  EXPECT_EQ(error({{"prompt", json::array({{1, 2}, {3}, {4}})}, {"n", 4}}).param, "prompt");
+  EXPECT_EQ(parse_completion_request({{"prompt", json::array({"a", "b"})}, {"n", 5}}, model_)
+                .num_choices(),
+            10);
+  EXPECT_EQ(parse_completion_request({{"prompt", json::array({1, 2, 3})}, {"n", 10}}, model_)
+                .num_choices(),
+            10); // one prompt of token ids
+  EXPECT_EQ(error({{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"n", 11}},
+                  Endpoint::kChatCompletions)
+                .param,
+            "prompt");
+
+  // Stop strings and stop ids: at most 64 strings of 1024 bytes, 1024 ids.
+  EXPECT_NO_THROW(parse_completion_request(
+      {{"prompt", "a"}, {"stop", std::vector<std::string>(kMaxStopStrings, "x")}}, model_));
+  e = error({{"prompt", "a"}, {"stop", std::vector<std::string>(kMaxStopStrings + 1, "x")}});
+  EXPECT_EQ(e.param, "stop");
+  EXPECT_STREQ(e.what(), "'stop' holds 65 strings; at most 64");
+  EXPECT_EQ(error({{"prompt", "a"}, {"stop", std::string(kMaxStopStringBytes + 1, 'x')}}).param,
+            "stop");
+  EXPECT_EQ(error({{"prompt", "a"},
+                   {"stop_token_ids", std::vector<int>(kMaxStopTokenIds + 1, 2)}})
+                .param,
+            "stop_token_ids");
+
+  // Messages: at most 10,000.
+  json many = json::array();
+  for (size_t i = 0; i <= kMaxMessages; ++i)
+    many.push_back({{"role", "user"}, {"content", "hi"}});
+  e = error({{"messages", many}}, Endpoint::kChatCompletions);
+  EXPECT_EQ(e.param, "messages");
+  EXPECT_STREQ(e.what(), "'messages' holds 10001 messages; at most 10000");
+}
+
 TEST_F(OpenAiProtocol, PromptShapes) {
   auto prompts = [&](const json &prompt) {
     return parse_completion_request({{"prompt", prompt}}, model_).prompts;
