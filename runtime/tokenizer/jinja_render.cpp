@@ -281,15 +281,51 @@ public:
 private:
   static constexpr size_t kMaxRange = 100000;
   static constexpr int64_t kMaxIndent = 64; // an output size bound; templates indent 2 or 4
+  // A render is untrusted code with a budget. Steps: expressions evaluated,
+  // nodes run and loop iterations. Size: no string, list or output over
+  // kMaxSize bytes (a list item counts kItemBytes), and at most kMaxBuilt
+  // bytes built in all, which bounds the work of the builtins that copy
+  // (concatenation, replace, join, range, ...). A loop that doubles a string
+  // stops here instead of exhausting memory; a chat prompt is far smaller.
+  static constexpr uint64_t kMaxSteps = 1'000'000;
+  static constexpr size_t kMaxSize = 32u << 20;
+  static constexpr uint64_t kMaxBuilt = 256u << 20;
+  static constexpr size_t kItemBytes = 32;
+
+  void step(int line) {
+    if (++steps_ > kMaxSteps)
+      fail(line, "the template took more than " + std::to_string(kMaxSteps) +
+                     " steps to render");
+  }
+  // A value (or the output) of `size` bytes exists.
+  void check_size(int line, size_t size) {
+    if (size > kMaxSize)
+      fail(line, "the template built a value or output of more than " +
+                     std::to_string(kMaxSize) + " bytes");
+  }
+  // A value of `size` bytes was built.
+  void charge(int line, size_t size) {
+    check_size(line, size);
+    if ((built_ += size) > kMaxBuilt)
+      fail(line, "the template built more than " + std::to_string(kMaxBuilt) +
+                     " bytes in all");
+  }
 
   Flow run(const Node &n, std::string &out) {
+    step(n.line);
     switch (n.kind) {
     case Node::Text:
       out += n.text;
+      charge(n.line, n.text.size());
+      check_size(n.line, out.size());
       return Flow::Normal;
-    case Node::Output:
-      out += to_text(eval(*n.expr));
+    case Node::Output: {
+      std::string text = to_text(eval(*n.expr));
+      charge(n.line, text.size());
+      out += text;
+      check_size(n.line, out.size());
       return Flow::Normal;
+    }
     case Node::If:
       for (const auto &[cond, body] : n.branches)
         if (truthy(eval(*cond)))
@@ -350,6 +386,7 @@ private:
     if (n.filter) {
       std::vector<Value> kept;
       for (const auto &item : items) {
+        step(n.line);
         bind(item);
         if (truthy(eval(*n.filter)))
           kept.push_back(item);
@@ -357,6 +394,7 @@ private:
       items = std::move(kept);
     }
     for (size_t i = 0; i < items.size(); ++i) {
+      step(n.line);
       bind(items[i]);
       size_t count = items.size();
       scopes_.back()["loop"] = Value{{"index0", i}, {"index", i + 1},
@@ -420,6 +458,7 @@ private:
   }
 
   Value eval(const Expr &e) {
+    step(e.line);
     switch (e.kind) {
     case Expr::Literal:
       return e.value;
@@ -591,6 +630,7 @@ private:
           if (__builtin_add_overflow(i, step, &i))
             break;
         }
+        charge(e.line, list.size() * kItemBytes);
         return list;
       }
     }
@@ -613,23 +653,30 @@ private:
                s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
       }
       if (m == "upper" || m == "lower") {
+        charge(e.line, s.size());
         std::string out = s;
         for (char &c : out)
           if (c >= 'a' && c <= 'z' && m == "upper") c -= 32;
           else if (c >= 'A' && c <= 'Z' && m == "lower") c += 32;
         return out;
       }
-      if (m == "split")
+      if (m == "split") {
+        charge(e.line, s.size());
         return split(e, s, args);
+      }
       if (m == "replace") {
         std::string from = string_arg(e, args, 0, m), to = string_arg(e, args, 1, m);
         if (from.empty())
           fail(e.line, "replace() with an empty pattern is not supported");
         std::string out;
         size_t pos = 0;
-        for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
+        for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
           out.append(s, pos, hit - pos).append(to);
-        return out.append(s, pos, std::string::npos);
+          check_size(e.line, out.size());
+        }
+        out.append(s, pos, std::string::npos);
+        charge(e.line, out.size());
+        return out;
       }
     } else if (obj.is_object()) {
       if (m == "get") {
@@ -718,8 +765,11 @@ private:
       return v.empty() ? undefined() : f == "first" ? v.front() : v.back();
     } else if (f == "join" && v.is_array()) {
       std::string sep = args.empty() ? "" : to_text(args[0]), out;
-      for (size_t i = 0; i < v.size(); ++i)
+      for (size_t i = 0; i < v.size(); ++i) {
         out += (i ? sep : "") + to_text(v[i]);
+        check_size(e.line, out.size());
+      }
+      charge(e.line, out.size());
       return out;
     } else if (f == "items" && v.is_object()) {
       Value list = Value::array();
@@ -765,7 +815,11 @@ private:
     Value b = eval(*e.args[1]);
     if (op == "==") return values_equal(a, b);
     if (op == "!=") return !values_equal(a, b);
-    if (op == "~") return to_text(a) + to_text(b);
+    if (op == "~") {
+      std::string x = to_text(a), y = to_text(b);
+      charge(e.line, x.size() + y.size());
+      return x + y;
+    }
     if (op == "in" || op == "not in") {
       bool found;
       if (b.is_string() && a.is_string())
@@ -780,9 +834,13 @@ private:
         fail(e.line, std::string("'in' does not apply to ") + type_name(b));
       return found == (op == "in");
     }
-    if (op == "+" && a.is_string() && b.is_string())
+    if (op == "+" && a.is_string() && b.is_string()) {
+      charge(e.line, a.get_ref<const std::string &>().size() +
+                         b.get_ref<const std::string &>().size());
       return a.get<std::string>() + b.get<std::string>();
+    }
     if (op == "+" && a.is_array() && b.is_array()) {
+      charge(e.line, (a.size() + b.size()) * kItemBytes);
       Value out = a;
       out.insert(out.end(), b.begin(), b.end());
       return out;
@@ -832,6 +890,8 @@ private:
   }
 
   std::vector<std::unordered_map<std::string, Value>> scopes_;
+  uint64_t steps_ = 0;
+  uint64_t built_ = 0;
 };
 
 } // namespace

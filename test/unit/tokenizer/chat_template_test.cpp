@@ -200,6 +200,49 @@ TEST(ChatTemplateErrors, LimitsOfTheSandbox) {
             std::string::npos);
 }
 
+// A render is untrusted code with a budget: steps, and the size of what it
+// builds, so nested loops and doubling strings stop with a message.
+TEST(ChatTemplateErrors, RendersHaveAStepAndSizeBudget) {
+  const std::string steps = "took more than 1000000 steps to render";
+  EXPECT_NE(render_error("{% for i in range(100000) %}{% for j in range(100000) %}"
+                         "{% endfor %}{% endfor %}")
+                .find(steps),
+            std::string::npos);
+  const std::string size = "built a value or output of more than 33554432 bytes";
+  const std::string in_all = "built more than 268435456 bytes in all";
+  for (const char *doubling :
+       {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+        "{% endfor %}",
+        "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+        "{% endfor %}",
+        "{% set ns = namespace(s=[1, 2]) %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+        "{% endfor %}",
+        "{% set ns = namespace(s='ab') %}{% for i in range(40) %}"
+        "{% set ns.s = ns.s.replace('a', 'aa').replace('b', 'bb') %}{% endfor %}",
+        "{% set ns = namespace(s=['ab', 'cd']) %}{% for i in range(40) %}"
+        "{% set ns.s = [ns.s | join(ns.s | join), 'x'] %}{% endfor %}"})
+    EXPECT_NE(render_error(doubling).find(size), std::string::npos) << doubling;
+  // The output itself: 1,000 bytes a step.
+  EXPECT_NE(render_error("{% for i in range(100000) %}" + repeat("0123456789", 100) +
+                         "{% endfor %}")
+                .find(size),
+            std::string::npos);
+  // Copies of a large value, each within the size limit, add up.
+  EXPECT_NE(render_error("{% set ns = namespace(s='a') %}{% for i in range(24) %}"
+                         "{% set ns.s = ns.s + ns.s %}{% endfor %}"
+                         "{% for i in range(100) %}{% set x = ns.s.upper() %}{% endfor %}")
+                .find(in_all),
+            std::string::npos);
+  EXPECT_NE(render_error("{% for i in range(100) %}{% for j in range(100000) %}{% endfor %}"
+                         "{% endfor %}")
+                .find(steps),
+            std::string::npos);
+  // Within the budget, the same constructs render.
+  EXPECT_EQ(render("{% set ns = namespace(s='ab') %}{% for i in range(10) %}"
+                   "{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}"),
+            "2048");
+}
+
 TEST(ChatTemplateErrors, StripArguments) {
   EXPECT_NE(render_error("{{ 'a'.strip(1) }}").find("strip(): expected a string argument"),
             std::string::npos);
