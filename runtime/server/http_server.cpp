@@ -331,8 +331,12 @@ int HttpServer::bind(const std::string &host, int port) {
 
 void HttpServer::listen() { server_->listen_after_bind(); }
 
-void HttpServer::shutdown() {
+void HttpServer::shutdown(std::chrono::milliseconds grace) {
   draining_ = true;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while ((active_streams_ > 0 || loop_.num_in_flight() > 0) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   loop_.abort_all();
   // Streams end with their aborted choices; give them a moment to be sent.
   for (int i = 0; i < 500 && (active_streams_ > 0 || loop_.num_in_flight() > 0); ++i)

@@ -9,6 +9,7 @@
 #include "server/openai_protocol.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -42,9 +43,10 @@ public:
   int bind(const std::string &host, int port);
   // Serves until shutdown(). Call after bind().
   void listen();
-  // Any thread: refuses new generation requests (503), aborts those in
-  // flight, lets their responses end, then makes listen() return.
-  void shutdown();
+  // Any thread: refuses new generation requests (503, and /health answers
+  // 503), lets those in flight run for up to `grace`, aborts what is left,
+  // lets their responses end, then makes listen() return.
+  void shutdown(std::chrono::milliseconds grace);
 
 private:
   void add_routes();

@@ -32,6 +32,9 @@ struct ServeOptions {
   // a tenth of physical memory.
   std::string kv_cache_memory;
   int32_t max_queued_requests = 256; // beyond the running ones
+  // On SIGTERM or SIGINT, how long requests in flight may run on before
+  // they are aborted.
+  int32_t shutdown_grace_seconds = 30;
   bool enable_prefix_caching = true;
   std::string device;      // --device: "cpu", "cuda", or empty: the bundle's target
   bool cuda_graphs = true; // --no-cuda-graphs: run decode steps uncaptured

@@ -482,22 +482,47 @@ class Limits(unittest.TestCase):
 
 
 class GracefulStop(unittest.TestCase):
-    def test_signal_ends_streams_and_exits_zero(self):
+    def open_streams(self, server, count):
+        streams = []
+        for _ in range(count):
+            conn = server.connection()
+            conn.request("POST", "/v1/completions", json.dumps(
+                {"prompt": "hi", "max_tokens": 250, "ignore_eos": True, "stream": True}))
+            streams.append((conn, conn.getresponse()))
+        return streams
+
+    def finish_reasons(self, streams):
+        reasons = []
+        for conn, response in streams:
+            reasons.append(stream_events(response)[-1]["choices"][0]["finish_reason"])
+            conn.close()
+        return reasons
+
+    def test_requests_in_flight_finish_within_the_grace(self):
+        # One request runs at a time, so most of these are still waiting
+        # when the signal comes; all finish, while /health and new requests
+        # get 503.
+        with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1") as server:
+            streams = self.open_streams(server, 32)
+            server.process.send_signal(signal.SIGTERM)
+            deadline = time.time() + 10
+            while server.request("GET", "/health")[0] != 503:
+                self.assertLess(time.time(), deadline, "/health never turned 503")
+                time.sleep(0.01)
+            status, headers, _ = server.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+            self.assertEqual(status, 503)
+            self.assertEqual(headers.get("Retry-After"), "1")
+            self.assertEqual(self.finish_reasons(streams), ["length"] * 32)
+            self.assertEqual(server.stop(), 0)
+            self.assertIn("stopping; requests in flight have 30 s to finish", server.output())
+
+    def test_signal_aborts_what_the_grace_leaves_and_exits_zero(self):
         for sig in (signal.SIGTERM, signal.SIGINT):
-            # One request runs at a time, so most of these are still waiting
-            # when the signal comes.
-            with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1") as server:
-                streams = []
-                for _ in range(8):
-                    conn = server.connection()
-                    conn.request("POST", "/v1/completions", json.dumps(
-                        {"prompt": "hi", "max_tokens": 250, "ignore_eos": True, "stream": True}))
-                    streams.append((conn, conn.getresponse()))
+            with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1",
+                               "--shutdown-grace", "0") as server:
+                streams = self.open_streams(server, 8)
                 server.process.send_signal(sig)
-                reasons = []
-                for conn, response in streams:
-                    reasons.append(stream_events(response)[-1]["choices"][0]["finish_reason"])
-                    conn.close()
+                reasons = self.finish_reasons(streams)
                 self.assertIn("abort", reasons)
                 self.assertTrue(set(reasons) <= {"abort", "length"}, reasons)
                 self.assertEqual(server.stop(sig), 0)

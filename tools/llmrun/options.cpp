@@ -88,6 +88,12 @@ void add_serve_options(CLI::App &app, llmserve::ServeOptions &o) {
                  "the model's name in the API (default: the\n"
                  "bundle directory's stem)")
       ->type_name("NAME");
+  cli::integer_in(app.add_option("--shutdown-grace", o.shutdown_grace_seconds,
+                                 "on SIGTERM or SIGINT, seconds requests in\n"
+                                 "flight may run on before they are aborted")
+                      ->type_name("S")
+                      ->capture_default_str(),
+                  0, 86400);
   cli::integer_in(app.add_option("--max-queued-requests", o.max_queued_requests,
                                  "requests waiting beyond --max-num-seqs before\n"
                                  "new ones get 503")

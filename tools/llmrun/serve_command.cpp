@@ -79,8 +79,9 @@ int serve(const llmserve::ServeOptions &options) {
     sigwait(&stop_signals, &signal);
     if (listening_ended) // woken by the exit path below
       return;
-    std::fprintf(stderr, "INFO %s: stopping\n", strsignal(signal));
-    server.shutdown();
+    std::fprintf(stderr, "INFO %s: stopping; requests in flight have %d s to finish\n",
+                 strsignal(signal), options.shutdown_grace_seconds);
+    server.shutdown(std::chrono::seconds(options.shutdown_grace_seconds));
   });
   server.listen();
   listening_ended = true;
