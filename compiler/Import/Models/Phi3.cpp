@@ -127,16 +127,9 @@ llvm::Expected<std::unique_ptr<Model>> Phi3::read(const Config &config) {
   auto model = std::make_unique<Phi3>();
   ModelShape &m = model->shape_;
   m.architecture = "phi3";
-  LLMSERVE_TRY_ASSIGN(m.vocab, config.integer("vocab_size"));
-  LLMSERVE_TRY_ASSIGN(m.hidden, config.integer("hidden_size"));
+  if (llvm::Error error = readDecoderShape(config, m))
+    return std::move(error);
   LLMSERVE_TRY_ASSIGN(model->intermediate, config.integer("intermediate_size"));
-  LLMSERVE_TRY_ASSIGN(m.layers, config.integer("num_hidden_layers"));
-  LLMSERVE_TRY_ASSIGN(m.heads, config.integer("num_attention_heads"));
-  LLMSERVE_TRY_ASSIGN(m.kvHeads, config.integer("num_key_value_heads", m.heads));
-  if (m.heads <= 0 || m.kvHeads <= 0 || m.heads % m.kvHeads != 0)
-    return config.error("num_attention_heads (" + llvm::Twine(m.heads) +
-                        ") must be a positive multiple of num_key_value_heads (" +
-                        llvm::Twine(m.kvHeads) + ")");
   LLMSERVE_TRY_ASSIGN(m.headDim, config.integer("head_dim", m.hidden / m.heads));
   LLMSERVE_TRY_ASSIGN(m.maxPositions, config.integer("max_position_embeddings", 4096));
   LLMSERVE_TRY_ASSIGN(model->epsilon, config.number("rms_norm_eps", 1e-5));
