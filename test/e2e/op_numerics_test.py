@@ -402,6 +402,14 @@ def linear_invariance_pair():
     return (inputs, text), (few, linear_module(few))
 
 
+def invariance_pairs():
+    """Every (name, pair) whose rows must be bitwise equal in the larger step
+    and alone: decode rows with and without a window, and linear rows."""
+    return ([(f"attention_window_{window}", decode_invariance_pair(window))
+             for window in (None, 200)] +
+            [("linear_split_k", linear_invariance_pair())])
+
+
 def case_sample_greedy():
     s, v = 5, 300
     logits = f32(s, v)
@@ -647,10 +655,7 @@ def check_invariance(build, work):
     """Rows computed in a larger step and alone are bitwise equal: decode rows
     in a mixed and a decode-only step, and linear rows."""
     ok = True
-    pairs = [(f"attention_window_{window}", decode_invariance_pair(window))
-             for window in (None, 200)]
-    pairs.append(("linear_split_k", linear_invariance_pair()))
-    for name, pair in pairs:
+    for name, pair in invariance_pairs():
         larger, alone = (compile_and_call(build, os.path.join(work, "invariance", name, kind),
                                           inputs, text)
                          for kind, (inputs, text) in zip(("larger", "alone"), pair))

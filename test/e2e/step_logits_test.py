@@ -85,7 +85,8 @@ def reference_logits(model, chunks, tokens):
 def steps_and_reference(checkpoint):
     """The steps of SCHEDULE over random tokens (seeded by the fixture's name),
     the (sequence, position) of each step's logits rows, the reference's
-    logits by sequence ([positions, vocab]) and the tokens by sequence."""
+    logits by sequence ([positions, vocab]), the tokens by sequence and the
+    reference model."""
     name = os.path.basename(checkpoint)
     with open(os.path.join(checkpoint, "config.json")) as f:
         vocab = json.load(f)["vocab_size"]
@@ -97,7 +98,7 @@ def steps_and_reference(checkpoint):
     with torch.no_grad():
         reference = {n: reference_logits(model, [chunk[n] for chunk in SCHEDULE], tokens[n])
                      for n in tokens}
-    return steps, rows_at, reference, tokens
+    return steps, rows_at, reference, tokens, model
 
 
 def check_fixture(build, work, checkpoint):
@@ -109,7 +110,7 @@ def check_fixture(build, work, checkpoint):
         "--logits-entry", f"--block-size={BLOCK_SIZE}")
     run(os.path.join(bin_dir, "llmc"), "compile", mlir, "-o", bundle)
 
-    steps, rows_at, reference, _ = steps_and_reference(checkpoint)
+    steps, rows_at, reference, _, _ = steps_and_reference(checkpoint)
     steps_path = os.path.join(work, name + ".steps.json")
     with open(steps_path, "w") as f:
         json.dump({"num_blocks": NUM_BLOCKS, "steps": steps}, f)

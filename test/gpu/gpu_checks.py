@@ -156,10 +156,7 @@ def prepare(build, out, tinyllama):
     # different kernels on sm_90, bitwise-equal results. Attention: decode
     # rows in a mixed step and in a decode-only step; linear: 3 rows of an
     # 80-row step (large-tile kernel) and alone (small-M kernel, split K).
-    pairs = [(f"attention_window_{window}", op_numerics_test.decode_invariance_pair(window))
-             for window in (None, 200)]
-    pairs.append(("linear_split_k", op_numerics_test.linear_invariance_pair()))
-    for name, pair in pairs:
+    for name, pair in op_numerics_test.invariance_pairs():
         for kind, (inputs, text) in zip(("larger", "alone"), pair):
             directory = os.path.join(out, "invariance", name, kind)
             os.makedirs(directory, exist_ok=True)
@@ -230,16 +227,15 @@ def prepare_families(llmc, out):
         # checked on the llama bundles, so the copy to carry stays small.
         if os.path.exists(os.path.join(bundle, "kernels.sm_90a.cubin")):
             os.remove(os.path.join(bundle, "kernels.ptx"))
-        steps, rows_at, reference, tokens = step_logits_test.steps_and_reference(checkpoint)
+        steps, rows_at, reference, tokens, model = step_logits_test.steps_and_reference(
+            checkpoint)
         with open(os.path.join(out, name + ".steps.json"), "w") as f:
             json.dump({"num_blocks": step_logits_test.NUM_BLOCKS, "steps": steps}, f)
         np.savez(os.path.join(out, name + ".reference.npz"), **{
             f"step_{i}": np.stack([reference[seq][position].numpy() for seq, position in rows])
             for i, rows in enumerate(rows_at)})
-        reference_model = step_logits_test.torch_reference.load_model(checkpoint)
         with torch.no_grad():
-            full = reference_model.forward(
-                tokens["A"], step_logits_test.torch_reference.KVCache(reference_model.layers))
+            full = model.forward(tokens["A"], step_logits_test.torch_reference.KVCache(model.layers))
         with open(os.path.join(out, name + ".sequence.json"), "w") as f:
             json.dump(tokens["A"], f)
         np.save(os.path.join(out, name + ".full.npy"), full.double().numpy())
