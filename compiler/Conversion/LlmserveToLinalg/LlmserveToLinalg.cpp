@@ -65,25 +65,15 @@ LogicalResult matchF32NotOutlined(Operation *op) {
                      .isF32());
 }
 
+// The scalar body of each elementwise op's generic, by op.
+
 /// silu(gate) * up, with silu(g) = g / (1 + exp(-g)).
-struct SiluMulToGeneric : OpRewritePattern<SiluMulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SiluMulOp op,
-                                PatternRewriter &rewriter) const override {
-    if (failed(matchF32NotOutlined(op)))
-      return failure();
-    replaceByElementwiseGeneric(
-        rewriter, op, op->getOperands(),
-        [](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
-          Value negated = arith::NegFOp::create(b, in[0]);
-          Value denominator =
-              arith::AddFOp::create(b, constant(b, 1), math::ExpOp::create(b, negated));
-          return arith::MulFOp::create(
-              b, arith::DivFOp::create(b, in[0], denominator), in[1]);
-        });
-    return success();
-  }
-};
+Value scalarBody(SiluMulOp, ImplicitLocOpBuilder &b, ValueRange in) {
+  Value negated = arith::NegFOp::create(b, in[0]);
+  Value denominator =
+      arith::AddFOp::create(b, constant(b, 1), math::ExpOp::create(b, negated));
+  return arith::MulFOp::create(b, arith::DivFOp::create(b, in[0], denominator), in[1]);
+}
 
 /// 0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3)).
 Value gelu(ImplicitLocOpBuilder &b, Value x, GeluApproximation approximation) {
@@ -101,54 +91,34 @@ Value gelu(ImplicitLocOpBuilder &b, Value x, GeluApproximation approximation) {
                                arith::AddFOp::create(b, constant(b, 1), inner));
 }
 
-struct GeluToGeneric : OpRewritePattern<GeluOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(GeluOp op,
-                                PatternRewriter &rewriter) const override {
-    if (failed(matchF32NotOutlined(op)))
-      return failure();
-    GeluApproximation approximation = op.getApproximation();
-    replaceByElementwiseGeneric(
-        rewriter, op, op->getOperands(),
-        [&](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
-          return gelu(b, in[0], approximation);
-        });
-    return success();
-  }
-};
+Value scalarBody(GeluOp op, ImplicitLocOpBuilder &b, ValueRange in) {
+  return gelu(b, in[0], op.getApproximation());
+}
 
 /// gelu(gate) * up (GeGLU).
-struct GeluMulToGeneric : OpRewritePattern<GeluMulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(GeluMulOp op,
-                                PatternRewriter &rewriter) const override {
-    if (failed(matchF32NotOutlined(op)))
-      return failure();
-    GeluApproximation approximation = op.getApproximation();
-    replaceByElementwiseGeneric(
-        rewriter, op, op->getOperands(),
-        [&](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
-          return arith::MulFOp::create(b, gelu(b, in[0], approximation), in[1]);
-        });
-    return success();
-  }
-};
+Value scalarBody(GeluMulOp op, ImplicitLocOpBuilder &b, ValueRange in) {
+  return arith::MulFOp::create(b, gelu(b, in[0], op.getApproximation()), in[1]);
+}
 
 /// cap * tanh(x / cap).
-struct SoftcapToGeneric : OpRewritePattern<SoftcapOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SoftcapOp op,
-                                PatternRewriter &rewriter) const override {
+Value scalarBody(SoftcapOp op, ImplicitLocOpBuilder &b, ValueRange in) {
+  double cap = op.getCap().convertToDouble();
+  Value capped = math::TanhOp::create(b, arith::DivFOp::create(b, in[0], constant(b, cap)));
+  return arith::MulFOp::create(b, constant(b, cap), capped);
+}
+
+/// An f32 elementwise op that is not outlined becomes a linalg.generic over
+/// its operands whose body is scalarBody(op, ...).
+template <typename OpT>
+struct ElementwiseToGeneric : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
     if (failed(matchF32NotOutlined(op)))
       return failure();
-    double cap = op.getCap().convertToDouble();
-    replaceByElementwiseGeneric(
-        rewriter, op, op->getOperands(),
-        [&](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
-          Value capped =
-              math::TanhOp::create(b, arith::DivFOp::create(b, in[0], constant(b, cap)));
-          return arith::MulFOp::create(b, constant(b, cap), capped);
-        });
+    replaceByElementwiseGeneric(rewriter, op, op->getOperands(),
+                                [&](ImplicitLocOpBuilder &b, ValueRange in) -> Value {
+                                  return scalarBody(op, b, in);
+                                });
     return success();
   }
 };
@@ -168,6 +138,7 @@ struct LlmserveToLinalgPass
 
 void mlir::llmserve::populateLlmserveToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<SiluMulToGeneric, GeluMulToGeneric, GeluToGeneric, SoftcapToGeneric>(
+  patterns.add<ElementwiseToGeneric<SiluMulOp>, ElementwiseToGeneric<GeluMulOp>,
+               ElementwiseToGeneric<GeluOp>, ElementwiseToGeneric<SoftcapOp>>(
       patterns.getContext());
 }
