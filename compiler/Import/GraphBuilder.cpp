@@ -227,13 +227,14 @@ Value GraphBuilder::logits(Value hidden, Value head) {
 }
 
 SmallVector<Value> GraphBuilder::sample(Value logits) {
-  Value penalised = ApplyPenaltiesOp::create(
+  Value adjusted = AdjustLogitsOp::create(
       b, loc, logits.getType(), logits, contract("penalty_start"),
       contract("penalty_tokens"), contract("penalty_counts"),
-      contract("presence_penalty"), contract("frequency_penalty"),
-      contract("repetition_penalty"));
+      contract("logit_bias"), contract("presence_penalty"),
+      contract("frequency_penalty"), contract("repetition_penalty"),
+      contract("mask_index"), contract("token_mask"));
   Value tokens = SampleOp::create(
-      b, loc, contractType(abi::kStepResults[0]), penalised,
+      b, loc, contractType(abi::kStepResults[0]), adjusted,
       contract("temperature"), contract("top_p"), contract("top_k"),
       contract("min_p"), contract("seed"), contract("context_len"));
   auto logprobs = LogprobsOp::create(

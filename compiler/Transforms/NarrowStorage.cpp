@@ -63,14 +63,14 @@ struct NarrowStoragePass
     }
 
     // Values whose f32 type the contract fixes: what the function returns
-    // and the logits that penalties, sampling and log-probs read.
+    // and the logits that adjust_logits, sampling and log-probs read.
     llvm::SmallPtrSet<Value, 8> keep;
     for (Value v : body.getTerminator()->getOperands())
       keep.insert(v);
     func.walk([&](Operation *op) {
       if (auto o = dyn_cast<SampleOp>(op))
         keep.insert(o.getLogits());
-      else if (auto o = dyn_cast<ApplyPenaltiesOp>(op))
+      else if (auto o = dyn_cast<AdjustLogitsOp>(op))
         keep.insert(o.getLogits());
       else if (auto o = dyn_cast<LogprobsOp>(op))
         keep.insert(o.getLogits());

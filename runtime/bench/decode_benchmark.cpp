@@ -53,6 +53,7 @@ StepBatch decode_step(int32_t batch, int32_t context, int32_t block_size, int32_
     b.frequency_penalty.push_back(0.0f);
     b.repetition_penalty.push_back(1.0f);
     b.penalty_start.push_back(0);
+    b.mask_index.push_back(-1);
     b.num_logprobs.push_back(-1);
   }
   b.query_start.push_back(batch);

@@ -13,28 +13,41 @@ namespace {
 constexpr int kMaxStackDepth = 32;
 constexpr int kMaxNesting = 32;
 
+// Every symbol, by its spelling; an instruction names one by its index here.
+struct SymbolEntry {
+  std::string_view name;
+  int64_t Symbols::*value;
+};
+constexpr SymbolEntry kSymbolTable[] = {
+    {"T", &Symbols::T},   {"S", &Symbols::S}, {"MB", &Symbols::MB},
+    {"NB", &Symbols::NB}, {"P", &Symbols::P}, {"MW", &Symbols::MW},
+};
+constexpr int64_t kNumSymbols = sizeof(kSymbolTable) / sizeof(kSymbolTable[0]);
+
+// The index of the symbol spelled `name`, or -1.
+int64_t symbol_index(std::string_view name) {
+  for (int64_t i = 0; i < kNumSymbols; ++i)
+    if (kSymbolTable[i].name == name)
+      return i;
+  return -1;
+}
+
 std::string symbols_text(const Symbols &s) {
-  return "T=" + std::to_string(s.T) + " S=" + std::to_string(s.S) +
-         " MB=" + std::to_string(s.MB) + " NB=" + std::to_string(s.NB) +
-         " P=" + std::to_string(s.P);
+  std::string text;
+  for (const SymbolEntry &symbol : kSymbolTable)
+    text += (text.empty() ? "" : " ") + std::string(symbol.name) + "=" +
+            std::to_string(s.*symbol.value);
+  return text;
 }
 
 } // namespace
 
 void Symbols::set(std::string_view name, int64_t value) {
-  if (name == "T")
-    T = value;
-  else if (name == "S")
-    S = value;
-  else if (name == "MB")
-    MB = value;
-  else if (name == "NB")
-    NB = value;
-  else if (name == "P")
-    P = value;
-  else
+  const int64_t index = symbol_index(name);
+  if (index < 0)
     throw std::invalid_argument("unknown symbol '" + std::string(name) +
-                                "' (expected T, S, MB, NB or P)");
+                                "' (expected T, S, MB, NB, P or MW)");
+  this->*kSymbolTable[index].value = value;
 }
 
 // Recursive descent over the grammar of docs/bundle.md, emitting postfix.
@@ -94,17 +107,10 @@ private:
              std::isalnum(static_cast<unsigned char>(text_[pos_])))
         ++pos_;
       const std::string_view word = text_.substr(start, pos_ - start);
-      if (word == "T")
-        emit(Op::T);
-      else if (word == "S")
-        emit(Op::S);
-      else if (word == "MB")
-        emit(Op::MB);
-      else if (word == "NB")
-        emit(Op::NB);
-      else if (word == "P")
-        emit(Op::P);
-      else if (word == "ceildiv")
+      if (const int64_t symbol = symbol_index(word); symbol >= 0) {
+        program_.push_back({Op::Symbol, symbol});
+        push();
+      } else if (word == "ceildiv")
         binary_function(Op::CeilDiv);
       else if (word == "min")
         binary_function(Op::Min);
@@ -216,24 +222,15 @@ Expression Expression::constant(int64_t value) {
 }
 
 bool Expression::is_constant() const {
-  for (const Instruction &i : program_)
-    if (i.op == Op::T || i.op == Op::S || i.op == Op::MB || i.op == Op::NB ||
-        i.op == Op::P)
-      return false;
-  return true;
+  return std::none_of(program_.begin(), program_.end(),
+                      [](const Instruction &i) { return i.op == Op::Symbol; });
 }
 
 bool Expression::uses(std::string_view name) const {
-  const Op op = name == "T"    ? Op::T
-                : name == "S"  ? Op::S
-                : name == "MB" ? Op::MB
-                : name == "NB" ? Op::NB
-                : name == "P"  ? Op::P
-                               : Op::Constant;
-  for (const Instruction &i : program_)
-    if (op != Op::Constant && i.op == op)
-      return true;
-  return false;
+  const int64_t symbol = symbol_index(name);
+  return std::any_of(program_.begin(), program_.end(), [&](const Instruction &i) {
+    return i.op == Op::Symbol && i.operand == symbol;
+  });
 }
 
 int64_t Expression::evaluate(const Symbols &symbols) const {
@@ -246,22 +243,10 @@ int64_t Expression::evaluate(const Symbols &symbols) const {
   for (const Instruction &i : program_) {
     switch (i.op) {
     case Op::Constant:
-      stack[top++] = i.constant;
+      stack[top++] = i.operand;
       break;
-    case Op::T:
-      stack[top++] = symbols.T;
-      break;
-    case Op::S:
-      stack[top++] = symbols.S;
-      break;
-    case Op::MB:
-      stack[top++] = symbols.MB;
-      break;
-    case Op::NB:
-      stack[top++] = symbols.NB;
-      break;
-    case Op::P:
-      stack[top++] = symbols.P;
+    case Op::Symbol:
+      stack[top++] = symbols.*kSymbolTable[i.operand].value;
       break;
     case Op::Add:
       --top;

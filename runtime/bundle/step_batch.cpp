@@ -37,7 +37,10 @@ void check_offsets(const std::vector<int32_t> &v, const char *name,
 
 } // namespace
 
-int64_t extent_length(abi::Extent extent, int64_t T, int64_t S, int64_t MB, int64_t P) {
+int64_t token_mask_words(int64_t vocab_size) { return (vocab_size + 31) / 32; }
+
+int64_t extent_length(abi::Extent extent, int64_t T, int64_t S, int64_t MB, int64_t P,
+                      int64_t MW) {
   switch (extent) {
   case abi::Extent::Tokens:
     return T;
@@ -49,8 +52,21 @@ int64_t extent_length(abi::Extent extent, int64_t T, int64_t S, int64_t MB, int6
     return S * MB;
   case abi::Extent::PenaltyEntries:
     return P;
+  case abi::Extent::MaskWords:
+    return MW;
   }
   return 0;
+}
+
+Symbols step_symbols(const StepBatch &b, int64_t num_kv_blocks) {
+  Symbols symbols;
+  symbols.T = b.num_tokens;
+  symbols.S = b.num_seqs;
+  symbols.MB = b.max_blocks_per_seq;
+  symbols.NB = num_kv_blocks;
+  symbols.P = static_cast<int64_t>(b.penalty_tokens.size());
+  symbols.MW = static_cast<int64_t>(b.token_mask.size());
+  return symbols;
 }
 
 void resize_step_batch(StepBatch &b, int32_t T, int32_t S, int32_t MB) {
@@ -58,7 +74,7 @@ void resize_step_batch(StepBatch &b, int32_t T, int32_t S, int32_t MB) {
   b.num_seqs = S;
   b.max_blocks_per_seq = MB;
   for_each_step_array(b, [&](int, const char *, abi::Extent extent, auto &array, auto) {
-    array.resize(static_cast<size_t>(extent_length(extent, T, S, MB, 0)));
+    array.resize(static_cast<size_t>(extent_length(extent, T, S, MB, 0, 0)));
   });
 }
 
@@ -76,9 +92,10 @@ void check_step_batch(const StepBatch &b, const StepBounds &bounds) {
     bad_batch("negative size: num_tokens " + std::to_string(T) + ", num_seqs " +
               std::to_string(S) + ", max_blocks_per_seq " + std::to_string(MB));
   const int64_t P = static_cast<int64_t>(b.penalty_tokens.size());
+  const int64_t MW = static_cast<int64_t>(b.token_mask.size());
   for_each_step_array(b, [&](int i, const char *name, abi::Extent extent,
                              const auto &array, auto) {
-    const int64_t want = extent_length(extent, T, S, MB, P);
+    const int64_t want = extent_length(extent, T, S, MB, P, MW);
     if (static_cast<int64_t>(array.size()) != want) {
       std::string length = abi::kStepArguments[i].shape; // "S,MB" is S*MB long
       std::replace(length.begin(), length.end(), ',', '*');
@@ -98,7 +115,17 @@ void check_step_batch(const StepBatch &b, const StepBounds &bounds) {
   check_range(b.num_logprobs, "num_logprobs", -1, abi::kMaxTopLogprobs + 1);
   check_offsets(b.penalty_start, "penalty_start", "P", P);
   check_range(b.penalty_tokens, "penalty_tokens", 0, bounds.vocab_size);
-  check_range(b.penalty_counts, "penalty_counts", 0, std::numeric_limits<int32_t>::max());
+  check_range(b.penalty_counts, "penalty_counts", -1, std::numeric_limits<int32_t>::max());
+  // A bias of +inf or NaN would make a masked token's -inf logit NaN.
+  for (size_t e = 0; e < b.logit_bias.size(); ++e)
+    if (!(b.logit_bias[e] < std::numeric_limits<float>::infinity()))
+      bad_batch("logit_bias[" + std::to_string(e) + "] = " + std::to_string(b.logit_bias[e]) +
+                " is not below +inf");
+  const int64_t mask_row_words = token_mask_words(bounds.vocab_size);
+  if (MW != 0 && (mask_row_words == 0 || MW % mask_row_words != 0))
+    bad_batch("token_mask has " + std::to_string(MW) +
+              " words, not whole rows of ceil(V/32) = " + std::to_string(mask_row_words));
+  check_range(b.mask_index, "mask_index", -1, MW == 0 ? 0 : MW / mask_row_words);
   for (int64_t s = 0; s < S; ++s) {
     const int64_t used_blocks = (b.context_len[s] + block_size - 1) / block_size;
     for (int64_t j = 0; j < used_blocks; ++j)

@@ -5,6 +5,7 @@
 #ifndef LLMSERVE_BUNDLE_STEP_BATCH_H
 #define LLMSERVE_BUNDLE_STEP_BATCH_H
 
+#include "bundle/expression.h"
 #include "llmserve/abi.h"
 
 #include <array>
@@ -45,11 +46,18 @@ template <typename Batch, typename F> void for_each_step_array(Batch &batch, F &
 
 // The length of an array of `extent` in a step of these sizes.
 int64_t extent_length(abi::Extent extent, int64_t num_tokens, int64_t num_seqs,
-                      int64_t max_blocks_per_seq, int64_t penalty_entries);
+                      int64_t max_blocks_per_seq, int64_t penalty_entries,
+                      int64_t mask_words);
+
+// The words of one row of token_mask: ceil(vocab_size / 32).
+int64_t token_mask_words(int64_t vocab_size);
+
+// The step's symbols (T, S, MB, P, MW) and NB = num_kv_blocks.
+Symbols step_symbols(const StepBatch &batch, int64_t num_kv_blocks);
 
 // Sizes every array for T = num_tokens, S = num_seqs and MB =
-// max_blocks_per_seq, and empties the penalty entries (P grows as they are
-// appended). Kept entries keep their values, new ones are zero.
+// max_blocks_per_seq, and empties the logit entries and the token mask (P and
+// MW grow as they are appended). Kept entries keep their values, new ones are zero.
 void resize_step_batch(StepBatch &batch, int32_t num_tokens, int32_t num_seqs,
                        int32_t max_blocks_per_seq);
 
@@ -71,8 +79,10 @@ struct StepBounds {
 // array lengths, token ids (of the step or of a penalty history) outside the
 // vocabulary, positions past max_positions, block ids and slots outside the
 // pool, query_start or penalty_start not running from 0 to T or P in order,
-// logits rows outside T, negative penalty counts, num_logprobs outside [-1,
-// abi::kMaxTopLogprobs], or a missing block below context_len.
+// logits rows outside T, penalty counts below -1, a logit bias of +inf or
+// NaN, a token_mask that is not whole rows or a mask_index outside them,
+// num_logprobs outside [-1, abi::kMaxTopLogprobs], or a missing block below
+// context_len.
 void check_step_batch(const StepBatch &batch, const StepBounds &bounds);
 
 } // namespace llmserve

@@ -34,7 +34,7 @@ Request::Request(uint64_t id, std::vector<int32_t> prompt,
       num_prompt_tokens(static_cast<int32_t>(tokens.size())),
       params(std::move(params)),
       seed(this->params.seed ? *this->params.seed : default_seed(id)),
-      penalty_history(this->params, tokens) {
+      logit_entries(this->params, tokens) {
   times.arrival = arrival;
 }
 

@@ -3,7 +3,7 @@
 #ifndef LLMSERVE_CORE_REQUEST_H
 #define LLMSERVE_CORE_REQUEST_H
 
-#include "core/penalty_history.h"
+#include "core/logit_entries.h"
 #include "core/sampling_params.h"
 
 #include <chrono>
@@ -54,7 +54,7 @@ struct Request {
   int32_t num_prompt_tokens;
   SamplingParams params;
   int64_t seed;
-  PenaltyHistory penalty_history;
+  LogitEntries logit_entries;
 
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;

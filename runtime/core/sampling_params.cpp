@@ -34,6 +34,10 @@ void SamplingParams::validate() const {
   require(max_tokens >= 1, "max_tokens", str(max_tokens), ">= 1");
   require(min_tokens >= 0 && min_tokens <= max_tokens, "min_tokens",
           str(min_tokens), "in [0, max_tokens]");
+  for (const auto &[token, bias] : logit_bias) {
+    require(token >= 0, "logit_bias", str(token), "token ids >= 0");
+    require(bias >= -100.0f && bias <= 100.0f, "logit_bias", str(bias), "in [-100, 100]");
+  }
   for (int32_t id : stop_token_ids)
     require(id >= 0, "stop_token_ids", str(id), "token ids >= 0");
   require(logprobs >= -1 && logprobs <= 20, "logprobs", str(logprobs),

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace llmserve {
@@ -21,8 +22,11 @@ struct SamplingParams {
   float presence_penalty = 0.0f;   // in [-2, 2]; 0 = off
   float frequency_penalty = 0.0f;  // in [-2, 2]; 0 = off
   float repetition_penalty = 1.0f; // > 0; 1 = off
+  // (token, bias): added to the token's logit before sampling, in [-100, 100]
+  // as in the OpenAI API.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   int32_t max_tokens = 16;         // generated tokens, >= 1
-  int32_t min_tokens = 0;          // EOS and stop tokens are ignored before this
+  int32_t min_tokens = 0;          // EOS and stop tokens cannot be sampled before this
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   // -1: no log-probs; k >= 0: each generated token's log-probability and

@@ -1,6 +1,7 @@
 #include "core/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -258,18 +259,43 @@ void Scheduler::build_batch() {
     b.frequency_penalty[s] = r.params.frequency_penalty;
     b.repetition_penalty[s] = r.params.repetition_penalty;
     b.num_logprobs[s] = r.params.logprobs;
-    // A prompt chunk's sampled token is thrown away: its history is not
+    b.mask_index[s] = -1;
+    // A prompt chunk's sampled token is thrown away: its entries are not
     // needed until the last chunk.
     b.penalty_start[s] = static_cast<int32_t>(b.penalty_tokens.size());
-    if (end == r.num_tokens()) {
-      const PenaltyHistory &h = r.penalty_history;
-      b.penalty_tokens.insert(b.penalty_tokens.end(), h.tokens().begin(),
-                              h.tokens().end());
-      b.penalty_counts.insert(b.penalty_counts.end(), h.counts().begin(),
-                              h.counts().end());
-    }
+    if (end == r.num_tokens())
+      append_logit_entries(r);
   }
   b.penalty_start[num_seqs] = static_cast<int32_t>(b.penalty_tokens.size());
+}
+
+void Scheduler::append_logit_entries(const Request &r) {
+  StepBatch &b = batch_;
+  const size_t first = b.penalty_tokens.size();
+  const LogitEntries &e = r.logit_entries;
+  b.penalty_tokens.insert(b.penalty_tokens.end(), e.tokens().begin(), e.tokens().end());
+  b.penalty_counts.insert(b.penalty_counts.end(), e.counts().begin(), e.counts().end());
+  b.logit_bias.insert(b.logit_bias.end(), e.bias().begin(), e.bias().end());
+  if (r.num_output_tokens() >= r.params.min_tokens)
+    return;
+  // Before min_tokens, the tokens that would end the request cannot be
+  // sampled: their entries (each token once per row) get a bias of -inf.
+  auto ban = [&](int32_t token) {
+    const auto row_end = b.penalty_tokens.end();
+    const auto it = std::find(b.penalty_tokens.begin() + first, row_end, token);
+    if (it != row_end) {
+      b.logit_bias[it - b.penalty_tokens.begin()] = -INFINITY;
+    } else {
+      b.penalty_tokens.push_back(token);
+      b.penalty_counts.push_back(-1);
+      b.logit_bias.push_back(-INFINITY);
+    }
+  };
+  if (!r.params.ignore_eos)
+    for (int32_t token : config_.eos_token_ids)
+      ban(token);
+  for (int32_t token : r.params.stop_token_ids)
+    ban(token);
 }
 
 FinishReason Scheduler::stop_reason(const Request &request,
@@ -304,7 +330,7 @@ void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
       continue; // a prompt chunk: its sampled token is not the next one yet
     int32_t token = out.next_tokens[s];
     r->tokens.push_back(token);
-    r->penalty_history.add_output(token);
+    r->logit_entries.add_output(token);
     if (r->num_output_tokens() == 1)
       r->times.first_token = now;
     FinishReason reason = stop_reason(*r, token);

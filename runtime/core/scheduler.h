@@ -93,6 +93,9 @@ private:
   void release(Request *request, bool keep);
   FinishReason stop_reason(const Request &request, int32_t token) const;
   void build_batch();
+  // The request's logit entries for the row being built, with its end
+  // tokens banned before min_tokens.
+  void append_logit_entries(const Request &request);
 
   SchedulerConfig config_;
   KvPool &pool_;

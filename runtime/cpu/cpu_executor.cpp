@@ -76,12 +76,7 @@ void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
   const EntryPoint &step = entry("step");
   check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
 
-  Symbols symbols;
-  symbols.T = batch.num_tokens;
-  symbols.S = batch.num_seqs;
-  symbols.MB = batch.max_blocks_per_seq;
-  symbols.NB = num_kv_blocks_;
-  symbols.P = static_cast<int64_t>(batch.penalty_tokens.size());
+  const Symbols symbols = step_symbols(batch, num_kv_blocks_);
   // Kernels only read arguments, so they use the batch's arrays in place.
   const auto arguments = step_argument_data(batch);
   run(step, symbols, arguments.data());

@@ -119,14 +119,18 @@ CudaExecutor::CudaExecutor(Bundle bundle, CudaExecutorOptions options)
                                 std::to_string(l.max_blocks_per_seq) + ")");
   step_scratch_ = manifest_.scratch_buffers(*step_);
   // The largest step is either the limits or the largest padded decode step;
-  // a sequence's penalty history holds each distinct token of its context
-  // at most once.
-  const int64_t max_penalty_entries =
-      int64_t{l.max_seqs} * l.max_blocks_per_seq * manifest_.kv_cache->block_size;
-  std::vector<Symbols> largest = {
-      {l.max_tokens, l.max_seqs, l.max_blocks_per_seq, 0, max_penalty_entries}};
+  // a sequence's logit entries are at most each distinct token of its context
+  // and each token of the vocabulary it biases, its mask one row.
+  const StepBounds bounds = manifest_.step_bounds(0);
+  const int64_t max_logit_entries =
+      int64_t{l.max_seqs} *
+      (int64_t{l.max_blocks_per_seq} * manifest_.kv_cache->block_size + bounds.vocab_size);
+  const int64_t max_mask_words = int64_t{l.max_seqs} * token_mask_words(bounds.vocab_size);
+  std::vector<Symbols> largest = {{l.max_tokens, l.max_seqs, l.max_blocks_per_seq, 0,
+                                   max_logit_entries, max_mask_words}};
   if (const int32_t bucket = decode_bucket(std::min(l.max_seqs, kDecodeBuckets.back())))
-    largest.push_back({bucket, bucket, l.max_blocks_per_seq, 0, max_penalty_entries});
+    largest.push_back(
+        {bucket, bucket, l.max_blocks_per_seq, 0, max_logit_entries, max_mask_words});
   size_t arguments = 0, scratch = 0, results = 0;
   for (const Symbols &s : largest) {
     arguments = std::max(arguments, layout_of(step_->arguments, s).total);
@@ -355,10 +359,9 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
   make_current();
 
   // A graph replays the push constants it was captured with, so only steps
-  // without penalty entries (P = 0, like the capture) use one.
-  const int64_t penalty_entries = static_cast<int64_t>(batch.penalty_tokens.size());
+  // without logit entries or masks (P = MW = 0, like the capture) use one.
   const int32_t bucket = options_.cuda_graphs && !events && is_decode_only(batch) &&
-                                 penalty_entries == 0
+                                 batch.penalty_tokens.empty() && batch.token_mask.empty()
                              ? decode_bucket(batch.num_seqs)
                              : 0;
   StepBatch padded;
@@ -366,8 +369,7 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
     padded = pad_decode_batch(batch, bucket, l.max_blocks_per_seq,
                               {num_kv_blocks_, static_cast<int32_t>(kv_cache_spec().block_size)});
   const StepBatch &run = bucket ? padded : batch;
-  const Symbols symbols = {run.num_tokens, run.num_seqs, run.max_blocks_per_seq, pool_blocks_,
-                           penalty_entries};
+  const Symbols symbols = step_symbols(run, pool_blocks_);
 
   // The step's arrays: packed into pinned memory, uploaded with one copy.
   const BufferLayout arguments = layout_of(step_->arguments, symbols);
@@ -392,8 +394,7 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
   // Only the real sequences' results: the first rows of each.
   // The log-prob results (abi::kStepResults after next_tokens) only when a
   // sequence asked for them.
-  const Symbols real = {batch.num_tokens, batch.num_seqs, batch.max_blocks_per_seq,
-                        symbols.NB, penalty_entries};
+  const Symbols real = step_symbols(batch, pool_blocks_);
   const BufferLayout results = layout_of(step_->results, real);
   const bool logprobs = std::any_of(batch.num_logprobs.begin(), batch.num_logprobs.end(),
                                     [](int32_t n) { return n >= 0; });

@@ -64,6 +64,7 @@ StepBatch pad_decode_batch(const StepBatch &b, int32_t bucket, int32_t max_block
       break;
     }
     case abi::Extent::PenaltyEntries:
+    case abi::Extent::MaskWords:
       break;
     }
   });

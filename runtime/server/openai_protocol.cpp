@@ -88,6 +88,29 @@ std::vector<int32_t> token_ids(const json &array, const char *field, const Model
   return ids;
 }
 
+// OpenAI's logit_bias: {"token id": bias}, the ids as decimal strings.
+std::vector<std::pair<int32_t, float>> logit_bias(const json &bias, const ModelInfo &model) {
+  if (!bias.is_object())
+    invalid("logit_bias", std::string("must be an object, not ") + bias.type_name());
+  if (bias.size() > kMaxLogitBias)
+    invalid("logit_bias", "holds " + std::to_string(bias.size()) + " tokens; at most " +
+                              std::to_string(kMaxLogitBias));
+  const uint64_t vocab = model.tokenizer->vocab_size();
+  std::vector<std::pair<int32_t, float>> entries;
+  for (const auto &[key, value] : bias.items()) {
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoull(key) >= vocab)
+      invalid("logit_bias", "has key \"" + key.substr(0, 32) +
+                                "\", not a token id of the vocabulary of " + std::to_string(vocab));
+    if (!value.is_number() || !(value.get<double>() >= -100.0 && value.get<double>() <= 100.0))
+      invalid("logit_bias", "maps token " + key + " to " + value.dump().substr(0, 32) +
+                                "; biases are numbers in [-100, 100]");
+    entries.emplace_back(static_cast<int32_t>(std::stoull(key)), float(value.get<double>()));
+  }
+  return entries;
+}
+
 // The request's sequences (prompts times n) against the server's limit,
 // before the prompts are tokenized and copied n times.
 void check_choice_count(size_t prompts, int32_t n, const ModelInfo &model) {
@@ -178,6 +201,9 @@ GenerateRequest parse_common(const json &body, const ModelInfo &model, Endpoint 
                                     std::to_string(kMaxStopTokenIds));
     p.stop_token_ids = token_ids(*ids, "stop_token_ids", model);
   }
+
+  if (const json *bias = find(body, "logit_bias"))
+    p.logit_bias = logit_bias(*bias, model);
 
   r.n = get_int32(body, "n", 1, 128, 1);
   r.stream = get_bool(body, "stream").value_or(false);

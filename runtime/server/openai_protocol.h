@@ -55,6 +55,8 @@ struct ModelInfo {
 inline constexpr size_t kMaxStopStrings = 64;
 inline constexpr size_t kMaxStopStringBytes = 1024;
 inline constexpr size_t kMaxStopTokenIds = 1024;
+// Tokens one request may bias (logit_bias).
+inline constexpr size_t kMaxLogitBias = 1024;
 inline constexpr size_t kMaxMessages = 10000;
 
 // A completions or chat request, validated and tokenized.

@@ -64,6 +64,7 @@ constexpr Field kCommon[] = {
     {"n", Use::kActed},
     {"presence_penalty", Use::kActed},
     {"frequency_penalty", Use::kActed},
+    {"logit_bias", Use::kActed},
     // vLLM's extensions.
     {"top_k", Use::kActed},
     {"min_p", Use::kActed},
@@ -79,7 +80,6 @@ constexpr Field kCommon[] = {
     {"service_tier", Use::kHint},
     {"safety_identifier", Use::kHint},
     {"prompt_cache_key", Use::kHint},
-    {"logit_bias", Use::kUnsupported, empty, "is not supported yet"},
 };
 
 constexpr Field kCompletions[] = {

@@ -425,42 +425,59 @@ def case_sample_greedy():
     return inputs, module(inputs, body, [("%y", f"tensor<{s}xi32>")]), [ref]
 
 
-def case_apply_penalties():
-    s, v = 5, 60
+def case_adjust_logits():
+    s, v = 6, 70
+    words = (v + 31) // 32
     logits = f32(s, v, scale=2.0)
     starts, tokens, counts = [0], [], []
     for row in range(s):
-        n = 0 if row == 3 else int(RNG.integers(1, 20))  # row 3: no history
+        n = 0 if row == 3 else int(RNG.integers(1, 20))  # row 3: no entries
         distinct = RNG.choice(v, size=n, replace=False)
         tokens += list(distinct)
-        counts += list(RNG.integers(0, 4, size=n))  # 0: a prompt-only token
+        # 0: a prompt-only token; -1: a biased token in neither
+        counts += list(RNG.integers(-1, 4, size=n))
         if row == 1:  # ignored: outside the vocabulary
             tokens += [v, -1]
             counts += [2, 1]
         starts.append(len(tokens))
     starts, tokens, counts = (np.array(a, np.int32) for a in (starts, tokens, counts))
+    bias = RNG.uniform(-5, 5, len(tokens)).astype(np.float32)
+    bias[::7] = -np.inf  # a banned token, as min_tokens bans end-of-sequence
     presence = RNG.uniform(-2, 2, s).astype(np.float32)
     frequency = RNG.uniform(-2, 2, s).astype(np.float32)
     repetition = RNG.uniform(0.5, 2, s).astype(np.float32)
     repetition[4] = 1.0
-    inputs = [logits, starts, tokens, counts, presence, frequency, repetition]
+    # Rows 0 and 2 share mask row 1, row 5 uses row 0; row 4 names a row past
+    # the end (no mask); the others have none.
+    mask_index = np.array([1, -1, 1, -1, 2, 0], np.int32)
+    allowed = RNG.random((2, words * 32)) < 0.4
+    mask = np.packbits(allowed.reshape(2, words, 32)[..., ::-1], axis=-1, bitorder="big")
+    mask = mask.view(">u4").astype(np.uint32).view(np.int32).reshape(-1)
+    inputs = [logits, starts, tokens, counts, bias, presence, frequency, repetition,
+              mask_index, mask]
     ty = mlir_type(logits)
-    body = (f"  %y = llmserve.apply_penalties %a0 start %a1 tokens %a2 counts %a3 presence %a4 "
-            f"frequency %a5 repetition %a6 : {', '.join(mlir_type(a) for a in inputs)} -> {ty}")
+    body = (f"  %y = llmserve.adjust_logits %a0 entries %a1 tokens %a2 counts %a3 bias %a4 "
+            f"presence %a5 frequency %a6 repetition %a7 mask_index %a8 mask %a9 : "
+            f"{', '.join(mlir_type(a) for a in inputs)} -> {ty}")
     # vLLM's formulation: masks and bin counts over the vocabulary.
     ref = t(logits)
     for row in range(s):
         history = torch.zeros(v, dtype=torch.bool)
         output_counts = torch.zeros(v, dtype=torch.float64)
+        row_bias = torch.zeros(v, dtype=torch.float64)
         for e in range(starts[row], starts[row + 1]):
             if 0 <= tokens[e] < v:
-                history[tokens[e]] = True
-                output_counts[tokens[e]] = float(counts[e])
+                history[tokens[e]] = bool(counts[e] >= 0)
+                output_counts[tokens[e]] = float(max(counts[e], 0))
+                row_bias[tokens[e]] = float(bias[e])
         x = ref[row]
         penalised = torch.where(x > 0, x / float(repetition[row]), x * float(repetition[row]))
-        x = torch.where(history, penalised, x)
-        x = x - float(frequency[row]) * output_counts
-        x = x - float(presence[row]) * (output_counts > 0).double()
+        penalised = penalised - float(frequency[row]) * output_counts
+        penalised = penalised - float(presence[row]) * (output_counts > 0).double()
+        x = torch.where(history, penalised, x) + row_bias
+        if 0 <= mask_index[row] < len(allowed):
+            x = torch.where(torch.from_numpy(allowed[mask_index[row], :v]), x,
+                            torch.tensor(-np.inf, dtype=torch.float64))
         ref[row] = x
     return inputs, module(inputs, body, [("%y", ty)]), [ref]
 
@@ -607,7 +624,7 @@ CASES = {
                                                           qlen=[1, 1, 1]),
     "paged_attention_decode_window": lambda: attention_case(200, context=[300, 530],
                                                             qlen=[1, 1]),
-    "apply_penalties": case_apply_penalties,
+    "adjust_logits": case_adjust_logits,
     "logprobs": case_logprobs,
     "sample_greedy": case_sample_greedy,
     "sample_temperature": lambda: sample_distribution_case(1.3),

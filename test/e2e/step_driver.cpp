@@ -73,12 +73,16 @@ std::vector<HostTensor> contract_inputs(const json &step,
   in.push_back(tensor(DType::I32, {S}, std::vector<int32_t>(S, 0)));
   in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 0.0f)));
   in.push_back(tensor(DType::I64, {S}, std::vector<int64_t>(S, 0)));
-  // No penalties, no log-probs.
+  // No penalties or biases.
   in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 0.0f)));
   in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 0.0f)));
   in.push_back(tensor(DType::F32, {S}, std::vector<float>(S, 1.0f)));
   in.push_back(tensor(DType::I32, {S + 1}, std::vector<int32_t>(S + 1, 0)));
   in.push_back(tensor(DType::I32, {0}, std::vector<int32_t>()));
+  in.push_back(tensor(DType::I32, {0}, std::vector<int32_t>()));
+  in.push_back(tensor(DType::F32, {0}, std::vector<float>()));
+  // No masks, no log-probs.
+  in.push_back(tensor(DType::I32, {S}, std::vector<int32_t>(S, -1)));
   in.push_back(tensor(DType::I32, {0}, std::vector<int32_t>()));
   in.push_back(tensor(DType::I32, {S}, std::vector<int32_t>(S, -1)));
   return in;
@@ -118,6 +122,7 @@ std::vector<int32_t> greedy(llmserve::Executor &executor,
     batch.frequency_penalty = {0.0f};
     batch.repetition_penalty = {1.0f};
     batch.penalty_start = {0, 0};
+    batch.mask_index = {-1};
     batch.num_logprobs = {-1};
     llmserve::StepOutput out;
     executor.execute(batch, out);

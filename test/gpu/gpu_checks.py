@@ -53,7 +53,7 @@ SKIP = 77
 F32_TOLERANCE, BF16_TOLERANCE = 1e-4, 1e-2
 BF16_SUFFIX = ".bf16"
 # Ops that read the f32 logits in a narrowed model.
-F32_ONLY_CASES = {"apply_penalties", "logprobs", "sample_greedy", "sample_temperature",
+F32_ONLY_CASES = {"adjust_logits", "logprobs", "sample_greedy", "sample_temperature",
                   "sample_top_k", "sample_top_p", "sample_top_k_top_p", "sample_min_p"}
 CONCURRENCY = 64
 MAX_TOKENS = 8

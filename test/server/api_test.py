@@ -66,10 +66,11 @@ class GreedyMatchesReference(unittest.TestCase):
                 self.assertEqual(server.stop(), 0)
 
 
-def penalised_greedy(model, prompt, steps, presence, frequency, repetition):
-    """Greedy decoding under vLLM's penalties, from full-context reference
-    logits: the tokens, the raw log-probs of each step, and each step's
-    margin between the two best penalised logits."""
+def penalised_greedy(model, prompt, steps, presence, frequency, repetition, bias=None):
+    """Greedy decoding under vLLM's penalties, then OpenAI's logit_bias
+    ({token: bias}), from full-context reference logits: the tokens, the raw
+    log-probs of each step, and each step's margin between the two best
+    adjusted logits."""
     tokens, generated, raw_logprobs, margins = list(prompt), [], [], []
     for _ in range(steps):
         raw = torch_reference.logits(model, tokens)[-1]
@@ -80,6 +81,8 @@ def penalised_greedy(model, prompt, steps, presence, frequency, repetition):
         seen[torch.tensor(tokens)] = True
         x = torch.where(seen, torch.where(raw > 0, raw / repetition, raw * repetition), raw)
         x = x - frequency * counts - presence * (counts > 0).double()
+        for token, b in (bias or {}).items():
+            x[token] += b
         top = torch.topk(x, 2)
         margins.append(float(top.values[0] - top.values[1]))
         generated.append(int(top.indices[0]))
@@ -91,6 +94,24 @@ def penalised_greedy(model, prompt, steps, presence, frequency, repetition):
 class PenaltiesAndLogprobs(unittest.TestCase):
     """Greedy decoding with every penalty against the torch reference, and
     the log-probs the server reports against the reference's."""
+
+    def test_logit_bias_against_the_reference(self):
+        ref = reference("llama")
+        model = torch_reference.load_model(os.path.join(WORK, "fixtures", "llama"))
+        steps = 8
+        # Ban the greedy first token, favour another.
+        bias = {ref["greedy"][0]: -100.0, (ref["greedy"][0] + 7) % 64: 2.5}
+        tokens, _, margins = penalised_greedy(model, ref["prompt"], steps, 0.0, 0.0, 1.0, bias)
+        self.assertGreater(min(margins), 1e-3, "the reference continuation is not robust")
+        self.assertNotEqual(tokens[0], ref["greedy"][0])
+        body = {"prompt": ref["prompt"], "max_tokens": steps, "temperature": 0,
+                "ignore_eos": True, "return_tokens_as_token_ids": True, "logprobs": 0,
+                "logit_bias": {str(t): b for t, b in bias.items()}}
+        with ServerProcess(LLMRUN, bundle("llama")) as server:
+            status, _, response = server.post("/v1/completions", body)
+            self.assertEqual(status, 200, response)
+            got = response["choices"][0]["logprobs"]["tokens"]
+            self.assertEqual(got, [f"token_id:{t}" for t in tokens])
 
     def test_llama_against_the_reference(self):
         ref = reference("llama")
@@ -367,8 +388,9 @@ class Errors(unittest.TestCase):
         self.check("/v1/completions", {"prompt": "hi", "whatever": [1]}, 400, param="whatever",
                    text="Unrecognized request argument supplied: whatever")
         # Fields of the API this server does not implement, asking for something.
-        for body, param in (({"logit_bias": {"5": 10}}, "logit_bias"),
-                            ({"best_of": 3}, "best_of"), ({"suffix": "!"}, "suffix")):
+        for body, param in (({"best_of": 3}, "best_of"), ({"suffix": "!"}, "suffix"),
+                            ({"logit_bias": {"5": 101}}, "logit_bias"),
+                            ({"logit_bias": {"x": 1}}, "logit_bias")):
             self.check("/v1/completions", dict({"prompt": "hi"}, **body), 400, param=param)
         for body, param in (({"response_format": {"type": "json_object"}}, "response_format"),
                             ({"tools": [{"type": "function",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -57,17 +58,30 @@ uint64_t StandInExecutor::extend(uint64_t context, int32_t token) {
   return mix(context ^ (uint64_t(uint32_t(token)) * 0x9e3779b97f4a7c15ull));
 }
 
-uint64_t StandInExecutor::penalty_entry(int32_t token, int32_t count) {
-  return mix((uint64_t(uint32_t(token)) << 32) | uint32_t(count));
+uint64_t StandInExecutor::penalty_entry(int32_t token, int32_t count, float bias) {
+  uint64_t h = mix((uint64_t(uint32_t(token)) << 32) | uint32_t(count));
+  if (bias != 0.0f) {
+    uint32_t bits;
+    std::memcpy(&bits, &bias, sizeof bits);
+    h = mix(h ^ bits);
+  }
+  return h;
 }
 
-int32_t StandInExecutor::sample(uint64_t context, float temperature,
-                                int64_t seed, uint64_t penalties) const {
+int32_t StandInExecutor::sample(uint64_t context, float temperature, int64_t seed,
+                                uint64_t penalties,
+                                const std::function<bool(int32_t)> &allowed) const {
   uint64_t h = temperature == 0.0f ? mix(context)
                                    : mix(context ^ mix(uint64_t(seed)));
   if (penalties != 0)
     h = mix(h ^ penalties);
-  return static_cast<int32_t>(h % uint64_t(vocab_size_));
+  const int32_t first = static_cast<int32_t>(h % uint64_t(vocab_size_));
+  for (int32_t i = 0; i < vocab_size_; ++i) {
+    const int32_t token = (first + i) % vocab_size_;
+    if (!allowed || allowed(token))
+      return token;
+  }
+  violation("every token is masked or banned");
 }
 
 void StandInExecutor::check_batch(const StepBatch &b) {
@@ -84,7 +98,7 @@ void StandInExecutor::check_batch(const StepBatch &b) {
                              b.penalty_tokens.begin() + b.penalty_start[s + 1]);
     std::sort(row.begin(), row.end());
     if (std::adjacent_find(row.begin(), row.end()) != row.end())
-      violation("sequence " + std::to_string(s) + " lists a penalty token twice");
+      violation("sequence " + std::to_string(s) + " lists a logit entry's token twice");
   }
 
   // Pass 1: each sequence's block table row; note blocks listed twice.
@@ -186,9 +200,22 @@ void StandInExecutor::execute(const StepBatch &b, StepOutput &out) {
                   ", whose KV was computed for another context");
     }
     uint64_t penalties = 0;
-    for (int32_t e = b.penalty_start[s]; e < b.penalty_start[s + 1]; ++e)
-      penalties += penalty_entry(b.penalty_tokens[e], b.penalty_counts[e]);
-    out.next_tokens[s] = sample(context, b.temperature[s], b.seed[s], penalties);
+    std::vector<int32_t> banned;
+    for (int32_t e = b.penalty_start[s]; e < b.penalty_start[s + 1]; ++e) {
+      penalties += penalty_entry(b.penalty_tokens[e], b.penalty_counts[e], b.logit_bias[e]);
+      if (b.logit_bias[e] == -INFINITY)
+        banned.push_back(b.penalty_tokens[e]);
+    }
+    const int64_t mask_words = token_mask_words(vocab_size_);
+    const int32_t *mask = b.mask_index[s] < 0
+                              ? nullptr
+                              : b.token_mask.data() + b.mask_index[s] * mask_words;
+    out.next_tokens[s] =
+        sample(context, b.temperature[s], b.seed[s], penalties, [&](int32_t token) {
+          if (mask && !((uint32_t(mask[token / 32]) >> (token % 32)) & 1u))
+            return false;
+          return std::find(banned.begin(), banned.end(), token) == banned.end();
+        });
   }
 
   out.token_logprobs.clear();

@@ -12,6 +12,7 @@
 #include "core/executor.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace llmserve {
@@ -29,14 +30,18 @@ public:
 
   // The model, for computing what a request run alone produces:
   // context = extend(...extend(kEmptyContext, t0)..., tn), then
-  // next = sample(context, temperature, seed, penalties), where `penalties`
-  // is 0 for a sequence without penalty entries, else the sum of
-  // penalty_entry(token, count) over its entries (any order).
+  // next = sample(context, temperature, seed, penalties, allowed), where
+  // `penalties` is 0 for a sequence without logit entries, else the sum of
+  // penalty_entry(token, count, bias) over its entries (any order), and
+  // `allowed` excludes the tokens its mask clears and those biased by -inf.
   static constexpr uint64_t kEmptyContext = 0x243f6a8885a308d3ull;
   static uint64_t extend(uint64_t context, int32_t token);
-  static uint64_t penalty_entry(int32_t token, int32_t count);
+  static uint64_t penalty_entry(int32_t token, int32_t count, float bias = 0.0f);
+  // The hashed token, or the first allowed one after it (modulo the
+  // vocabulary); throws when no token is allowed.
   int32_t sample(uint64_t context, float temperature, int64_t seed,
-                 uint64_t penalties = 0) const;
+                 uint64_t penalties = 0,
+                 const std::function<bool(int32_t)> &allowed = {}) const;
   // Log-probs it reports, when asked: -1 for the sampled token, and the
   // top k are next, next + 1, ... (mod vocabulary) with -1, -2, ...
   static constexpr float kSampledLogprob = -1.0f;

@@ -176,6 +176,9 @@ inline fs::path ops_bundle(const fs::path &dir) {
 // one layer, block_size 2. embed (f16 [8,4] in the checkpoint) is read twice,
 // as is for the embedding and transposed for the logits.
 inline constexpr int kVocab = 8, kHidden = 4, kBlockSize = 2;
+// Its two weight buffers, after the step arguments and the first result.
+inline constexpr int kEmbedBuffer = abi::kNumStepArguments + 1;
+inline constexpr int kUnembedBuffer = abi::kNumStepArguments + 2;
 
 inline json step_manifest() {
   json m = manifest_skeleton();
@@ -194,46 +197,48 @@ inline json step_manifest() {
     buffers.push_back({{"kind", "argument"}, {"name", a.name}, {"dtype", a.dtype},
                        {"shape", shape}});
   }
-  // 19.. after the 19 arguments
+  // Then, numbered from N = the number of arguments:
+  const int N = abi::kNumStepArguments;
   buffers.push_back({{"kind", "result"}, {"name", "next_tokens"}, {"dtype", "i32"},
-                     {"shape", {"S"}}}); // 19
+                     {"shape", {"S"}}}); // N
   buffers.push_back({{"kind", "weight"}, {"name", "embed"}, {"dtype", "f32"},
                      {"shape", {kVocab, kHidden}}, {"tensor", "embed"},
-                     {"transform", "none"}}); // 20
+                     {"transform", "none"}}); // N+1
   buffers.push_back({{"kind", "weight"}, {"name", "unembed"}, {"dtype", "f32"},
                      {"shape", {kHidden, kVocab}}, {"tensor", "embed"},
-                     {"transform", "transpose"}}); // 21
+                     {"transform", "transpose"}}); // N+2
   buffers.push_back({{"kind", "kv_cache"}, {"name", "layers.0.k"}, {"layer", 0},
                      {"role", "k"}, {"dtype", "f32"},
-                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // 22
+                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // N+3
   buffers.push_back({{"kind", "kv_cache"}, {"name", "layers.0.v"}, {"layer", 0},
                      {"role", "v"}, {"dtype", "f32"},
-                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // 23
-  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"T", kHidden}}}); // 24
-  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kHidden}}}); // 25
-  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kVocab}}}); // 26
+                     {"shape", {"NB", kBlockSize, 1, kHidden}}}); // N+4
+  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"T", kHidden}}}); // N+5
+  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kHidden}}}); // N+6
+  buffers.push_back({{"kind", "activation"}, {"dtype", "f32"}, {"shape", {"S", kVocab}}}); // N+7
   buffers.push_back({{"kind", "result"}, {"name", "token_logprobs"}, {"dtype", "f32"},
-                     {"shape", {"S"}}}); // 27
+                     {"shape", {"S"}}}); // N+8
   buffers.push_back({{"kind", "result"}, {"name", "top_logprob_tokens"}, {"dtype", "i32"},
-                     {"shape", {"S", abi::kMaxTopLogprobs}}}); // 28
+                     {"shape", {"S", abi::kMaxTopLogprobs}}}); // N+9
   buffers.push_back({{"kind", "result"}, {"name", "top_logprobs"}, {"dtype", "f32"},
-                     {"shape", {"S", abi::kMaxTopLogprobs}}}); // 29
+                     {"shape", {"S", abi::kMaxTopLogprobs}}}); // N+10
   m["buffers"] = buffers;
   m["kernels"] = {{{"name", "embed"}, {"symbol", "test_embed"}},
                   {{"name", "kv_write"}, {"symbol", "test_kv_write"}},
                   {{"name", "attend"}, {"symbol", "test_attend"}},
                   {{"name", "logits"}, {"symbol", "test_logits"}},
                   {{"name", "sample"}, {"symbol", "test_sample"}}};
-  std::vector<int> sample_bindings = {26};
+  const std::vector<int> results = {N, N + 8, N + 9, N + 10};
+  std::vector<int> sample_bindings = {N + 7};
   sample_bindings.insert(sample_bindings.end(), arguments.begin(), arguments.end());
-  sample_bindings.insert(sample_bindings.end(), {19, 27, 28, 29});
+  sample_bindings.insert(sample_bindings.end(), results.begin(), results.end());
   m["entry_points"] = {
-      {{"name", "step"}, {"arguments", arguments}, {"results", {19, 27, 28, 29}},
+      {{"name", "step"}, {"arguments", arguments}, {"results", results},
        {"dispatches",
-        {dispatch("embed", {0, 20, 24}, {kHidden}, {"T", 1, 1}),
-         dispatch("kv_write", {24, 5, 22, 23}, {kHidden}, {"T", 1, 1}),
-         dispatch("attend", {3, 4, 22, 25}, {kHidden, "MB", kBlockSize}, {"S", 1, 1}),
-         dispatch("logits", {25, 21, 26}, {kHidden, kVocab}, {"S", kVocab, 1}),
+        {dispatch("embed", {0, N + 1, N + 5}, {kHidden}, {"T", 1, 1}),
+         dispatch("kv_write", {N + 5, 5, N + 3, N + 4}, {kHidden}, {"T", 1, 1}),
+         dispatch("attend", {3, 4, N + 3, N + 6}, {kHidden, "MB", kBlockSize}, {"S", 1, 1}),
+         dispatch("logits", {N + 6, N + 2, N + 7}, {kHidden, kVocab}, {"S", kVocab, 1}),
          dispatch("sample", sample_bindings, {kVocab, "MB", kBlockSize}, {"S", 1, 1})}}}};
   return m;
 }

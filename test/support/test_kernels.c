@@ -108,8 +108,9 @@ KERNEL(test_logits) {
 }
 
 // next_tokens[s]: the greedy argmax of logits[s], or with temperature > 0 a
-// token derived from every sampling parameter, so a test sees each one
-// arrive in its place; -1 if the step metadata of s is inconsistent. Rows
+// token derived from every sampling parameter, logit entry and the first
+// word of the sequence's mask row, so a test sees each one arrive in its
+// place; -1 if the step metadata of s is inconsistent. Rows
 // asking for log-probs get token_logprobs[s] = -(s + 1) and top entries
 // k = 0, 1, ...: token (next + k) % V with log-prob -k.
 // Bindings: logits, then the step arguments in abi order, then the results.
@@ -128,11 +129,14 @@ KERNEL(test_sample) {
   const float *presence = bindings[13], *frequency = bindings[14],
               *repetition = bindings[15];
   const int32_t *penalty_start = bindings[16], *penalty_tokens = bindings[17],
-                *penalty_counts = bindings[18], *num_logprobs = bindings[19];
-  int32_t *next_tokens = bindings[20];
-  float *token_logprobs = bindings[21];
-  int32_t *top_tokens = bindings[22];
-  float *top_logprobs = bindings[23];
+                *penalty_counts = bindings[18];
+  const float *logit_bias = bindings[19];
+  const int32_t *mask_index = bindings[20], *token_mask = bindings[21],
+                *num_logprobs = bindings[22];
+  int32_t *next_tokens = bindings[23];
+  float *token_logprobs = bindings[24];
+  int32_t *top_tokens = bindings[25];
+  float *top_logprobs = bindings[26];
   const int64_t vocab = push_constants[0], mb = push_constants[1],
                 block_size = push_constants[2];
   const int64_t s = wg_x;
@@ -148,7 +152,9 @@ KERNEL(test_sample) {
   if (temperature[s] > 0) {
     int64_t history = 0;
     for (int32_t e = penalty_start[s]; e < penalty_start[s + 1]; ++e)
-      history += penalty_tokens[e] * (penalty_counts[e] + 1);
+      history += penalty_tokens[e] * (penalty_counts[e] + 1) + (int64_t)(logit_bias[e] * 10);
+    if (mask_index[s] >= 0)
+      history += token_mask[mask_index[s] * ((vocab + 31) / 32)] & 0xffff;
     next_tokens[s] = (int32_t)((seed[s] + top_k[s] + (int64_t)(top_p[s] * 10) +
                                 (int64_t)(min_p[s] * 100) + (int64_t)(presence[s] * 1000) +
                                 (int64_t)(frequency[s] * 10000) +

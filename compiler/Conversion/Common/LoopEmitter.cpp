@@ -53,6 +53,16 @@ void LoopEmitter::ifThen(Value cond, const std::function<void()> &body) {
   body();
 }
 
+void LoopEmitter::ifElse(Value cond, const std::function<void()> &thenBody,
+                         const std::function<void()> &elseBody) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  thenBody();
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  elseBody();
+}
+
 Value LoopEmitter::ifElse(Value cond, Type type,
                           const std::function<Value()> &thenValue,
                           const std::function<Value()> &elseValue) {

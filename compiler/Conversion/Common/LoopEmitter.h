@@ -33,6 +33,9 @@ public:
       const std::function<SmallVector<Value>(Value, ValueRange)> &body);
   /// `if (cond) body()`.
   void ifThen(Value cond, const std::function<void()> &body);
+  /// `if (cond) thenBody(); else elseBody();`.
+  void ifElse(Value cond, const std::function<void()> &thenBody,
+              const std::function<void()> &elseBody);
   /// `cond ? thenValue() : elseValue()`, evaluating only the chosen side.
   Value ifElse(Value cond, Type type, const std::function<Value()> &thenValue,
                const std::function<Value()> &elseValue);

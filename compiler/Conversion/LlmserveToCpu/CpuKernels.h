@@ -45,8 +45,8 @@ FailureOr<Grid> buildDispatchRegionKernel(CpuKernelEmitter &e,
                                           DispatchRegionOp op);
 // Attention.cpp
 Grid buildPagedAttentionKernel(CpuKernelEmitter &e, PagedAttentionOp op);
-// Penalties.cpp
-Grid buildApplyPenaltiesKernel(CpuKernelEmitter &e);
+// Logits.cpp
+Grid buildAdjustLogitsKernel(CpuKernelEmitter &e);
 Grid buildLogprobsKernel(CpuKernelEmitter &e, LogprobsOp op);
 // Sample.cpp
 Grid buildSampleKernel(CpuKernelEmitter &e);

@@ -61,7 +61,7 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op) {
                                "linalg.generic first"),
                failure();
       })
-      .Case([&](ApplyPenaltiesOp) { return buildApplyPenaltiesKernel(e); })
+      .Case([&](AdjustLogitsOp) { return buildAdjustLogitsKernel(e); })
       .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })
       .Case([&](SampleOp) { return buildSampleKernel(e); })
       .Default([&](Operation *) -> FailureOr<Grid> {

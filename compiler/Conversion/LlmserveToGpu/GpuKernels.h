@@ -56,7 +56,7 @@ inline constexpr int64_t kAttentionChunk = 64;
 /// context_len, query_start, out and lse.
 inline constexpr int kAttentionScratchBinding = 8;
 inline constexpr int64_t kAttentionMergeBlockSize = 32;
-Grid buildApplyPenaltiesKernel(GpuKernelEmitter &e);
+Grid buildAdjustLogitsKernel(GpuKernelEmitter &e);
 Grid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
 Grid buildSampleKernel(GpuKernelEmitter &e);
 

@@ -105,7 +105,7 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       .Case([&](GeluMulOp o) { return buildGeluMulKernel(e, o); })
       .Case([&](SoftcapOp o) { return buildSoftcapKernel(e, o); })
       .Case([&](GeluOp o) { return buildGeluKernel(e, o); })
-      .Case([&](ApplyPenaltiesOp) { return buildApplyPenaltiesKernel(e); })
+      .Case([&](AdjustLogitsOp) { return buildAdjustLogitsKernel(e); })
       .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })
       .Case([&](SampleOp) { return buildSampleKernel(e); })
       .Default([&](Operation *) -> FailureOr<Grid> {

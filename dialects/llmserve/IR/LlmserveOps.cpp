@@ -436,10 +436,10 @@ LogicalResult SampleOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// ApplyPenaltiesOp
+// AdjustLogitsOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ApplyPenaltiesOp::verify() {
+LogicalResult AdjustLogitsOp::verify() {
   Operation *op = getOperation();
   if (failed(verifySameElementType(op, "result", getResult(), "logits",
                                    getLogits())) ||
@@ -450,12 +450,17 @@ LogicalResult ApplyPenaltiesOp::verify() {
       {"result", getResult()},
       {"presence_penalty", getPresencePenalty()},
       {"frequency_penalty", getFrequencyPenalty()},
-      {"repetition_penalty", getRepetitionPenalty()}};
+      {"repetition_penalty", getRepetitionPenalty()},
+      {"mask_index", getMaskIndex()}};
   for (const auto &[name, value] : perSequence)
     if (failed(verifyDimsMatch(op, name, value, 0, "logits", getLogits(), 0)))
       return failure();
-  return verifyDimsMatch(op, "penalty_counts", getPenaltyCounts(), 0,
-                         "penalty_tokens", getPenaltyTokens(), 0);
+  const std::pair<StringRef, Value> perEntry[] = {{"counts", getCounts()},
+                                                  {"bias", getBias()}};
+  for (const auto &[name, value] : perEntry)
+    if (failed(verifyDimsMatch(op, name, value, 0, "tokens", getTokens(), 0)))
+      return failure();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

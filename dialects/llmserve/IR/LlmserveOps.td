@@ -516,47 +516,57 @@ def Llmserve_GatherRowsOp : Llmserve_Op<"gather_rows", [Pure]> {
   }];
 }
 
-def Llmserve_ApplyPenaltiesOp : Llmserve_Op<"apply_penalties", [Pure]> {
-  let summary = "repetition, frequency and presence penalties on logits rows";
+def Llmserve_AdjustLogitsOp : Llmserve_Op<"adjust_logits", [Pure]> {
+  let summary = "penalties, logit bias and allowed-token masks on logits rows";
   let description = [{
-    Returns `logits` [S, V] with each row's history penalties applied, as
-    vLLM and the OpenAI API define them. Row `s` owns the entries
-    `[penalty_start[s], penalty_start[s+1])` of `penalty_tokens` and
-    `penalty_counts` [P]: each a distinct token of the sequence's prompt or
-    output and how many times it occurs in the output (0: prompt only). For
-    each such token, in this order:
+    Returns `logits` [S, V] as each sequence samples from them. Row `s` owns
+    the entries `[entries[s], entries[s+1])` of `tokens`, `counts` and
+    `bias` [P]: distinct tokens, each with how many times it occurs in the
+    sequence's output (0: in its prompt only; -1: in neither) and a bias.
+    For each such token in `[0, V)` (others are ignored):
 
-    - `repetition_penalty[s]` (f32, 1 = off): a positive logit is divided by
-      it, any other multiplied by it;
-    - `frequency_penalty[s]` (f32) times the count, and `presence_penalty[s]`
-      (f32) once if the count is positive, are subtracted.
+    - if its count is not negative, the penalties as vLLM and the OpenAI API
+      define them: `repetition_penalty[s]` (f32, 1 = off) divides a positive
+      logit and multiplies any other; `frequency_penalty[s]` times the count
+      and, if the count is positive, `presence_penalty[s]` are subtracted;
+    - then its `bias` (f32, below +inf) is added.
 
-    Tokens outside `[0, V)` are ignored. Rows with no entries are copied.
+    Then, if `mask_index[s]` is `m >= 0`, only the tokens whose bits are set
+    in row `m` of `mask` (i32 words, rows of ceil(V/32), bit `v % 32` of word
+    `v / 32` for token `v`) keep their logits; the others become -inf. A row
+    `m` past the end of `mask` masks nothing. Rows with no entries and no
+    mask are copied.
 
     Example:
 
     ```mlir
-    %out = llmserve.apply_penalties %logits start %ps tokens %pt counts %pc
-        presence %pp frequency %fp repetition %rp : tensor<?x32000xf32>,
-        tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>,
-        tensor<?xf32>, tensor<?xf32> -> tensor<?x32000xf32>
+    %out = llmserve.adjust_logits %logits entries %start tokens %tok
+        counts %cnt bias %bias presence %pp frequency %fp repetition %rp
+        mask_index %mi mask %m : tensor<?x32000xf32>, tensor<?xi32>,
+        tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>,
+        tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>
+        -> tensor<?x32000xf32>
     ```
   }];
   let arguments = (ins Llmserve_FloatTensor2D:$logits,
-                       Llmserve_I32Tensor1D:$penalty_start,
-                       Llmserve_I32Tensor1D:$penalty_tokens,
-                       Llmserve_I32Tensor1D:$penalty_counts,
+                       Llmserve_I32Tensor1D:$entries,
+                       Llmserve_I32Tensor1D:$tokens,
+                       Llmserve_I32Tensor1D:$counts,
+                       Llmserve_F32Tensor1D:$bias,
                        Llmserve_F32Tensor1D:$presence_penalty,
                        Llmserve_F32Tensor1D:$frequency_penalty,
-                       Llmserve_F32Tensor1D:$repetition_penalty);
+                       Llmserve_F32Tensor1D:$repetition_penalty,
+                       Llmserve_I32Tensor1D:$mask_index,
+                       Llmserve_I32Tensor1D:$mask);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{
-    $logits `start` $penalty_start `tokens` $penalty_tokens `counts`
-    $penalty_counts `presence` $presence_penalty `frequency`
-    $frequency_penalty `repetition` $repetition_penalty attr-dict
-    `:` type($logits) `,` type($penalty_start) `,` type($penalty_tokens) `,`
-    type($penalty_counts) `,` type($presence_penalty) `,`
-    type($frequency_penalty) `,` type($repetition_penalty) `->` type($result)
+    $logits `entries` $entries `tokens` $tokens `counts` $counts `bias` $bias
+    `presence` $presence_penalty `frequency` $frequency_penalty `repetition`
+    $repetition_penalty `mask_index` $mask_index `mask` $mask attr-dict
+    `:` type($logits) `,` type($entries) `,` type($tokens) `,` type($counts)
+    `,` type($bias) `,` type($presence_penalty) `,` type($frequency_penalty)
+    `,` type($repetition_penalty) `,` type($mask_index) `,` type($mask)
+    `->` type($result)
   }];
 }
 

@@ -13,7 +13,7 @@ namespace llmserve::abi {
 inline constexpr int kBundleFormatVersion = 2;
 // Bumped on any incompatible change of the kernel calling convention or of the
 // step contract (step_arguments.def).
-inline constexpr int kKernelAbiVersion = 2;
+inline constexpr int kKernelAbiVersion = 3;
 
 inline constexpr const char *kManifestFile = "manifest.json";
 inline constexpr const char *kCpuKernelsFile = "kernels.cpu.so";
@@ -40,12 +40,13 @@ using CpuKernelFn = void (*)(void *const *bindings,
                              int64_t workgroup_y, int64_t workgroup_z);
 
 // Symbols that shape and grid expressions may use; the runtime binds them per
-// step (T, S, MB, P) or when it allocates the KV cache (NB).
+// step (T, S, MB, P, MW) or when it allocates the KV cache (NB).
 inline constexpr const char *kSymNumTokens = "T";      // tokens in the step
 inline constexpr const char *kSymNumSeqs = "S";        // sequences in the step
 inline constexpr const char *kSymMaxBlocks = "MB";     // block_table row width
 inline constexpr const char *kSymNumKvBlocks = "NB";   // KV blocks per pool
 inline constexpr const char *kSymPenaltyEntries = "P"; // penalty_tokens length
+inline constexpr const char *kSymMaskWords = "MW";     // token_mask length
 
 // An array of the step contract and its tensor type: element type ("i32",
 // "i64", "f32") and shape, comma-separated size expressions.
@@ -62,6 +63,7 @@ enum class Extent {
   SeqsPlusOne,    // S+1: CSR offsets
   SeqBlocks,      // S rows of MB
   PenaltyEntries, // P
+  MaskWords,      // MW: rows of ceil(V/32) words, one per masked sequence
 };
 
 constexpr const char *extent_shape(Extent extent) {
@@ -76,6 +78,8 @@ constexpr const char *extent_shape(Extent extent) {
     return "S,MB";
   case Extent::PenaltyEntries:
     return "P";
+  case Extent::MaskWords:
+    return "MW";
   }
   return "";
 }

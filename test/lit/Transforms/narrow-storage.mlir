@@ -42,20 +42,23 @@ func.func @step(%ids: tensor<?xi32> {llmserve.contract = "token_ids"},
 
 // -----
 
-// The logits of the head stay f32 through apply_penalties into sample and
+// The logits of the head stay f32 through adjust_logits into sample and
 // into logprobs, whose results the function returns.
 // CHECK-LABEL: func.func @penalties_and_logprobs
 //       CHECK:   llmserve.linear {{.*}} : tensor<?x16xbf16>, tensor<32x16xbf16> -> tensor<?x32xf32>
-//       CHECK:   llmserve.apply_penalties {{.*}} : tensor<?x32xf32>, {{.*}} -> tensor<?x32xf32>
+//       CHECK:   llmserve.adjust_logits {{.*}} : tensor<?x32xf32>, {{.*}} -> tensor<?x32xf32>
 //       CHECK:   llmserve.sample {{.*}} : tensor<?x32xf32>
 //       CHECK:   llmserve.logprobs {{.*}} : tensor<?x32xf32>
 func.func @penalties_and_logprobs(%ids: tensor<?xi32> {llmserve.contract = "token_ids"},
                                   %ps: tensor<?xi32> {llmserve.contract = "penalty_start"},
                                   %pt: tensor<?xi32> {llmserve.contract = "penalty_tokens"},
                                   %pc: tensor<?xi32> {llmserve.contract = "penalty_counts"},
+                                  %pb: tensor<?xf32> {llmserve.contract = "logit_bias"},
                                   %pp: tensor<?xf32> {llmserve.contract = "presence_penalty"},
                                   %fp: tensor<?xf32> {llmserve.contract = "frequency_penalty"},
                                   %rp: tensor<?xf32> {llmserve.contract = "repetition_penalty"},
+                                  %mi: tensor<?xi32> {llmserve.contract = "mask_index"},
+                                  %mw: tensor<?xi32> {llmserve.contract = "token_mask"},
                                   %t: tensor<?xf32> {llmserve.contract = "temperature"},
                                   %k: tensor<?xi32> {llmserve.contract = "top_k"},
                                   %seed: tensor<?xi64> {llmserve.contract = "seed"},
@@ -64,8 +67,8 @@ func.func @penalties_and_logprobs(%ids: tensor<?xi32> {llmserve.contract = "toke
   %e = llmserve.weight "emb" : tensor<32x16xf32>
   %h = llmserve.embedding %e, %ids : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
   %logits = llmserve.linear %h, %e : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x32xf32>
-  %pen = llmserve.apply_penalties %logits start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x32xf32>
+  %pen = llmserve.adjust_logits %logits entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32xf32>
   %s = llmserve.sample %pen temperature %t top_p %t top_k %k min_p %t seed %seed rng_offset %k : tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
   %lp, %tt, %tl = llmserve.logprobs %logits tokens %s num %n
       : tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>

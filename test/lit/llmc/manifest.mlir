@@ -34,7 +34,7 @@
 // CHECK-NEXT:  "T"
 // CHECK: "format": "llmserve-bundle",
 // CHECK: "format_version": 2,
-// CHECK: "kernel_abi_version": 2,
+// CHECK: "kernel_abi_version": 3,
 func.func @embed(%ids: tensor<?xi32> {llmserve.contract = "token_ids"},
                  %kc: tensor<?x4x2x8xf32> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}})
     -> tensor<?x16xf32> {

@@ -120,8 +120,8 @@ TEST(Bundle, ReadsTiedTensorOnceAsIsAndOnceTransposed) {
   const Bundle bundle(dir.string());
   EXPECT_EQ(bundle.weights_source(), ckpt.string());
   const std::vector<float> e = test::embedding_values();
-  const std::vector<float> embed = floats(bundle.weight(20), e.size());
-  const std::vector<float> unembed = floats(bundle.weight(21), e.size());
+  const std::vector<float> embed = floats(bundle.weight(test::kEmbedBuffer), e.size());
+  const std::vector<float> unembed = floats(bundle.weight(test::kUnembedBuffer), e.size());
   for (int v = 0; v < test::kVocab; ++v)
     for (int h = 0; h < test::kHidden; ++h) {
       EXPECT_EQ(embed[v * test::kHidden + h], e[v * test::kHidden + h]);
@@ -135,7 +135,7 @@ TEST(Bundle, CheckpointGivenAtLoadOverridesTheManifests) {
   const path dir = test::step_bundle(test::fresh_dir(), recorded);
   const Bundle bundle(dir.string(), other.string());
   EXPECT_EQ(bundle.weights_source(), other.string());
-  EXPECT_EQ(floats(bundle.weight(20), 32), test::embedding_values(2.0f));
+  EXPECT_EQ(floats(bundle.weight(test::kEmbedBuffer), 32), test::embedding_values(2.0f));
 }
 
 TEST(Bundle, RelativeCheckpointIsRelativeToTheBundle) {
@@ -145,7 +145,7 @@ TEST(Bundle, RelativeCheckpointIsRelativeToTheBundle) {
   m["weights"]["checkpoint"] = "../weights";
   test::write_bundle(dir / "model.llmb", m);
   const Bundle bundle((dir / "model.llmb").string());
-  EXPECT_EQ(floats(bundle.weight(20), 32), test::embedding_values());
+  EXPECT_EQ(floats(bundle.weight(test::kEmbedBuffer), 32), test::embedding_values());
 }
 
 TEST(Bundle, BundleWithoutWeightsNeedsNoSource) {
@@ -229,7 +229,7 @@ TEST(Bundle, RefusesMissingCheckpointTensor) {
   test::write_weights(ckpt / "model.safetensors",
                       {test::f32_tensor("other", {1}, {1.0f})});
   const path dir = test::step_bundle(test::fresh_dir(), ckpt);
-  EXPECT_THAT(load_error(dir), HasSubstr("buffers[20] (weight 'embed'): " + ckpt.string() +
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[23] (weight 'embed'): " + ckpt.string() +
                                          ": tensor 'embed' is missing"));
   EXPECT_THAT(load_error(dir, (ckpt / "nowhere").string()), HasSubstr("nowhere"));
 }

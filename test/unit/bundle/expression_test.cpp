@@ -98,8 +98,12 @@ TEST(Expression, SetsSymbolsByName) {
   s.set("MB", 3);
   s.set("NB", 4);
   s.set("P", 5);
-  EXPECT_EQ(eval("T*10000+S*1000+MB*100+NB*10+P", s), 12345);
+  s.set("MW", 6);
+  EXPECT_EQ(eval("T*100000+S*10000+MB*1000+NB*100+P*10+MW", s), 123456);
   EXPECT_TRUE(Expression::parse("P+1").uses("P"));
+  EXPECT_TRUE(Expression::parse("ceildiv(MW,4)").uses("MW"));
+  EXPECT_FALSE(Expression::parse("MW+1").uses("P"));
+  EXPECT_FALSE(Expression::parse("MW+1").is_constant());
   EXPECT_THROW(s.set("X", 1), std::invalid_argument);
 }
 

@@ -33,30 +33,30 @@ TEST(Manifest, ParsesTheStepBundle) {
   EXPECT_EQ(m.kv_cache->block_size, 2);
   EXPECT_EQ(m.kv_cache->dtype, DType::F32);
   EXPECT_EQ(m.kv_cache->bytes_per_token, 32);
-  ASSERT_EQ(m.buffers.size(), 30u);
+  ASSERT_EQ(m.buffers.size(), static_cast<size_t>(abi::kNumStepArguments + 11));
   EXPECT_EQ(m.buffers[4].kind, BufferKind::Argument);
   EXPECT_EQ(m.buffers[4].name, "block_table");
   EXPECT_EQ(shape_text(m.buffers[4].shape), "S,MB");
-  EXPECT_EQ(m.buffers[21].kind, BufferKind::Weight);
-  EXPECT_EQ(m.buffers[21].tensor, "embed");
-  EXPECT_TRUE(m.buffers[21].transpose);
-  EXPECT_FALSE(m.buffers[20].transpose);
-  EXPECT_EQ(m.buffers[23].kind, BufferKind::KvCache);
-  EXPECT_EQ(m.buffers[23].layer, 0);
-  EXPECT_EQ(m.buffers[23].role, 'v');
-  EXPECT_EQ(m.buffers[24].kind, BufferKind::Activation);
-  EXPECT_EQ(m.buffers[24].name, "");
+  EXPECT_EQ(m.buffers[24].kind, BufferKind::Weight);
+  EXPECT_EQ(m.buffers[24].tensor, "embed");
+  EXPECT_TRUE(m.buffers[24].transpose);
+  EXPECT_FALSE(m.buffers[23].transpose);
+  EXPECT_EQ(m.buffers[26].kind, BufferKind::KvCache);
+  EXPECT_EQ(m.buffers[26].layer, 0);
+  EXPECT_EQ(m.buffers[26].role, 'v');
+  EXPECT_EQ(m.buffers[27].kind, BufferKind::Activation);
+  EXPECT_EQ(m.buffers[27].name, "");
   ASSERT_EQ(m.kernels.size(), 5u);
   EXPECT_EQ(m.kernels[2].symbol, "test_attend");
 
   const EntryPoint *step = m.find_entry("step");
   ASSERT_NE(step, nullptr);
   EXPECT_EQ(step->arguments.size(), static_cast<size_t>(abi::kNumStepArguments));
-  EXPECT_EQ(step->results, (std::vector<int>{19, 27, 28, 29}));
+  EXPECT_EQ(step->results, (std::vector<int>{22, 30, 31, 32}));
   ASSERT_EQ(step->dispatches.size(), 5u);
   const Dispatch &attend = step->dispatches[2];
   EXPECT_EQ(attend.kernel, 2);
-  EXPECT_EQ(attend.bindings, (std::vector<int>{3, 4, 22, 25}));
+  EXPECT_EQ(attend.bindings, (std::vector<int>{3, 4, 25, 28}));
   ASSERT_EQ(attend.push_constants.size(), 3u);
   EXPECT_EQ(attend.push_constants[1].text(), "MB");
   EXPECT_EQ(attend.grid[0].text(), "S");
@@ -69,17 +69,17 @@ TEST(Manifest, SizesBuffers) {
   EXPECT_EQ(m.buffers[4].byte_size(s, 4), 2u * 3 * 4);   // block_table i32 [S,MB]
   EXPECT_EQ(m.buffers[11].byte_size(s, 11), 2u * 8);     // seed i64 [S]
   EXPECT_EQ(m.buffers[17].byte_size(s, 17), 6u * 4);     // penalty_counts i32 [P]
-  EXPECT_EQ(m.buffers[28].byte_size(s, 28), 2u * 20 * 4); // top_logprob_tokens [S,20]
-  EXPECT_EQ(m.buffers[22].byte_size(s, 22), 10u * 2 * 4 * 4); // KV [NB,2,1,4]
+  EXPECT_EQ(m.buffers[31].byte_size(s, 31), 2u * 20 * 4); // top_logprob_tokens [S,20]
+  EXPECT_EQ(m.buffers[25].byte_size(s, 25), 10u * 2 * 4 * 4); // KV [NB,2,1,4]
   EXPECT_THAT([&] {
     try {
-      m.buffers[24].byte_size({-1, 0, 0, 0}, 24);
+      m.buffers[27].byte_size({-1, 0, 0, 0}, 27);
     } catch (const std::runtime_error &e) {
       return std::string(e.what());
     }
     return std::string();
-  }(), HasSubstr("buffer 24 has shape [-1, 4] for [T,4]: negative dimension"));
-  EXPECT_THROW(m.buffers[24].byte_size({INT64_MAX / 2, 0, 0, 0}, 24), std::runtime_error);
+  }(), HasSubstr("buffer 27 has shape [-1, 4] for [T,4]: negative dimension"));
+  EXPECT_THROW(m.buffers[27].byte_size({INT64_MAX / 2, 0, 0, 0}, 27), std::runtime_error);
 }
 
 TEST(Manifest, LoadsFromFile) {
@@ -133,7 +133,7 @@ const BrokenCase kBroken[] = {
     {"step without model", [](json &m) { m.erase("model"); },
      "entry_points[0]: the step entry point needs the manifest's 'model' and 'kv_cache'", true},
     {"kv buffers without kv_cache", [](json &m) { m.erase("kv_cache"); },
-     "buffers[22]: a kv_cache buffer, but the manifest has no 'kv_cache'", true},
+     "buffers[25]: a kv_cache buffer, but the manifest has no 'kv_cache'", true},
     {"string vocab", [](json &m) { m["model"]["vocab_size"] = "8"; },
      "model.vocab_size: expected an integer, got \"8\""},
     {"zero heads", [](json &m) { m["model"]["num_heads"] = 0; },
@@ -232,28 +232,28 @@ const BrokenCase kBroken[] = {
      "buffers[5].rows: empty or negative range [-1,3]"},
     {"rows off shape", [](json &m) { m["buffers"][5]["rows"] = {0, 3}; },
      "buffers[5].rows: rows [0,3] do not match shape [4]"},
-    {"kv layer", [](json &m) { m["buffers"][22]["layer"] = 1; },
-     "buffers[22].layer: layer 1 is out of range (1 layers)", true},
-    {"kv role", [](json &m) { m["buffers"][22]["role"] = "q"; },
-     "buffers[22].role: unknown role 'q'", true},
-    {"kv dtype mismatch", [](json &m) { m["buffers"][22]["dtype"] = "f16"; },
-     "buffers[22].dtype: f16, but kv_cache.dtype is f32", true},
-    {"kv shape uses T", [](json &m) { m["buffers"][22]["shape"][0] = "T"; },
-     "buffers[22].shape: a KV cache shape may use only NB", true},
-    {"kv pool of the wrong size", [](json &m) { m["buffers"][22]["shape"][3] = 8; },
-     "buffers[22].shape: [NB,2,1,8] holds 64 bytes for NB=1, kv_cache says 32", true},
-    {"kv pool not linear in NB", [](json &m) { m["buffers"][22]["shape"][0] = "NB*NB"; },
-     "buffers[22].shape: [NB*NB,2,1,4] holds 128 bytes for NB=2, kv_cache says 64", true},
+    {"kv layer", [](json &m) { m["buffers"][25]["layer"] = 1; },
+     "buffers[25].layer: layer 1 is out of range (1 layers)", true},
+    {"kv role", [](json &m) { m["buffers"][25]["role"] = "q"; },
+     "buffers[25].role: unknown role 'q'", true},
+    {"kv dtype mismatch", [](json &m) { m["buffers"][25]["dtype"] = "f16"; },
+     "buffers[25].dtype: f16, but kv_cache.dtype is f32", true},
+    {"kv shape uses T", [](json &m) { m["buffers"][25]["shape"][0] = "T"; },
+     "buffers[25].shape: a KV cache shape may use only NB", true},
+    {"kv pool of the wrong size", [](json &m) { m["buffers"][25]["shape"][3] = 8; },
+     "buffers[25].shape: [NB,2,1,8] holds 64 bytes for NB=1, kv_cache says 32", true},
+    {"kv pool not linear in NB", [](json &m) { m["buffers"][25]["shape"][0] = "NB*NB"; },
+     "buffers[25].shape: [NB*NB,2,1,4] holds 128 bytes for NB=2, kv_cache says 64", true},
     {"kv size overflow",
      [](json &m) { m["model"]["num_layers"] = m["kv_cache"]["num_layers"] = int64_t{1} << 62; },
      "kv_cache: the KV cache's size overflows int64"},
-    {"kv pool with a negative dimension", [](json &m) { m["buffers"][22]["shape"][0] = "NB-2"; },
-     "buffers[22].shape: [NB-2,2,1,4] holds 0 bytes for NB=1, kv_cache says 32", true},
-    {"kv layer not an integer", [](json &m) { m["buffers"][22]["layer"] = "0"; },
-     "buffers[22].layer: expected an integer, got \"0\"", true},
-    {"kv twice", [](json &m) { m["buffers"][23]["role"] = "k"; },
-     "buffers[23]: a second KV cache buffer for layer 0 role k", true},
-    {"kv missing", [](json &m) { m["buffers"][23]["kind"] = "activation"; },
+    {"kv pool with a negative dimension", [](json &m) { m["buffers"][25]["shape"][0] = "NB-2"; },
+     "buffers[25].shape: [NB-2,2,1,4] holds 0 bytes for NB=1, kv_cache says 32", true},
+    {"kv layer not an integer", [](json &m) { m["buffers"][25]["layer"] = "0"; },
+     "buffers[25].layer: expected an integer, got \"0\"", true},
+    {"kv twice", [](json &m) { m["buffers"][26]["role"] = "k"; },
+     "buffers[26]: a second KV cache buffer for layer 0 role k", true},
+    {"kv missing", [](json &m) { m["buffers"][26]["kind"] = "activation"; },
      "buffers: 1 KV cache buffers, expected one per layer and role (2)", true},
     {"kernel listed twice", [](json &m) { m["kernels"][1]["name"] = "add"; },
      "kernels[1].name: kernel 'add' is listed twice"},
@@ -296,13 +296,13 @@ const BrokenCase kBroken[] = {
      "entry_points[0].arguments[2]: buffer 'query_start' i32 [S], the step contract says "
      "'query_start' i32 [S+1]", true},
     {"step argument missing", [](json &m) { m["entry_points"][0]["arguments"].erase(11); },
-     "entry_points[0].arguments: 18 arguments, the step contract has 19", true},
-    {"step results missing", [](json &m) { m["entry_points"][0]["results"] = {19}; },
+     "entry_points[0].arguments: 21 arguments, the step contract has 22", true},
+    {"step results missing", [](json &m) { m["entry_points"][0]["results"] = {22}; },
      "entry_points[0].results: 1 results, the step contract has 4", true},
-    {"step logprob result", [](json &m) { m["buffers"][28]["shape"] = {"S", 10}; },
+    {"step logprob result", [](json &m) { m["buffers"][31]["shape"] = {"S", 10}; },
      "entry_points[0].results[2]: buffer 'top_logprob_tokens' i32 [S,10], the step contract says "
      "'top_logprob_tokens' i32 [S,20]", true},
-    {"step result", [](json &m) { m["buffers"][19]["name"] = "tokens"; },
+    {"step result", [](json &m) { m["buffers"][22]["name"] = "tokens"; },
      "entry_points[0].results[0]: buffer 'tokens' i32 [S], the step contract says 'next_tokens'",
      true},
 };

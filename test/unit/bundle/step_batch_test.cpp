@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -41,20 +42,25 @@ TEST(StepBatch, ResizesEveryArrayToItsExtent) {
   EXPECT_EQ(b.num_seqs, 2);
   EXPECT_EQ(b.max_blocks_per_seq, 3);
   for_each_step_array(b, [&](int, const char *name, abi::Extent extent, auto &array, auto) {
-    EXPECT_EQ(static_cast<int64_t>(array.size()), extent_length(extent, 5, 2, 3, 0)) << name;
+    EXPECT_EQ(static_cast<int64_t>(array.size()), extent_length(extent, 5, 2, 3, 0, 0)) << name;
   });
   EXPECT_EQ(b.token_ids.size(), 5u);
   EXPECT_EQ(b.query_start.size(), 3u);
   EXPECT_EQ(b.block_table.size(), 6u);
   EXPECT_TRUE(b.penalty_tokens.empty()) << "P grows as entries are appended";
+  EXPECT_TRUE(b.token_mask.empty()) << "MW grows as mask rows are appended";
 }
 
 TEST(StepBatch, ExtentLengths) {
-  EXPECT_EQ(extent_length(abi::Extent::Tokens, 7, 3, 4, 9), 7);
-  EXPECT_EQ(extent_length(abi::Extent::Seqs, 7, 3, 4, 9), 3);
-  EXPECT_EQ(extent_length(abi::Extent::SeqsPlusOne, 7, 3, 4, 9), 4);
-  EXPECT_EQ(extent_length(abi::Extent::SeqBlocks, 7, 3, 4, 9), 12);
-  EXPECT_EQ(extent_length(abi::Extent::PenaltyEntries, 7, 3, 4, 9), 9);
+  EXPECT_EQ(extent_length(abi::Extent::Tokens, 7, 3, 4, 9, 11), 7);
+  EXPECT_EQ(extent_length(abi::Extent::Seqs, 7, 3, 4, 9, 11), 3);
+  EXPECT_EQ(extent_length(abi::Extent::SeqsPlusOne, 7, 3, 4, 9, 11), 4);
+  EXPECT_EQ(extent_length(abi::Extent::SeqBlocks, 7, 3, 4, 9, 11), 12);
+  EXPECT_EQ(extent_length(abi::Extent::PenaltyEntries, 7, 3, 4, 9, 11), 9);
+  EXPECT_EQ(extent_length(abi::Extent::MaskWords, 7, 3, 4, 9, 11), 11);
+  EXPECT_EQ(token_mask_words(32), 1);
+  EXPECT_EQ(token_mask_words(33), 2);
+  EXPECT_EQ(token_mask_words(151936), 4748);
 }
 
 TEST(StepBatch, ArgumentDataPointsAtEachArray) {
@@ -75,8 +81,10 @@ TEST(StepBatch, PaddingValuesAreTheNeutralOnes) {
   });
   // token, position, query_start, context_len, block_table, slot, logits row,
   // temperature, top_p, top_k, min_p, seed, presence, frequency, repetition,
-  // penalty_start, penalty token and count, num_logprobs.
-  EXPECT_THAT(padding, ElementsAre(0, 0, 0, 1, -1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, -1));
+  // penalty_start, penalty token, count and bias, mask_index, token_mask,
+  // num_logprobs.
+  EXPECT_THAT(padding,
+              ElementsAre(0, 0, 0, 1, -1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, -1, 0, -1));
 }
 
 // One sequence of three tokens in blocks [1, 2] of four slots; a pool of 4
@@ -96,6 +104,9 @@ StepBatch valid_batch() {
   b.penalty_start = {0, 1};
   b.penalty_tokens = {9};
   b.penalty_counts = {2};
+  b.logit_bias = {0.5f};
+  b.mask_index = {0};
+  b.token_mask = {0x3ff};
   b.num_logprobs = {-1};
   return b;
 }
@@ -134,6 +145,20 @@ TEST(CheckStepBatch, NamesTheArrayAndEntryAtFault) {
        "step batch: penalty_tokens[0] = -1 is outside [0, 10)"},
       {[](StepBatch &b) { b.query_start = {0, 2}; },
        "step batch: query_start runs from 0 to 2, expected 0 to T = 3"},
+      {[](StepBatch &b) { b.logit_bias.clear(); },
+       "step batch: logit_bias has 0 entries, expected P = 1"},
+      {[](StepBatch &b) { b.penalty_counts[0] = -2; },
+       "step batch: penalty_counts[0] = -2 is outside [-1, 2147483647)"},
+      {[](StepBatch &b) { b.logit_bias[0] = INFINITY; },
+       "step batch: logit_bias[0] = inf is not below +inf"},
+      {[](StepBatch &b) { b.logit_bias[0] = NAN; },
+       "step batch: logit_bias[0] = nan is not below +inf"},
+      {[](StepBatch &b) { b.mask_index[0] = 1; },
+       "step batch: mask_index[0] = 1 is outside [-1, 1)"},
+      {[](StepBatch &b) { b.mask_index[0] = -2; },
+       "step batch: mask_index[0] = -2 is outside [-1, 1)"},
+      {[](StepBatch &b) { b.token_mask.clear(); },
+       "step batch: mask_index[0] = 0 is outside [-1, 0)"},
   };
   for (const auto &[corrupt, error] : cases) {
     StepBatch b = valid_batch();

@@ -132,9 +132,9 @@ TEST(Engine, RejectsBadRequestsWithTheReason) {
   EXPECT_FALSE(engine.has_work());
 }
 
-TEST(Engine, PenaltiesSeeTheHistoryOfTheRequestAlone) {
-  // The stand-in's token depends on the penalty history it is handed, so any
-  // entry missing, repeated or miscounted (across chunked prefill, or across
+TEST(Engine, LogitEntriesSeeTheHistoryAndBiasOfTheRequestAlone) {
+  // The stand-in's token depends on the logit entries it is handed, so any
+  // entry missing, repeated, miscounted or mis-biased (across chunked prefill, or across
   // requests sharing a step) changes the output.
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();
@@ -151,6 +151,9 @@ TEST(Engine, PenaltiesSeeTheHistoryOfTheRequestAlone) {
     p.presence_penalty = i % 2 ? -1.5f : 0.0f;
     auto tokens = prompt(5 + i * 7, i);
     tokens.insert(tokens.end(), tokens.begin(), tokens.begin() + 3); // repeats
+    // A biased prompt token shares its entry; another is biased alone.
+    if (i % 3 != 1)
+      p.logit_bias = {{tokens[1], 2.5f}, {kVocab - 1 - i, -100.0f}};
     sent[engine.add_request(tokens, p)] = {tokens, p};
   }
   auto got = run(engine);
@@ -261,6 +264,7 @@ TEST(Engine, StopsOnEosStopTokensMinTokensAndLength) {
   uint64_t ignored = long_engine.add_request(eos_prompt, p);
   p.ignore_eos = false;
   p.min_tokens = at + 2;
+  const SamplingParams min_params = p;
   uint64_t min_tokens = long_engine.add_request(eos_prompt, p);
   p = greedy;
   p.max_tokens = 300;
@@ -273,6 +277,13 @@ TEST(Engine, StopsOnEosStopTokensMinTokensAndLength) {
   EXPECT_EQ(got[ignored].reason, FinishReason::kLength);
   EXPECT_EQ(got[ignored].tokens.size(), 300u);
   EXPECT_GT(got[min_tokens].tokens.size(), size_t(at + 1));
+  // Before min_tokens, EOS cannot be sampled (the step bans it) rather than
+  // being sampled and ignored.
+  const std::vector<int32_t> &early = got[min_tokens].tokens;
+  EXPECT_EQ(std::count(early.begin(), early.begin() + at + 2, kEos), 0);
+  EXPECT_EQ(early, run_alone(model, eos_prompt, min_params, default_seed(min_tokens),
+                             long_config.eos_token_ids, long_config.max_model_len)
+                       .tokens);
   EXPECT_EQ(got[stop_id].reason, FinishReason::kStop);
   EXPECT_EQ(got[stop_id].tokens.size(), size_t(at + 1));
 

@@ -9,6 +9,7 @@
 #include "support/stand_in_executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -31,25 +32,44 @@ inline Reference run_alone(const StandInExecutor &model,
   uint64_t context = StandInExecutor::kEmptyContext;
   for (int32_t token : prompt)
     context = StandInExecutor::extend(context, token);
-  // The penalty history, computed independently of PenaltyHistory: each
-  // distinct token of the prompt (for the repetition penalty) and of the
-  // output, with its output count.
+  // The logit entries, computed independently of LogitEntries: each distinct
+  // token of the prompt (for the repetition penalty) and of the output, with
+  // its output count, and each biased token (count -1 if in neither).
   const bool penalised = params.presence_penalty != 0.0f ||
                          params.frequency_penalty != 0.0f ||
                          params.repetition_penalty != 1.0f;
   std::map<int32_t, int32_t> output_counts;
   Reference ref;
   while (true) {
-    uint64_t penalties = 0;
+    std::map<int32_t, std::pair<int32_t, float>> entries; // token -> count, bias
     if (penalised) {
-      std::map<int32_t, int32_t> history = output_counts;
+      for (auto [token, count] : output_counts)
+        entries[token] = {count, 0.0f};
       if (params.repetition_penalty != 1.0f)
         for (int32_t token : prompt)
-          history.try_emplace(token, 0);
-      for (auto [token, count] : history)
-        penalties += StandInExecutor::penalty_entry(token, count);
+          entries.try_emplace(token, std::pair<int32_t, float>{0, 0.0f});
     }
-    int32_t token = model.sample(context, params.temperature, seed, penalties);
+    auto bias_of = [&](int32_t token) -> float & {
+      return entries.try_emplace(token, std::pair<int32_t, float>{-1, 0.0f}).first->second.second;
+    };
+    for (auto [token, bias] : params.logit_bias)
+      bias_of(token) = bias;
+    // Before min_tokens, the tokens that would end the request are banned.
+    if (static_cast<int32_t>(ref.tokens.size()) < params.min_tokens) {
+      if (!params.ignore_eos)
+        for (int32_t token : eos_token_ids)
+          bias_of(token) = -INFINITY;
+      for (int32_t token : params.stop_token_ids)
+        bias_of(token) = -INFINITY;
+    }
+    uint64_t penalties = 0;
+    for (auto [token, entry] : entries)
+      penalties += StandInExecutor::penalty_entry(token, entry.first, entry.second);
+    auto allowed = [&](int32_t token) {
+      auto it = entries.find(token);
+      return it == entries.end() || it->second.second != -INFINITY;
+    };
+    int32_t token = model.sample(context, params.temperature, seed, penalties, allowed);
     ++output_counts[token];
     ref.tokens.push_back(token);
     int32_t n = static_cast<int32_t>(ref.tokens.size());

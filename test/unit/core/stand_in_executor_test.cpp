@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -25,6 +26,9 @@ void default_sampling(StepBatch &b, int32_t S) {
   b.penalty_start.assign(S + 1, 0);
   b.penalty_tokens.clear();
   b.penalty_counts.clear();
+  b.logit_bias.clear();
+  b.mask_index.assign(S, -1);
+  b.token_mask.clear();
   b.num_logprobs.assign(S, -1);
 }
 
@@ -95,19 +99,52 @@ TEST_F(StandInExecutorTest, NextTokenIsAFunctionOfTheWholeContext) {
             model.sample(context_of({1, 2, 3, 4, 5, 6, 42}), 0.0f, 0));
 }
 
-TEST_F(StandInExecutorTest, PenaltyEntriesChangeTheTokenInAnyOrder) {
+TEST_F(StandInExecutorTest, LogitEntriesChangeTheTokenInAnyOrder) {
   StepBatch b = valid_batch();
-  b.penalty_start = {0, 0, 2};
-  b.penalty_tokens = {7, 9};
-  b.penalty_counts = {0, 2};
+  b.penalty_start = {0, 0, 3};
+  b.penalty_tokens = {7, 9, 11};
+  b.penalty_counts = {0, 2, -1};
+  b.logit_bias = {0.0f, 0.0f, 1.5f};
   ASSERT_EQ(error_of(b), "accepted");
   const uint64_t penalties = StandInExecutor::penalty_entry(7, 0) +
-                             StandInExecutor::penalty_entry(9, 2);
+                             StandInExecutor::penalty_entry(9, 2) +
+                             StandInExecutor::penalty_entry(11, -1, 1.5f);
   EXPECT_EQ(out.next_tokens[1],
             model.sample(context_of({7, 8, 9, 10}), 0.8f, 12, penalties));
   EXPECT_NE(model.sample(context_of({7, 8, 9, 10}), 0.8f, 12, penalties),
             model.sample(context_of({7, 8, 9, 10}), 0.8f, 12));
   EXPECT_TRUE(out.token_logprobs.empty()) << "nobody asked for log-probs";
+}
+
+// A token masked out or biased by -inf is never sampled: the stand-in takes
+// the next allowed one.
+TEST_F(StandInExecutorTest, SamplesOnlyAllowedTokens) {
+  StepBatch b = valid_batch();
+  ASSERT_EQ(error_of(b), "accepted");
+  const int32_t free_choice = out.next_tokens[0];
+  // Sequence 0 may only sample free_choice + 2 (a mask row of 4 words).
+  b.mask_index = {0, -1};
+  b.token_mask.assign(4, 0);
+  const int32_t allowed = (free_choice + 2) % 100;
+  b.token_mask[allowed / 32] = int32_t(1u << (allowed % 32));
+  ASSERT_EQ(error_of(b), "accepted");
+  EXPECT_EQ(out.next_tokens[0], allowed);
+  // A ban moves it to the next token.
+  b = valid_batch();
+  b.penalty_start = {0, 1, 1};
+  b.penalty_tokens = {free_choice};
+  b.penalty_counts = {-1};
+  b.logit_bias = {-INFINITY};
+  ASSERT_EQ(error_of(b), "accepted");
+  const uint64_t ban = StandInExecutor::penalty_entry(free_choice, -1, -INFINITY);
+  EXPECT_EQ(out.next_tokens[0], model.sample(context_of({1, 2, 3, 4, 5, 6}), 0.0f, 0, ban,
+                                             [&](int32_t t) { return t != free_choice; }));
+  EXPECT_NE(out.next_tokens[0], free_choice);
+  // Nothing allowed breaks the contract.
+  b = valid_batch();
+  b.mask_index = {0, -1};
+  b.token_mask.assign(4, 0);
+  EXPECT_THAT(error_of(b), HasSubstr("every token is masked or banned"));
 }
 
 TEST_F(StandInExecutorTest, ChunkedPrefillGivesTheSameToken) {
@@ -169,18 +206,20 @@ TEST_F(StandInExecutorTest, NamesWhatBreaksTheStepContract) {
       {[](StepBatch &b) { b.slot_mapping[4] = 22; }, "slot_mapping[4] = 22: position 4 of sequence 0 belongs in slot 20"},
       {[](StepBatch &b) { b.repetition_penalty.pop_back(); }, "repetition_penalty has 1 entries, expected S = 2"},
       {[](StepBatch &b) { b.penalty_start = {0, 1, 1}; }, "penalty_start runs from 0 to 1, expected 0 to P = 0"},
-      {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4, 5}, b.penalty_counts = {0, 1}; },
+      {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4, 5}, b.penalty_counts = {0, 1}, b.logit_bias = {0, 0}; },
        "penalty_start runs from 0 to 1, expected 0 to P = 2"},
-      {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4}, b.penalty_counts = {0}; },
+      {[](StepBatch &b) { b.penalty_start = {0, 2, 1}, b.penalty_tokens = {4}, b.penalty_counts = {0}, b.logit_bias = {0}; },
        "penalty_start decreases at 2"},
-      {[](StepBatch &b) { b.penalty_start = {0, 2, 2}, b.penalty_tokens = {4, 4}, b.penalty_counts = {0, 1}; },
-       "sequence 0 lists a penalty token twice"},
-      {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {4}, b.penalty_counts = {-1}; },
-       "penalty_counts[0] = -1 is outside [0, 2147483647)"},
-      {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {100}, b.penalty_counts = {1}; },
+      {[](StepBatch &b) { b.penalty_start = {0, 2, 2}, b.penalty_tokens = {4, 4}, b.penalty_counts = {0, 1}, b.logit_bias = {0, 0}; },
+       "sequence 0 lists a logit entry's token twice"},
+      {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {4}, b.penalty_counts = {-2}, b.logit_bias = {0}; },
+       "penalty_counts[0] = -2 is outside [-1, 2147483647)"},
+      {[](StepBatch &b) { b.penalty_start = {0, 0, 1}, b.penalty_tokens = {100}, b.penalty_counts = {1}, b.logit_bias = {0}; },
        "penalty_tokens[0] = 100 is outside [0, 100)"},
       {[](StepBatch &b) { b.penalty_counts.push_back(1); }, "penalty_counts has 1 entries, expected P = 0"},
       {[](StepBatch &b) { b.num_logprobs[1] = 21; }, "num_logprobs[1] = 21 is outside [-1, 21)"},
+      {[](StepBatch &b) { b.mask_index[1] = 0; }, "mask_index[1] = 0 is outside [-1, 0)"},
+      {[](StepBatch &b) { b.token_mask = {-1, -1, -1}; }, "token_mask has 3 words, not whole rows of ceil(V/32) = 4"},
   };
   for (const Case &c : cases) {
     StandInExecutor fresh(100, 4);

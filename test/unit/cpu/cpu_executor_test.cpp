@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -227,6 +228,7 @@ StepBatch make_batch(std::vector<Sequence> &seqs, std::vector<int32_t> &free_blo
     b.frequency_penalty.push_back(0.0f);
     b.repetition_penalty.push_back(1.0f);
     b.penalty_start.push_back(0);
+    b.mask_index.push_back(-1);
     b.num_logprobs.push_back(-1);
     seq.computed = seq.tokens.size();
   }
@@ -298,13 +300,22 @@ TEST_F(StepExecutor, PassesPenaltiesAndReturnsLogprobs) {
   batch.penalty_start = {0, 1, 3};
   batch.penalty_tokens = {6, 4, 5};
   batch.penalty_counts = {1, 0, 2};
+  batch.logit_bias = {0.0f, 0.0f, 0.0f};
   batch.num_logprobs = {3, -1};
   StepOutput out;
   executor.execute(batch, out);
   // test_sample: + 1000 presence + 10000 frequency + 100000 repetition
   // + sum(token * (count + 1)) over the row's entries.
-  EXPECT_EQ(out.next_tokens[1],
-            (1003 + 41 + 9 + 5 + 500 + 2500 + 150000 + 4 * 1 + 5 * 3) % test::kVocab);
+  const int32_t base = 1003 + 41 + 9 + 5 + 500 + 2500 + 150000;
+  EXPECT_EQ(out.next_tokens[1], (base + 4 * 1 + 5 * 3) % test::kVocab);
+
+  // + 10 * bias per entry, and the first word of the row's mask.
+  batch.penalty_counts = {1, -1, 2};
+  batch.logit_bias = {0.0f, 0.5f, -0.3f};
+  batch.mask_index = {-1, 1};
+  batch.token_mask = {0x11, 0x6};
+  executor.execute(batch, out);
+  EXPECT_EQ(out.next_tokens[1], (base + 4 * 0 + 5 + 5 * 3 - 3 + 6) % test::kVocab);
   ASSERT_EQ(out.token_logprobs.size(), 2u);
   ASSERT_EQ(out.top_logprob_tokens.size(), 2u * abi::kMaxTopLogprobs);
   ASSERT_EQ(out.top_logprobs.size(), 2u * abi::kMaxTopLogprobs);
@@ -349,19 +360,32 @@ TEST_F(StepExecutor, RefusesInconsistentBatches) {
       {[](StepBatch &b) { b.penalty_tokens = {3}; },
        "penalty_counts has 0 entries, expected P = 1"},
       {[](StepBatch &b) { b.penalty_tokens = {3}, b.penalty_counts = {1}; },
+       "logit_bias has 0 entries, expected P = 1"},
+      {[](StepBatch &b) { b.penalty_tokens = {3}, b.penalty_counts = {1}, b.logit_bias = {0}; },
        "penalty_start runs from 0 to 0, expected 0 to P = 1"},
       {[](StepBatch &b) {
-         b.penalty_start = {0, 2, 1}, b.penalty_tokens = {3}, b.penalty_counts = {1};
+         b.penalty_start = {0, 2, 1}, b.penalty_tokens = {3}, b.penalty_counts = {1},
+         b.logit_bias = {0};
        },
        "penalty_start decreases at 2"},
       {[](StepBatch &b) {
-         b.penalty_start = {0, 0, 1}, b.penalty_tokens = {8}, b.penalty_counts = {1};
+         b.penalty_start = {0, 0, 1}, b.penalty_tokens = {8}, b.penalty_counts = {1},
+         b.logit_bias = {0};
        },
        "penalty_tokens[0] = 8 is outside [0, 8)"},
       {[](StepBatch &b) {
-         b.penalty_start = {0, 0, 1}, b.penalty_tokens = {3}, b.penalty_counts = {-1};
+         b.penalty_start = {0, 0, 1}, b.penalty_tokens = {3}, b.penalty_counts = {-2},
+         b.logit_bias = {0};
        },
-       "penalty_counts[0] = -1 is outside [0, 2147483647)"},
+       "penalty_counts[0] = -2 is outside [-1, 2147483647)"},
+      {[](StepBatch &b) {
+         b.penalty_start = {0, 0, 1}, b.penalty_tokens = {3}, b.penalty_counts = {-1},
+         b.logit_bias = {INFINITY};
+       },
+       "logit_bias[0] = inf is not below +inf"},
+      {[](StepBatch &b) { b.mask_index[1] = 0; }, "mask_index[1] = 0 is outside [-1, 0)"},
+      {[](StepBatch &b) { b.mask_index[1] = 1, b.token_mask = {-1}; },
+       "mask_index[1] = 1 is outside [-1, 1)"},
       {[](StepBatch &b) { b.num_logprobs[0] = 21; }, "num_logprobs[0] = 21 is outside [-1, 21)"},
   };
   for (const auto &[breakit, error] : cases) {

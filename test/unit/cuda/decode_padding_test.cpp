@@ -57,6 +57,9 @@ StepBatch decode_batch() {
   b.penalty_start = {0, 0, 2, 3};
   b.penalty_tokens = {6, 1, 7};
   b.penalty_counts = {1, 0, 2};
+  b.logit_bias = {0.0f, -1.0f, 0.0f};
+  b.mask_index = {-1, -1, 0};
+  b.token_mask = {0x7f};
   b.num_logprobs = {-1, 3, 0};
   return b;
 }
@@ -95,6 +98,9 @@ TEST(PadDecodeBatch, AppendsSinkSequencesAndWidensTheBlockTable) {
   EXPECT_THAT(p.penalty_start, ElementsAre(0, 0, 2, 3, 3)) << "an empty history";
   EXPECT_THAT(p.penalty_tokens, ElementsAre(6, 1, 7));
   EXPECT_THAT(p.penalty_counts, ElementsAre(1, 0, 2));
+  EXPECT_THAT(p.logit_bias, ElementsAre(0.0f, -1.0f, 0.0f));
+  EXPECT_THAT(p.mask_index, ElementsAre(-1, -1, 0, -1)) << "padding has no mask";
+  EXPECT_THAT(p.token_mask, ElementsAre(0x7f));
   EXPECT_THAT(p.num_logprobs, ElementsAre(-1, 3, 0, -1));
 }
 

@@ -2,12 +2,16 @@
 
 #include "tokenizer/test_tokenizers.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
 
 namespace llmserve {
 namespace {
 
 using json = nlohmann::json;
+using ::testing::HasSubstr;
 
 class OpenAiProtocol : public ::testing::Test {
 protected:
@@ -57,6 +61,36 @@ TEST_F(OpenAiProtocol, CompletionFieldsMapToSamplingParams) {
   EXPECT_EQ(r.n, 2);
 }
 
+TEST_F(OpenAiProtocol, LogitBiasMapsTokenIdsToBiases) {
+  const GenerateRequest r = parse_completion_request(
+      {{"prompt", "a"}, {"logit_bias", {{"5", 10}, {"0", -100}, {"7", 0.5}}}}, model_);
+  std::map<int32_t, float> bias(r.params.logit_bias.begin(), r.params.logit_bias.end());
+  EXPECT_EQ(bias, (std::map<int32_t, float>{{0, -100.0f}, {5, 10.0f}, {7, 0.5f}}));
+  const std::pair<json, const char *> bad[] = {
+      {json::array({5}), "must be an object, not array"},
+      {{{"x5", 1}}, "has key \"x5\", not a token id"},
+      {{{"-1", 1}}, "has key \"-1\", not a token id"},
+      {{{"", 1}}, "has key \"\", not a token id"},
+      {{{"99999999999", 1}}, "not a token id of the vocabulary"},
+      {{{"5", 101}}, "maps token 5 to 101; biases are numbers in [-100, 100]"},
+      {{{"5", "1"}}, "maps token 5 to \"1\""},
+  };
+  for (const auto &[value, message] : bad) {
+    ApiError e = error({{"prompt", "a"}, {"logit_bias", value}});
+    EXPECT_EQ(e.status, 400) << value.dump();
+    EXPECT_EQ(e.param, "logit_bias");
+    EXPECT_THAT(e.what(), HasSubstr(message));
+  }
+  json many = json::object();
+  for (int i = 0; i < 1025; ++i)
+    many[std::to_string(i)] = 1;
+  EXPECT_THAT(error({{"prompt", "a"}, {"logit_bias", many}}).what(),
+              HasSubstr("holds 1025 tokens; at most 1024"));
+  const std::string vocab = std::to_string(tokenizer_.vocab_size());
+  EXPECT_THAT(error({{"prompt", "a"}, {"logit_bias", {{vocab, 1}}}}).what(),
+              HasSubstr("not a token id of the vocabulary of " + vocab));
+}
+
 TEST_F(OpenAiProtocol, FieldsNotActedOnAreRefusedByName) {
   const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
   auto with = [](json body, const json &more) {
@@ -73,7 +107,7 @@ TEST_F(OpenAiProtocol, FieldsNotActedOnAreRefusedByName) {
                 .param,
             "stream_options.x");
   // Fields of the API this server does not act on, asking for something.
-  for (const json &more : {json{{"logit_bias", {{"5", 10}}}}, json{{"best_of", 3}},
+  for (const json &more : {json{{"best_of", 3}},
                            json{{"best_of", 2}, {"n", 3}}, json{{"suffix", "!"}}}) {
     e = error(with({{"prompt", "a"}}, more));
     EXPECT_EQ(e.status, 400);

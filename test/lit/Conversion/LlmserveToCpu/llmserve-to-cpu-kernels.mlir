@@ -196,24 +196,33 @@ func.func @rope_longrope(%x: tensor<?x48xf32>, %pos: tensor<?xi32>, %cl: tensor<
 
 // -----
 
-// apply_penalties copies each row, then rewrites the history tokens of the
-// row's [start[s], start[s+1]) range, clamped to the P entries.
-// CHECK-LABEL: func.func @apply_penalties
-//       CHECK:   llmserve.apply_penalties
-//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "1", "1"], kernel = "d0_apply_penalties"
-//       CHECK: func.func @llmserve_d0_apply_penalties
+// adjust_logits copies each row, through its mask row when it has one in
+// bounds (a bit per token, shifted out of its word), then rewrites the entry
+// tokens of the row's [entries[s], entries[s+1]) range, clamped to the P
+// entries: penalties only for counts >= 0, then the bias.
+// CHECK-LABEL: func.func @adjust_logits
+//       CHECK:   llmserve.adjust_logits
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "1", "1"], kernel = "d0_adjust_logits"
+//       CHECK: func.func @llmserve_d0_adjust_logits
 //       CHECK:   scf.for
-//       CHECK:     scf.for
+//       CHECK:     scf.if
+//       CHECK:       scf.for
+//       CHECK:         arith.shrui
+//       CHECK:         arith.select
+//       CHECK:     } else {
+//       CHECK:       scf.for
 //       CHECK:     arith.maxsi
 //       CHECK:     arith.minsi
 //       CHECK:     scf.for
 //       CHECK:       scf.if
 //       CHECK:         arith.divf
 //       CHECK:         arith.mulf
-func.func @apply_penalties(%l: tensor<?x64xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>,
-                           %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) -> tensor<?x64xf32> {
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x64xf32>
+//       CHECK:         arith.select
+//       CHECK:         arith.addf
+func.func @adjust_logits(%l: tensor<?x64xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>,
+                         %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) -> tensor<?x64xf32> {
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }
 

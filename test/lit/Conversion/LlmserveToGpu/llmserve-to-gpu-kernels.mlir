@@ -380,23 +380,29 @@ func.func @sample(%logits: tensor<?x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf3
 
 // -----
 
-// apply_penalties: one block per sequence copies its row, waits at a barrier,
-// then its threads rewrite the row's history tokens (distinct, so no race).
-// CHECK-LABEL: func.func @apply_penalties
-//       CHECK:   llmserve.apply_penalties
+// adjust_logits: one block per sequence copies its row, through its mask row
+// when it has one, waits at a barrier, then its threads rewrite the row's
+// entry tokens (distinct, so no race).
+// CHECK-LABEL: func.func @adjust_logits
+//       CHECK:   llmserve.adjust_logits
 //  CHECK-SAME:     grid = ["$0", "1", "1"]
-//       CHECK: gpu.func @llmserve_d0_apply_penalties
-//       CHECK:   scf.for
+//       CHECK: gpu.func @llmserve_d0_adjust_logits
+//       CHECK:   scf.if
+//       CHECK:     scf.for
+//       CHECK:       arith.shrui
+//       CHECK:   } else {
+//       CHECK:     scf.for
 //       CHECK:   gpu.barrier
 //       CHECK:   arith.maxsi
 //       CHECK:   arith.minsi
 //       CHECK:   scf.for
 //       CHECK:     scf.if
 //       CHECK:       arith.divf
-func.func @apply_penalties(%l: tensor<?x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>,
-                           %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) -> tensor<?x100xf32> {
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<?x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x100xf32>
+//       CHECK:       arith.addf
+func.func @adjust_logits(%l: tensor<?x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>,
+                         %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) -> tensor<?x100xf32> {
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<?x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x100xf32>
   return %o : tensor<?x100xf32>
 }
 

@@ -981,69 +981,87 @@ func.func @kv_write_no_result(%k: tensor<?x8xf32>, %c: tensor<?x16x2x4xf32>, %s:
 }
 
 //===----------------------------------------------------------------------===//
-// apply_penalties
+// adjust_logits
 //===----------------------------------------------------------------------===//
 
 // -----
 
-func.func @penalties_result_type(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
-  // expected-error @+1 {{'llmserve.apply_penalties' op result element type 'f16' must equal logits element type 'f32'}}
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x100xf16>
+func.func @adjust_logits_result_type(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op result element type 'f16' must equal logits element type 'f32'}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<2x100xf16>
   return
 }
 
 // -----
 
-func.func @penalties_result_vocab(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
-  // expected-error @+1 {{'llmserve.apply_penalties' op result dim 1 (99) must equal logits dim 1 (100)}}
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x99xf32>
+func.func @adjust_logits_result_vocab(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op result dim 1 (99) must equal logits dim 1 (100)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<2x99xf32>
   return
 }
 
 // -----
 
-func.func @penalties_result_rows(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
-  // expected-error @+1 {{'llmserve.apply_penalties' op result dim 0 (3) must equal logits dim 0 (2)}}
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<3x100xf32>
+func.func @adjust_logits_result_rows(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op result dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<3x100xf32>
   return
 }
 
 // -----
 
-func.func @penalties_presence(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<3xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
-  // expected-error @+1 {{'llmserve.apply_penalties' op presence_penalty dim 0 (3) must equal logits dim 0 (2)}}
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<3xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x100xf32>
+func.func @adjust_logits_presence(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>, %pp: tensor<3xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op presence_penalty dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<3xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<2x100xf32>
   return
 }
 
 // -----
 
-func.func @penalties_frequency(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<3xf32>, %rp: tensor<?xf32>) {
-  // expected-error @+1 {{'llmserve.apply_penalties' op frequency_penalty dim 0 (3) must equal logits dim 0 (2)}}
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<3xf32>, tensor<?xf32> -> tensor<2x100xf32>
+func.func @adjust_logits_frequency(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>, %pp: tensor<?xf32>, %fp: tensor<3xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op frequency_penalty dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<3xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<2x100xf32>
   return
 }
 
 // -----
 
-func.func @penalties_repetition(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<3xf32>) {
-  // expected-error @+1 {{'llmserve.apply_penalties' op repetition_penalty dim 0 (3) must equal logits dim 0 (2)}}
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<3xf32> -> tensor<2x100xf32>
+func.func @adjust_logits_repetition(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<3xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op repetition_penalty dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<3xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<2x100xf32>
   return
 }
 
 // -----
 
-func.func @penalties_counts(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<5xi32>, %pc: tensor<4xi32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) {
-  // expected-error @+1 {{'llmserve.apply_penalties' op penalty_counts dim 0 (4) must equal penalty_tokens dim 0 (5)}}
-  %o = llmserve.apply_penalties %l start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<2x100xf32>, tensor<?xi32>, tensor<5xi32>, tensor<4xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<2x100xf32>
+func.func @adjust_logits_counts(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<5xi32>, %pc: tensor<4xi32>, %pb: tensor<?xf32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op counts dim 0 (4) must equal tokens dim 0 (5)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<5xi32>, tensor<4xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<2x100xf32>
+  return
+}
+
+// -----
+
+func.func @adjust_logits_bias(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<5xi32>, %pc: tensor<?xi32>, %pb: tensor<4xf32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op bias dim 0 (4) must equal tokens dim 0 (5)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<5xi32>, tensor<?xi32>, tensor<4xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<2x100xf32>
+  return
+}
+
+// -----
+
+func.func @adjust_logits_mask_index(%l: tensor<2x100xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>, %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<3xi32>, %mw: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.adjust_logits' op mask_index dim 0 (3) must equal logits dim 0 (2)}}
+  %o = llmserve.adjust_logits %l entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<2x100xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<3xi32>, tensor<?xi32> -> tensor<2x100xf32>
   return
 }
 

@@ -216,13 +216,13 @@ func.func @sample(%logits: tensor<?x32000xf32>, %t: tensor<?xf32>, %p: tensor<?x
 
 // -----
 
-// CHECK-LABEL: func @apply_penalties
-// CHECK-SAME: (%[[L:.*]]: tensor<?x32000xf32>, %[[PS:.*]]: tensor<?xi32>, %[[PT:.*]]: tensor<?xi32>, %[[PC:.*]]: tensor<?xi32>, %[[PP:.*]]: tensor<?xf32>, %[[FP:.*]]: tensor<?xf32>, %[[RP:.*]]: tensor<?xf32>)
-func.func @apply_penalties(%logits: tensor<?x32000xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>,
-                           %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>) -> tensor<?x32000xf32> {
-  // CHECK: llmserve.apply_penalties %[[L]] start %[[PS]] tokens %[[PT]] counts %[[PC]] presence %[[PP]] frequency %[[FP]] repetition %[[RP]] : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x32000xf32>
-  %out = llmserve.apply_penalties %logits start %ps tokens %pt counts %pc presence %pp frequency %fp repetition %rp
-      : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x32000xf32>
+// CHECK-LABEL: func @adjust_logits
+// CHECK-SAME: (%[[L:.*]]: tensor<?x32000xf32>, %[[PS:.*]]: tensor<?xi32>, %[[PT:.*]]: tensor<?xi32>, %[[PC:.*]]: tensor<?xi32>, %[[PB:.*]]: tensor<?xf32>, %[[PP:.*]]: tensor<?xf32>, %[[FP:.*]]: tensor<?xf32>, %[[RP:.*]]: tensor<?xf32>, %[[MI:.*]]: tensor<?xi32>, %[[MW:.*]]: tensor<?xi32>)
+func.func @adjust_logits(%logits: tensor<?x32000xf32>, %ps: tensor<?xi32>, %pt: tensor<?xi32>, %pc: tensor<?xi32>, %pb: tensor<?xf32>,
+                         %pp: tensor<?xf32>, %fp: tensor<?xf32>, %rp: tensor<?xf32>, %mi: tensor<?xi32>, %mw: tensor<?xi32>) -> tensor<?x32000xf32> {
+  // CHECK: llmserve.adjust_logits %[[L]] entries %[[PS]] tokens %[[PT]] counts %[[PC]] bias %[[PB]] presence %[[PP]] frequency %[[FP]] repetition %[[RP]] mask_index %[[MI]] mask %[[MW]] : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32000xf32>
+  %out = llmserve.adjust_logits %logits entries %ps tokens %pt counts %pc bias %pb presence %pp frequency %fp repetition %rp mask_index %mi mask %mw
+      : tensor<?x32000xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32000xf32>
   return %out : tensor<?x32000xf32>
 }
 

@@ -1,4 +1,4 @@
-//===- Penalties.cpp - History penalties and log-probs on the CPU ---------===//
+//===- Logits.cpp - Logit adjustments and log-probs on the CPU ------------===//
 
 #include "compiler/Conversion/LlmserveToCpu/CpuKernels.h"
 
@@ -9,50 +9,72 @@
 using namespace mlir;
 using namespace mlir::llmserve;
 
-/// The logits with each row's history penalties applied (vLLM semantics):
-/// repetition, frequency times count and presence, for each distinct token
-/// of the row's penalty history.
-Grid mlir::llmserve::buildApplyPenaltiesKernel(CpuKernelEmitter &e) {
+/// Each row as its sequence samples from it: the allowed-token mask applied
+/// while the row is copied, then its entries' penalties (vLLM semantics) and
+/// biases.
+Grid mlir::llmserve::buildAdjustLogitsKernel(CpuKernelEmitter &e) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
+  using I = arith::CmpIPredicate;
   Value logits = e.binding(0), start = e.binding(1), tokens = e.binding(2),
-        counts = e.binding(3), presence = e.binding(4),
-        frequency = e.binding(5), repetition = e.binding(6), out = e.binding(7);
-  Value vocab = e.dimSize(0, 1), entries = e.dimSize(2, 0);
-  Value zero = e.index(0), fzero = e.f32(0);
+        counts = e.binding(3), bias = e.binding(4), presence = e.binding(5),
+        frequency = e.binding(6), repetition = e.binding(7),
+        maskIndex = e.binding(8), mask = e.binding(9), out = e.binding(10);
+  Value vocab = e.dimSize(0, 1), entries = e.dimSize(2, 0),
+        maskWords = e.dimSize(9, 0);
+  Value zero = e.index(0), one = e.index(1), fzero = e.f32(0);
+  Value rowWords = a.divui(a.addi(vocab, e.index(31)), e.index(32));
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value s) {
-    e.forLoop(zero, vocab, 1, [&](Value v) {
-      a.store(a.load(logits, {s, v}), out, {s, v});
-    });
+    // A mask row past the end of the array masks nothing.
+    Value row = a.toIndex(a.load(maskIndex, s));
+    Value masked = a.andi(
+        a.cmpi(I::sge, row, zero),
+        a.cmpi(I::sle, a.muli(a.addi(row, one), rowWords), maskWords));
+    e.ifElse(
+        masked,
+        [&] {
+          Value rowStart = a.muli(row, rowWords);
+          e.forLoop(zero, vocab, 1, [&](Value v) {
+            Value word = a.load(mask, a.addi(rowStart, a.divui(v, e.index(32))));
+            Value shift = arith::IndexCastOp::create(b, b.getI32Type(),
+                                                     a.remui(v, e.index(32)));
+            Value bit = a.andi(arith::ShRUIOp::create(b, word, shift), e.i32(1));
+            Value allowed = a.cmpi(I::ne, bit, e.i32(0));
+            a.store(a.select(allowed, a.load(logits, {s, v}), e.f32(-INFINITY)),
+                    out, {s, v});
+          });
+        },
+        [&] {
+          e.forLoop(zero, vocab, 1, [&](Value v) {
+            a.store(a.load(logits, {s, v}), out, {s, v});
+          });
+        });
     Value rep = a.load(repetition, s), freq = a.load(frequency, s),
           pres = a.load(presence, s);
     // The row's entries, clamped to the arrays so that a malformed
-    // penalty_start cannot read out of bounds.
+    // entries array cannot read out of bounds.
     auto clamp = [&](Value i) {
-      Value x = a.toIndex(i);
-      x = arith::MaxSIOp::create(b, x, zero);
-      return arith::MinSIOp::create(b, x, entries).getResult();
+      return a.mini(a.maxi(a.toIndex(i), zero), entries);
     };
     Value first = clamp(a.load(start, s));
-    Value last = arith::MaxSIOp::create(
-        b, first, clamp(a.load(start, a.addi(s, e.index(1)))));
+    Value last = a.maxi(first, clamp(a.load(start, a.addi(s, one))));
     e.forLoop(first, last, 1, [&](Value entry) {
       Value token = a.toIndex(a.load(tokens, entry));
-      Value inVocab = arith::AndIOp::create(
-          b, a.cmpi(arith::CmpIPredicate::sge, token, zero),
-          a.cmpi(arith::CmpIPredicate::slt, token, vocab));
+      Value inVocab = a.andi(a.cmpi(I::sge, token, zero),
+                             a.cmpi(I::slt, token, vocab));
       e.ifThen(inVocab, [&] {
         Value l = a.load(out, {s, token});
-        Value positive =
-            arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l, fzero);
-        l = a.select(positive, a.div(l, rep), a.mul(l, rep));
         Value count = a.load(counts, entry);
-        Value seen = a.cmpi(arith::CmpIPredicate::sgt, count, e.i32(0));
+        Value penalised = a.select(
+            a.cmpf(arith::CmpFPredicate::OGT, l, fzero), a.div(l, rep),
+            a.mul(l, rep));
         Value countF = arith::SIToFPOp::create(b, b.getF32Type(), count);
-        l = a.sub(l, a.mul(freq, countF));
-        l = a.sub(l, a.select(seen, pres, fzero));
-        a.store(l, out, {s, token});
+        penalised = a.sub(penalised, a.mul(freq, countF));
+        penalised = a.sub(penalised, a.select(a.cmpi(I::sgt, count, e.i32(0)),
+                                              pres, fzero));
+        l = a.select(a.cmpi(I::sge, count, e.i32(0)), penalised, l);
+        a.store(a.add(l, a.load(bias, entry)), out, {s, token});
       });
     });
   });

@@ -1,8 +1,8 @@
-//===- Penalties.cpp - History penalties and log-probs on the GPU ---------===//
+//===- Logits.cpp - Logit adjustments and log-probs on the GPU ------------===//
 //
-// apply_penalties: one block per sequence copies its logits row, then its
-// threads rewrite the row's history tokens (distinct within a row, so no two
-// threads touch one logit). logprobs: one block per sequence that asks; the
+// adjust_logits: one block per sequence copies its logits row, masking it if
+// the sequence has a mask, then its threads rewrite the row's entry tokens
+// (distinct within a row, so no two threads touch one logit). logprobs: one block per sequence that asks; the
 // log-sum-exp and each of the top entries are block reductions, the top
 // entries taken one after the other in (logit descending, index ascending)
 // order, as on the CPU.
@@ -18,35 +18,55 @@
 using namespace mlir;
 using namespace mlir::llmserve;
 
-Grid mlir::llmserve::buildApplyPenaltiesKernel(GpuKernelEmitter &e) {
+Grid mlir::llmserve::buildAdjustLogitsKernel(GpuKernelEmitter &e) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   using I = arith::CmpIPredicate;
   Value logits = e.binding(0), start = e.binding(1), tokens = e.binding(2),
-        counts = e.binding(3), presence = e.binding(4),
-        frequency = e.binding(5), repetition = e.binding(6),
-        out = e.binding(7);
-  Value vocab = e.dimSize(0, 1), entries = e.dimSize(2, 0);
-  Value zero = e.index(0);
+        counts = e.binding(3), bias = e.binding(4), presence = e.binding(5),
+        frequency = e.binding(6), repetition = e.binding(7),
+        maskIndex = e.binding(8), mask = e.binding(9), out = e.binding(10);
+  Value vocab = e.dimSize(0, 1), entries = e.dimSize(2, 0),
+        maskWords = e.dimSize(9, 0);
+  Value zero = e.index(0), one = e.index(1);
   Value s = e.blockId(0);
 
-  e.threadLoop(vocab, [&](Value v) {
-    e.storeF32(e.loadF32(logits, {s, v}), out, {s, v});
-  });
+  // A mask row past the end of the array masks nothing. The row is the same
+  // for the whole block, so every thread takes the same branch.
+  Value rowWords = a.divui(a.addi(vocab, e.index(31)), e.index(32));
+  Value row = arith::IndexCastOp::create(b, b.getIndexType(), a.load(maskIndex, s));
+  Value masked = a.andi(a.cmpi(I::sge, row, zero),
+                        a.cmpi(I::sle, a.muli(a.addi(row, one), rowWords), maskWords));
+  e.ifElse(
+      masked,
+      [&] {
+        Value rowStart = a.muli(row, rowWords);
+        e.threadLoop(vocab, [&](Value v) {
+          Value word = a.load(mask, a.addi(rowStart, a.divui(v, e.index(32))));
+          Value shift = arith::IndexCastOp::create(b, b.getI32Type(),
+                                                   a.remui(v, e.index(32)));
+          Value bit = a.andi(arith::ShRUIOp::create(b, word, shift), e.i32(1));
+          e.storeF32(a.select(a.cmpi(I::ne, bit, e.i32(0)), e.loadF32(logits, {s, v}),
+                              e.f32(-INFINITY)),
+                     out, {s, v});
+        });
+      },
+      [&] {
+        e.threadLoop(vocab, [&](Value v) {
+          e.storeF32(e.loadF32(logits, {s, v}), out, {s, v});
+        });
+      });
   // The copy is complete before any thread rewrites a logit of the row.
   e.barrier();
 
-  // The row's entries, clamped to the arrays so that a malformed
-  // penalty_start cannot read out of bounds.
+  // The row's entries, clamped to the arrays so that a malformed entries
+  // array cannot read out of bounds.
   auto clamp = [&](Value i) {
     Value x = arith::IndexCastOp::create(b, b.getIndexType(), i);
-    return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, x, zero),
-                                  entries)
-        .getResult();
+    return a.mini(a.maxi(x, zero), entries);
   };
   Value first = clamp(a.load(start, s));
-  Value last = arith::MaxSIOp::create(b, first,
-                                      clamp(a.load(start, a.addi(s, e.index(1)))));
+  Value last = a.maxi(first, clamp(a.load(start, a.addi(s, one))));
   Value rep = a.load(repetition, s), freq = a.load(frequency, s),
         pres = a.load(presence, s);
   e.threadLoop(a.subi(last, first), [&](Value i) {
@@ -57,13 +77,15 @@ Grid mlir::llmserve::buildApplyPenaltiesKernel(GpuKernelEmitter &e) {
                            a.cmpi(I::slt, token, vocab));
     e.ifThen(inVocab, [&] {
       Value l = e.loadF32(out, {s, token});
-      l = a.select(a.cmpf(arith::CmpFPredicate::OGT, l, e.f32(0)),
-                   a.div(l, rep), a.mul(l, rep));
       Value count = a.load(counts, entry);
+      Value penalised = a.select(a.cmpf(arith::CmpFPredicate::OGT, l, e.f32(0)),
+                                 a.div(l, rep), a.mul(l, rep));
       Value countF = arith::SIToFPOp::create(b, b.getF32Type(), count);
-      l = a.sub(l, a.mul(freq, countF));
-      l = a.sub(l, a.select(a.cmpi(I::sgt, count, e.i32(0)), pres, e.f32(0)));
-      e.storeF32(l, out, {s, token});
+      penalised = a.sub(penalised, a.mul(freq, countF));
+      penalised = a.sub(penalised,
+                        a.select(a.cmpi(I::sgt, count, e.i32(0)), pres, e.f32(0)));
+      l = a.select(a.cmpi(I::sge, count, e.i32(0)), penalised, l);
+      e.storeF32(a.add(l, a.load(bias, entry)), out, {s, token});
     });
   });
   return {e.dimExpr(0, 0), "1", "1"};
