@@ -145,4 +145,29 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
   return text;
 }
 
+std::string Decoder::token_bytes(std::string spelling) const {
+  if (none_)
+    return " " + spelling; // decode joins spellings with spaces
+  for (const Step &step : steps_) {
+    switch (step.kind) {
+    case Step::ByteLevel:
+      if (auto decoded = byte_level_decode(spelling))
+        spelling = std::move(*decoded);
+      break;
+    case Step::Replace:
+    case Step::Metaspace: // mid-sequence, its replacement is always a space
+      spelling = step.pattern->replace(spelling, step.content);
+      break;
+    case Step::ByteFallback:
+      if (int b = byte_fallback_byte(spelling); b >= 0)
+        spelling.assign(1, static_cast<char>(b));
+      break;
+    case Step::Fuse:
+    case Step::Strip:
+      break;
+    }
+  }
+  return spelling;
+}
+
 } // namespace llmserve

@@ -21,6 +21,11 @@ public:
   static Decoder from_json(const nlohmann::json &config);
 
   std::string decode(std::vector<std::string> tokens) const;
+  // The raw bytes one token adds to the text in the middle of a sequence:
+  // the chain applied to it alone, without what only applies at the ends of a
+  // sequence (Strip, Metaspace dropping the first replacement) and without
+  // the U+FFFD replacement of invalid UTF-8 (a byte token is its byte).
+  std::string token_bytes(std::string spelling) const;
 
 private:
   struct Step {

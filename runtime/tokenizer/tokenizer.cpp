@@ -402,4 +402,14 @@ const std::string &Tokenizer::id_to_token(int32_t id) const {
 
 bool Tokenizer::is_special(int32_t id) const { return has_token(id) && special_[id]; }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= vocab_size())
+    throw std::out_of_range("token id " + std::to_string(id) +
+                            " is not in the vocabulary (size " +
+                            std::to_string(vocab_size()) + ")");
+  if (!has_token_[id] || special_[id])
+    return "";
+  return decoder_.token_bytes(id_to_token_[id]);
+}
+
 } // namespace llmserve

@@ -51,6 +51,12 @@ public:
   // Throws std::out_of_range for an id that is no token.
   const std::string &id_to_token(int32_t id) const;
   bool is_special(int32_t id) const;
+  // The raw bytes token `id` adds to decoded text in the middle of a
+  // sequence (what constrained decoding matches grammars against): not
+  // necessarily valid UTF-8 on its own, without the space SentencePiece
+  // decoders strip at the start; "" for special tokens and unused ids.
+  // Throws std::out_of_range for an id >= vocab_size().
+  std::string token_bytes(int32_t id) const;
 
   std::optional<int32_t> bos_token_id() const { return bos_id_; }
   // EOS of tokenizer_config.json plus those of generation_config.json.

