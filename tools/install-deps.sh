@@ -13,8 +13,9 @@ APT_PACKAGES=(
   # runtime libraries and test frameworks
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-pthread libonig-dev
-  # numeric references and fixtures (Debian's python, /usr/bin/python3)
-  python3-torch python3-numpy python3-jinja2
+  # numeric references, fixtures and the JSON Schema validator the grammar
+  # tests check against (Debian's python, /usr/bin/python3)
+  python3-torch python3-numpy python3-jinja2 python3-jsonschema
   # tests: HTTP clients, corpora, tokenizer training for the shipped model
   curl nodejs sentencepiece unicode-data bible-kjv bible-kjv-text fortunes fortunes-de fortunes-ru fortunes-zh dict-devil
 )
