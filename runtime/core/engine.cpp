@@ -1,5 +1,8 @@
 #include "core/engine.h"
 
+#include "grammar/compiled_grammar.h"
+#include "grammar/vocabulary.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -68,10 +71,25 @@ uint64_t Engine::add_request(std::vector<int32_t> prompt,
   for (int32_t token : params.stop_token_ids)
     check_token(token, "stop_token_ids");
   params.validate();
+  std::optional<GrammarState> grammar;
+  if (params.grammar) {
+    const size_t grammar_vocab = params.grammar->vocabulary().size();
+    if (config_.vocab_size > 0 && grammar_vocab != size_t(config_.vocab_size))
+      reject("its grammar is compiled for a vocabulary of " + std::to_string(grammar_vocab) +
+             " tokens, the model's has " + std::to_string(config_.vocab_size));
+    try {
+      grammar.emplace(params.grammar);
+    } catch (const grammar::GrammarError &e) {
+      reject(e.what());
+    }
+    if (grammar->dead_end())
+      reject("structured output: the grammar allows no first token");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t id = next_id_++;
-  inbox_.push_back(std::make_unique<Request>(id, std::move(prompt),
-                                             std::move(params), Clock::now()));
+  auto request = std::make_unique<Request>(id, std::move(prompt), std::move(params), Clock::now());
+  request->grammar = std::move(grammar);
+  inbox_.push_back(std::move(request));
   ++num_unfinished_;
   work_cv_.notify_all();
   return id;

@@ -3,11 +3,13 @@
 #ifndef LLMSERVE_CORE_REQUEST_H
 #define LLMSERVE_CORE_REQUEST_H
 
+#include "core/grammar_state.h"
 #include "core/logit_entries.h"
 #include "core/sampling_params.h"
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +57,8 @@ struct Request {
   SamplingParams params;
   int64_t seed;
   LogitEntries logit_entries;
+  // With params.grammar: the grammar's state, set by Engine::add_request.
+  std::optional<GrammarState> grammar;
 
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;

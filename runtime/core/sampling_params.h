@@ -5,11 +5,16 @@
 #define LLMSERVE_CORE_SAMPLING_PARAMS_H
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 namespace llmserve {
+
+namespace grammar {
+class CompiledGrammar;
+}
 
 struct SamplingParams {
   float temperature = 1.0f; // 0 = greedy
@@ -32,6 +37,11 @@ struct SamplingParams {
   // -1: no log-probs; k >= 0: each generated token's log-probability and
   // the k most likely tokens' (k <= 20).
   int32_t logprobs = -1;
+  // Structured output: each sampled token keeps the output a prefix of a
+  // sentence of this grammar, compiled against the model's vocabulary; the
+  // output ends where the grammar allows its stop tokens (min_tokens does not
+  // apply).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 
   // Throws std::invalid_argument naming the first field out of range.
   void validate() const;

@@ -263,8 +263,14 @@ void Scheduler::build_batch() {
     // A prompt chunk's sampled token is thrown away: its entries are not
     // needed until the last chunk.
     b.penalty_start[s] = static_cast<int32_t>(b.penalty_tokens.size());
-    if (end == r.num_tokens())
+    if (end == r.num_tokens()) {
       append_logit_entries(r);
+      if (r.grammar) {
+        const std::vector<int32_t> &mask = r.grammar->next_token_mask();
+        b.mask_index[s] = static_cast<int32_t>(b.token_mask.size() / mask.size());
+        b.token_mask.insert(b.token_mask.end(), mask.begin(), mask.end());
+      }
+    }
   }
   b.penalty_start[num_seqs] = static_cast<int32_t>(b.penalty_tokens.size());
 }
@@ -276,7 +282,8 @@ void Scheduler::append_logit_entries(const Request &r) {
   b.penalty_tokens.insert(b.penalty_tokens.end(), e.tokens().begin(), e.tokens().end());
   b.penalty_counts.insert(b.penalty_counts.end(), e.counts().begin(), e.counts().end());
   b.logit_bias.insert(b.logit_bias.end(), e.bias().begin(), e.bias().end());
-  if (r.num_output_tokens() >= r.params.min_tokens)
+  // A grammar decides where its output may end.
+  if (r.num_output_tokens() >= r.params.min_tokens || r.grammar)
     return;
   // Before min_tokens, the tokens that would end the request cannot be
   // sampled: their entries (each token once per row) get a bias of -inf.
@@ -333,11 +340,15 @@ void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
     r->logit_entries.add_output(token);
     if (r->num_output_tokens() == 1)
       r->times.first_token = now;
-    FinishReason reason = stop_reason(*r, token);
+    const std::string grammar_error = r->grammar ? r->grammar->accept(token) : "";
+    FinishReason reason = !grammar_error.empty()               ? FinishReason::kError
+                          : r->grammar && r->grammar->finished() ? FinishReason::kStop
+                                                                 : stop_reason(*r, token);
     if (reason != FinishReason::kNone)
       finish(r, reason, now);
     RequestOutput o = output_of(*r, now);
     o.token = token;
+    o.error = grammar_error;
     if (r->params.logprobs >= 0) {
       o.logprob = out.token_logprobs[s];
       for (int32_t k = 0; k < r->params.logprobs; ++k) {

@@ -1,4 +1,7 @@
 #include "core/engine.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar.h"
+#include "grammar/vocabulary.h"
 #include "support/stand_in_executor.h"
 #include "reference.h"
 
@@ -8,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -244,6 +248,89 @@ std::vector<int32_t> prompt_reaching(const StandInExecutor &model, int32_t token
       return prompt(5, salt);
     }
   }
+}
+
+// A vocabulary for structured output: kEos ends generation, the other tokens
+// spell pieces of bracketed digit lists, and pieces that never fit them.
+std::shared_ptr<const grammar::Vocabulary> list_vocabulary(int32_t size = kVocab) {
+  const std::vector<std::string> pieces = {"[", "]", ",", "0", "1", "2", "3",  "4",
+                                           "5", "6", "7", "8", "9", "12", "[3", "4]",
+                                           ",5", "a", "b", "]]", "[,", " "};
+  std::vector<std::string> bytes(size);
+  for (int32_t v = 0; v < size; ++v)
+    if (v != kEos)
+      bytes[v] = pieces[v % pieces.size()];
+  return std::make_shared<const grammar::Vocabulary>(bytes, std::vector<int32_t>{kEos});
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> compile_gbnf(const char *gbnf,
+                                                             int32_t vocab = kVocab) {
+  return grammar::compile(grammar::Grammar::parse(gbnf), list_vocabulary(vocab));
+}
+
+constexpr const char *kListGrammar = R"(root ::= "[" [0-9]+ ("," [0-9]+)* "]")";
+
+// Masked and unmasked sequences share steps (and chunked prefills); each
+// output is what the model gives the request alone, and a grammar's output
+// is a sentence of it when it stops.
+TEST(Engine, GrammarsMaskOnlyTheirOwnSequences) {
+  StandInExecutor model(kVocab);
+  EngineConfig config = small_config();
+  config.max_num_batched_tokens = 16;
+  Engine engine(model, config);
+  const auto list = compile_gbnf(kListGrammar);
+  std::map<uint64_t, std::pair<std::vector<int32_t>, SamplingParams>> sent;
+  for (int i = 0; i < 24; ++i) {
+    SamplingParams p;
+    p.temperature = i % 3 ? 0.8f : 0.0f;
+    p.max_tokens = 40;
+    if (i % 2 == 0)
+      p.grammar = list;
+    if (i % 4 == 0)
+      p.logit_bias = {{5, 3.0f}};
+    auto tokens = prompt(3 + i * 5, i);
+    sent[engine.add_request(tokens, p)] = {tokens, p};
+  }
+  auto got = run(engine);
+  const auto vocabulary = list_vocabulary();
+  int sentences = 0;
+  for (auto &[id, req] : sent) {
+    const SamplingParams &p = req.second;
+    Reference ref = run_alone(model, req.first, p, default_seed(id), config.eos_token_ids,
+                              config.max_model_len);
+    EXPECT_EQ(got[id].tokens, ref.tokens) << "request " << id;
+    EXPECT_EQ(got[id].reason, ref.reason) << "request " << id;
+    if (!p.grammar || got[id].reason != FinishReason::kStop)
+      continue;
+    std::string text;
+    for (int32_t token : got[id].tokens)
+      text += vocabulary->token_bytes(token);
+    EXPECT_TRUE(std::regex_match(text, std::regex(R"(\[[0-9]+(,[0-9]+)*\])"))) << text;
+    EXPECT_EQ(got[id].tokens.back(), kEos);
+    ++sentences;
+  }
+  EXPECT_GT(sentences, 3) << "the grammar's outputs should mostly end";
+}
+
+TEST(Engine, AGrammarThatDeadEndsFinishesTheRequestWithTheReason) {
+  StandInExecutor model(kVocab);
+  Engine engine(model, small_config());
+  SamplingParams p;
+  p.grammar = compile_gbnf(R"(root ::= "a" "q")"); // no token spells q
+  const uint64_t id = engine.add_request(prompt(5, 1), p);
+  auto got = run(engine);
+  EXPECT_EQ(got[id].reason, FinishReason::kError);
+  EXPECT_THAT(got[id].error, HasSubstr("the grammar allows no token after the 1 generated"));
+  ASSERT_EQ(got[id].tokens.size(), 1u);
+  EXPECT_EQ(list_vocabulary()->token_bytes(got[id].tokens[0]), "a");
+
+  p.grammar = compile_gbnf(R"(root ::= "q")");
+  EXPECT_THAT(error_of([&] { engine.add_request(prompt(5, 1), p); }),
+              HasSubstr("request rejected: structured output: the grammar allows no first token"));
+  p.grammar = compile_gbnf(kListGrammar, 100);
+  EXPECT_THAT(error_of([&] { engine.add_request(prompt(5, 1), p); }),
+              HasSubstr("its grammar is compiled for a vocabulary of 100 tokens, the model's "
+                        "has 256"));
 }
 
 TEST(Engine, StopsOnEosStopTokensMinTokensAndLength) {

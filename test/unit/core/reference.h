@@ -6,12 +6,16 @@
 
 #include "core/request.h"
 #include "core/sampling_params.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/vocabulary.h"
 #include "support/stand_in_executor.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace llmserve::test {
@@ -20,6 +24,11 @@ struct Reference {
   std::vector<int32_t> tokens;
   FinishReason reason = FinishReason::kNone;
 };
+
+// Whether bit `token` of a mask row is set.
+inline bool mask_allows(const std::vector<uint32_t> &mask, int32_t token) {
+  return (mask[token / 32] >> (token % 32)) & 1u;
+}
 
 inline Reference run_alone(const StandInExecutor &model,
                            const std::vector<int32_t> &prompt,
@@ -40,6 +49,13 @@ inline Reference run_alone(const StandInExecutor &model,
                          params.repetition_penalty != 1.0f;
   std::map<int32_t, int32_t> output_counts;
   Reference ref;
+  // Structured output: a matcher of its own, and the mask of each step.
+  std::optional<grammar::Matcher> matcher;
+  std::vector<uint32_t> mask;
+  if (params.grammar) {
+    matcher.emplace(params.grammar);
+    mask.resize(params.grammar->vocabulary().mask_words());
+  }
   while (true) {
     std::map<int32_t, std::pair<int32_t, float>> entries; // token -> count, bias
     if (penalised) {
@@ -54,8 +70,9 @@ inline Reference run_alone(const StandInExecutor &model,
     };
     for (auto [token, bias] : params.logit_bias)
       bias_of(token) = bias;
-    // Before min_tokens, the tokens that would end the request are banned.
-    if (static_cast<int32_t>(ref.tokens.size()) < params.min_tokens) {
+    // Before min_tokens, the tokens that would end the request are banned
+    // (unless a grammar decides where the output ends).
+    if (static_cast<int32_t>(ref.tokens.size()) < params.min_tokens && !params.grammar) {
       if (!params.ignore_eos)
         for (int32_t token : eos_token_ids)
           bias_of(token) = -INFINITY;
@@ -65,7 +82,13 @@ inline Reference run_alone(const StandInExecutor &model,
     uint64_t penalties = 0;
     for (auto [token, entry] : entries)
       penalties += StandInExecutor::penalty_entry(token, entry.first, entry.second);
+    if (matcher && matcher->fill_next_token_mask(mask.data()) == 0) {
+      ref.reason = FinishReason::kError; // a dead end
+      return ref;
+    }
     auto allowed = [&](int32_t token) {
+      if (matcher && !mask_allows(mask, token))
+        return false;
       auto it = entries.find(token);
       return it == entries.end() || it->second.second != -INFINITY;
     };
@@ -73,6 +96,10 @@ inline Reference run_alone(const StandInExecutor &model,
     ++output_counts[token];
     ref.tokens.push_back(token);
     int32_t n = static_cast<int32_t>(ref.tokens.size());
+    if (matcher && (!matcher->accept_token(token) || matcher->is_finished())) {
+      ref.reason = matcher->is_finished() ? FinishReason::kStop : FinishReason::kError;
+      return ref;
+    }
     if (n >= params.min_tokens &&
         ((!params.ignore_eos && contains(eos_token_ids, token)) ||
          contains(params.stop_token_ids, token))) {
