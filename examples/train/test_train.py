@@ -320,7 +320,7 @@ class ShippedCheckpointTest(unittest.TestCase):
         self.assertEqual(sample.render_chat(CHECKPOINT, turns[:1]), "<s>[INST] Define LAWYER. [/INST]")
         self.assertEqual(sample.render_chat(CHECKPOINT, turns),
                          "<s>[INST] Define LAWYER. [/INST] LAWYER, n. One skilled.</s><s>[INST] Quote John 11:35. [/INST]")
-        with self.assertRaisesRegex(ValueError, "only the roles user and assistant, not system"):
+        with self.assertRaisesRegex(ValueError, "only the roles user, assistant and tool, not system"):
             sample.render_chat(CHECKPOINT, [{"role": "system", "content": "Be brief."}] + turns[:1])
 
     @unittest.skipUnless(os.path.isdir(os.path.join(NODE_MODULES, "tokenizers")) and shutil.which("node"),

@@ -27,14 +27,30 @@ import safetensors_file
 import tokenizer
 from model import LlamaConfig, LlamaForCausalLM
 
+# Tools (by name: the context is short), calls in Hermes' <tool_call> form,
+# which the server then expects, and their results. The model is not trained
+# on them: structured output makes its calls valid.
 CHAT_TEMPLATE = (
+    "{% if tools %}"
+    "{{ bos_token + '[AVAILABLE_TOOLS]' }}"
+    "{% for tool in tools %}{{ ' ' + tool['function']['name'] }}{% endfor %}"
+    "{{ ' [/AVAILABLE_TOOLS]' }}"
+    "{% endif %}"
     "{% for message in messages %}"
     "{% if message['role'] == 'user' %}"
     "{{ bos_token + '[INST] ' + message['content'] + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' and message['tool_calls'] %}"
+    "{% for call in message['tool_calls'] %}"
+    "{{ '<tool_call>\\n' + ({'name': call['function']['name'], "
+    "'arguments': call['function']['arguments']} | tojson) + '\\n</tool_call>' }}"
+    "{% endfor %}"
+    "{{ eos_token }}"
     "{% elif message['role'] == 'assistant' %}"
     "{{ ' ' + message['content'] + eos_token }}"
+    "{% elif message['role'] == 'tool' %}"
+    "{{ '[TOOL_RESULTS] ' + message['content'] + ' [/TOOL_RESULTS]' }}"
     "{% else %}"
-    "{{ raise_exception('kjv-devil-tiny has only the roles user and assistant, not ' + message['role']) }}"
+    "{{ raise_exception('kjv-devil-tiny has only the roles user, assistant and tool, not ' + message['role']) }}"
     "{% endif %}"
     "{% endfor %}"
 )

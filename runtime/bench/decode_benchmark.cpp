@@ -1,5 +1,7 @@
 #include "bench/decode_benchmark.h"
 
+#include "grammar/matcher.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -59,6 +61,42 @@ StepBatch decode_step(int32_t batch, int32_t context, int32_t block_size, int32_
   b.query_start.push_back(batch);
   b.penalty_start.push_back(0);
   return b;
+}
+
+StructuredStepTiming time_structured_steps(Executor &executor, StepBatch step,
+                                           std::shared_ptr<const grammar::CompiledGrammar> grammar,
+                                           int warmup, int steps) {
+  const size_t words = grammar->vocabulary().mask_words();
+  std::vector<grammar::Matcher> matchers(step.num_seqs, grammar::Matcher(grammar));
+  step.token_mask.assign(words * matchers.size(), 0);
+  for (int32_t s = 0; s < step.num_seqs; ++s)
+    step.mask_index[s] = s;
+  StepOutput out;
+  double mask_s = 0, accept_s = 0, total_s = 0;
+  for (int i = 0; i < warmup + steps; ++i) {
+    const bool timed = i >= warmup;
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t s = 0; s < matchers.size(); ++s) {
+      auto *row = reinterpret_cast<uint32_t *>(step.token_mask.data() + s * words);
+      if (matchers[s].fill_next_token_mask(row) == 0) {
+        matchers[s] = grammar::Matcher(grammar); // a dead end: start over
+        matchers[s].fill_next_token_mask(row);
+      }
+    }
+    const double masks = seconds_since(start);
+    executor.execute(step, out);
+    const auto accepts = std::chrono::steady_clock::now();
+    for (size_t s = 0; s < matchers.size(); ++s)
+      if (!matchers[s].accept_token(out.next_tokens[s]) || matchers[s].is_finished())
+        matchers[s] = grammar::Matcher(grammar);
+    if (timed) {
+      mask_s += masks;
+      accept_s += seconds_since(accepts);
+      total_s += seconds_since(start);
+    }
+  }
+  const double per_seq = 1e6 / (std::max(steps, 1) * double(matchers.size()));
+  return {total_s * 1e3 / std::max(steps, 1), mask_s * per_seq, accept_s * per_seq};
 }
 
 double time_steps(Executor &executor, const StepBatch &step, int warmup, int steps) {

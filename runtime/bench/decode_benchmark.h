@@ -5,11 +5,13 @@
 #ifndef LLMSERVE_BENCH_DECODE_BENCHMARK_H
 #define LLMSERVE_BENCH_DECODE_BENCHMARK_H
 
-#include "core/executor.h"
 #include "bundle/manifest.h"
+#include "core/executor.h"
+#include "grammar/compiled_grammar.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace llmserve::bench {
@@ -25,6 +27,20 @@ int32_t decode_step_blocks(int32_t batch, int32_t context, int32_t block_size);
 // Milliseconds per executor.execute of `step`, the mean over `steps` runs
 // after `warmup` unmeasured ones (the CUDA executor captures its graph then).
 double time_steps(Executor &executor, const StepBatch &step, int warmup, int steps);
+
+// Structured output's cost in a decode step, as the engine pays it: before
+// each step every sequence's mask row is filled by its own grammar::Matcher,
+// the step runs with the masks, and each sampled token is accepted (a matcher
+// that finishes or dead-ends starts over). Times are means over `steps`
+// after `warmup` unmeasured steps.
+struct StructuredStepTiming {
+  double step_ms = 0;           // the whole step: masks, execute, accepts
+  double mask_us_per_seq = 0;   // fill_next_token_mask
+  double accept_us_per_seq = 0; // accept_token
+};
+StructuredStepTiming time_structured_steps(Executor &executor, StepBatch step,
+                                           std::shared_ptr<const grammar::CompiledGrammar> grammar,
+                                           int warmup, int steps);
 
 // Bytes a decode step reads at least: every weight of the manifest once and
 // `batch * context` tokens of KV cache.

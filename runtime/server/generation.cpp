@@ -8,8 +8,13 @@ Generation::Generation(const GenerateRequest &request, int32_t max_model_len,
       logprobs_(request.params.logprobs >= 0), tokens_as_ids_(request.tokens_as_ids) {
   std::vector<Submission> submissions = request.submissions(max_model_len);
   std::vector<uint64_t> ids = loop.submit(submissions, outputs_);
-  for (size_t i = 0; i < ids.size(); ++i)
+  for (size_t i = 0; i < ids.size(); ++i) {
     choices_.push_back({ids[i], ChoiceText(tokenizer, submissions[i].prompt, request.stop)});
+    if (request.tools && request.tools->choice != ToolUse::Choice::kNone)
+      choices_.back().tool_calls.emplace(request.tool_call_format);
+    if (request.reasoning)
+      choices_.back().reasoning.emplace(request.starts_thinking);
+  }
   num_running_ = int32_t(choices_.size());
   for (const auto &prompt : request.prompts)
     prompt_tokens_ += int64_t(prompt.size());
@@ -79,16 +84,41 @@ Generation::next(std::chrono::milliseconds timeout) {
         loop_.finish(c.id);
     }
     std::string finish_reason;
-    if (o.finished || c.text.stopped()) {
+    std::vector<ToolCall> calls;
+    const bool finishing = o.finished || c.text.stopped();
+    if (finishing)
       text += c.text.finish();
+    std::string reasoning;
+    if (c.reasoning) {
+      ReasoningSplitter::Split split = c.reasoning->push(text);
+      if (finishing) {
+        ReasoningSplitter::Split rest = c.reasoning->finish();
+        split.reasoning += rest.reasoning;
+        split.content += rest.content;
+      }
+      reasoning = std::move(split.reasoning);
+      text = std::move(split.content);
+    }
+    if (c.tool_calls)
+      text = c.tool_calls->push(text);
+    if (finishing) {
       c.finished = true;
       --num_running_;
       finish_reason = c.text.stopped() ? "stop" : to_string(o.finish_reason);
       if (o.finish_reason == FinishReason::kError && error_.empty())
         error_ = o.error;
+      if (c.tool_calls) {
+        ParsedOutput rest = c.tool_calls->finish();
+        text += rest.content;
+        calls = std::move(rest.calls);
+        if (!calls.empty() && finish_reason == "stop")
+          finish_reason = "tool_calls";
+      }
     }
-    if (!text.empty() || !finish_reason.empty() || (logprobs && !logprobs->empty()))
-      deltas.push_back({index, std::move(text), std::move(finish_reason), std::move(logprobs)});
+    if (!text.empty() || !reasoning.empty() || !finish_reason.empty() ||
+        (logprobs && !logprobs->empty()))
+      deltas.push_back({index, std::move(text), std::move(finish_reason), std::move(logprobs),
+                        std::move(calls), std::move(reasoning)});
   }
   return deltas;
 }

@@ -8,6 +8,8 @@
 #include "server/choice_text.h"
 #include "server/engine_loop.h"
 #include "server/openai_protocol.h"
+#include "server/reasoning.h"
+#include "server/tool_calls.h"
 
 #include <cstdint>
 #include <memory>
@@ -33,6 +35,10 @@ public:
     std::string finish_reason; // "" while the choice runs
     // The log-probs of the tokens that arrived, when the request asked.
     std::optional<std::vector<TokenLogprob>> logprobs;
+    // With tools: the calls, in the delta that finishes the choice.
+    std::vector<ToolCall> tool_calls;
+    // A thinking model's thoughts (reasoning.h); `text` is then its answer.
+    std::string reasoning;
   };
   // The echoed prompts, when asked for: what each choice starts with.
   std::vector<Delta> start();
@@ -52,6 +58,10 @@ private:
     ChoiceText text;
     bool finished = false;
     int64_t text_offset = 0; // characters before the next token's text
+    // With tools: what of the text is content, and the calls.
+    std::optional<ToolCallStream> tool_calls;
+    // A thinking model: what of the text is reasoning.
+    std::optional<ReasoningSplitter> reasoning;
   };
   TokenLogprob logprob_of(ChoiceState &choice, const RequestOutput &output) const;
   std::string token_text(int32_t token) const;

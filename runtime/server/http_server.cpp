@@ -152,7 +152,9 @@ void HttpServer::add_routes() {
   // POST handlers read the body themselves: httplib would refuse bodies
   // over 8 KiB sent as application/x-www-form-urlencoded, which is what
   // `curl -d` says JSON is unless told otherwise.
-  auto post = [this](const char *path, std::function<void(const json &, const Req &, Res &)> f) {
+  // Handlers get the parsed body and its text.
+  using Handler = std::function<void(const json &, std::string_view, const Req &, Res &)>;
+  auto post = [this](const char *path, Handler f) {
     server_->Post(path, [this, f](const Req &req, Res &res, const httplib::ContentReader &reader) {
       std::string body;
       bool complete = reader([&](const char *data, size_t size) {
@@ -165,22 +167,24 @@ void HttpServer::add_routes() {
                                         std::to_string(config_.max_body_bytes) + " bytes");
       if (!complete)
         return send_error(res, 400, "the request body could not be read");
-      guarded(res, [&] { f(parse_json_object(body), req, res); });
+      guarded(res, [&] { f(parse_json_object(body), body, req, res); });
     });
   };
-  post("/v1/completions", [this](const json &body, const Req &req, Res &res) {
-    generate(body, req, res, Endpoint::kCompletions);
+  post("/v1/completions", [this](const json &body, std::string_view text, const Req &req,
+                                 Res &res) {
+    generate(body, text, req, res, Endpoint::kCompletions);
   });
-  post("/v1/chat/completions", [this](const json &body, const Req &req, Res &res) {
-    generate(body, req, res, Endpoint::kChatCompletions);
+  post("/v1/chat/completions", [this](const json &body, std::string_view text, const Req &req,
+                                      Res &res) {
+    generate(body, text, req, res, Endpoint::kChatCompletions);
   });
-  post("/tokenize", [this](const json &body, const Req &, Res &res) {
+  post("/tokenize", [this](const json &body, std::string_view, const Req &, Res &res) {
     std::vector<int32_t> tokens = parse_tokenize_request(body, model_);
     send_json(res, 200, {{"tokens", tokens},
                          {"count", tokens.size()},
                          {"max_model_len", model_.max_model_len}});
   });
-  post("/detokenize", [this](const json &body, const Req &, Res &res) {
+  post("/detokenize", [this](const json &body, std::string_view, const Req &, Res &res) {
     std::vector<int32_t> tokens = parse_detokenize_request(body, model_);
     send_json(res, 200, {{"prompt", model_.tokenizer->decode(tokens, false)}});
   });
@@ -201,13 +205,13 @@ void HttpServer::add_routes() {
   });
 }
 
-void HttpServer::generate(const json &body, const httplib::Request &req,
+void HttpServer::generate(const json &body, std::string_view text, const httplib::Request &req,
                           httplib::Response &res, Endpoint endpoint) {
   if (draining_)
     throw QueueFullError("the server is shutting down");
   GenerateRequest request = endpoint == Endpoint::kCompletions
-                                ? parse_completion_request(body, model_)
-                                : parse_chat_request(body, model_);
+                                ? parse_completion_request(body, model_, text)
+                                : parse_chat_request(body, model_, text);
   if (request.stream)
     return stream(req, res, request);
 
@@ -219,6 +223,9 @@ void HttpServer::generate(const json &body, const httplib::Request &req,
   auto apply = [&](const std::vector<Generation::Delta> &deltas) {
     for (const Generation::Delta &d : deltas) {
       choices[d.index].text += d.text;
+      choices[d.index].reasoning += d.reasoning;
+      choices[d.index].tool_calls.insert(choices[d.index].tool_calls.end(),
+                                         d.tool_calls.begin(), d.tool_calls.end());
       if (d.logprobs)
         choices[d.index].logprobs->insert(choices[d.index].logprobs->end(),
                                           d.logprobs->begin(), d.logprobs->end());
@@ -269,7 +276,8 @@ void HttpServer::stream(const httplib::Request &req, httplib::Response &res,
     auto write_deltas = [&](const std::vector<Generation::Delta> &deltas) {
       for (const Generation::Delta &d : deltas)
         if (!write(sse(chunk(state->endpoint, state->header, d.index, d.text, d.finish_reason,
-                             false, state->include_usage, d.logprobs))))
+                             false, state->include_usage, d.logprobs, d.tool_calls,
+                             d.reasoning))))
           return false;
       return true;
     };

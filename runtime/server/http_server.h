@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace httplib {
 class Server;
@@ -50,8 +51,8 @@ public:
 
 private:
   void add_routes();
-  void generate(const nlohmann::json &body, const httplib::Request &req, httplib::Response &res,
-                Endpoint endpoint);
+  void generate(const nlohmann::json &body, std::string_view text, const httplib::Request &req,
+                httplib::Response &res, Endpoint endpoint);
   void stream(const httplib::Request &req, httplib::Response &res,
               const GenerateRequest &request);
 

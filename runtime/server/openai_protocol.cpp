@@ -1,6 +1,9 @@
 #include "server/openai_protocol.h"
 
+#include "grammar/grammar.h"
 #include "server/request_fields.h"
+#include "server/reasoning.h"
+#include "server/structured_output.h"
 
 #include <algorithm>
 
@@ -151,7 +154,25 @@ std::vector<std::vector<int32_t>> completion_prompts(const json &body, const Mod
 }
 
 // The fields completions and chat share.
-GenerateRequest parse_common(const json &body, const ModelInfo &model, Endpoint endpoint) {
+// The request's structured output, compiled (or found in the cache).
+void parse_structured_output(const json &body, const ModelInfo &model, std::string_view raw_body,
+                             SamplingParams &params) {
+  std::optional<StructuredOutput> output = structured_output(body, raw_body);
+  if (!output)
+    return;
+  if (!model.grammars)
+    throw ApiError(400, "'" + output->field + "': structured output is not available",
+                   output->field);
+  try {
+    params.grammar = model.grammars->get(output->gbnf);
+  } catch (const grammar::GrammarError &e) {
+    throw ApiError(400, "'" + output->field + "' cannot be followed: " + e.what(),
+                   output->field);
+  }
+}
+
+GenerateRequest parse_common(const json &body, const ModelInfo &model, Endpoint endpoint,
+                             std::string_view raw_body) {
   check_model(body, model);
   GenerateRequest r;
   r.endpoint = endpoint;
@@ -204,6 +225,7 @@ GenerateRequest parse_common(const json &body, const ModelInfo &model, Endpoint 
 
   if (const json *bias = find(body, "logit_bias"))
     p.logit_bias = logit_bias(*bias, model);
+  parse_structured_output(body, model, raw_body, p);
 
   r.n = get_int32(body, "n", 1, 128, 1);
   r.stream = get_bool(body, "stream").value_or(false);
@@ -288,9 +310,10 @@ json parse_json_object(const std::string &body) {
   return parsed;
 }
 
-GenerateRequest parse_completion_request(const json &body, const ModelInfo &model) {
+GenerateRequest parse_completion_request(const json &body, const ModelInfo &model,
+                                         std::string_view raw_body) {
   check_request_fields(body, Endpoint::kCompletions);
-  GenerateRequest r = parse_common(body, model, Endpoint::kCompletions);
+  GenerateRequest r = parse_common(body, model, Endpoint::kCompletions, raw_body);
   r.prompts = completion_prompts(body, model, r.n);
   r.echo = get_bool(body, "echo").value_or(false);
   // 0 still asks for the sampled token's log-prob.
@@ -304,7 +327,57 @@ GenerateRequest parse_completion_request(const json &body, const ModelInfo &mode
   return r;
 }
 
-std::string render_chat(const json &messages, const ModelInfo &model) {
+// An assistant message's tool_calls as chat templates read them: the
+// arguments as an object (Hugging Face's convention), not JSON text.
+nlohmann::ordered_json template_tool_calls(const json &calls, const std::string &field) {
+  if (!calls.is_array())
+    invalid(field, "must be an array of tool calls");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const json &call = calls[k];
+    const std::string at = field + "[" + std::to_string(k) + "]";
+    const json *function = call.is_object() ? find(call, "function") : nullptr;
+    if (!function || !function->is_object() || !find(*function, "name") ||
+        !(*function)["name"].is_string())
+      invalid(at, "must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+    nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+    if (const json *given = find(*function, "arguments")) {
+      arguments = given->is_string()
+                      ? nlohmann::ordered_json::parse(given->get<std::string>(), nullptr, false)
+                      : nlohmann::ordered_json::parse(given->dump());
+      if (arguments.is_discarded()) // not JSON: the template gets the text
+        arguments = given->get<std::string>();
+    }
+    nlohmann::ordered_json entry = {{"type", "function"},
+                                    {"function", {{"name", (*function)["name"]},
+                                                  {"arguments", std::move(arguments)}}}};
+    if (const json *id = find(call, "id"))
+      entry["id"] = *id;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+// The template's variables beyond the messages: the tools, and vLLM's
+// chat_template_kwargs (enable_thinking, ...).
+nlohmann::ordered_json template_variables(const json &body, const std::optional<ToolUse> &tools) {
+  nlohmann::ordered_json variables = nlohmann::ordered_json::object();
+  if (const json *kwargs = find(body, "chat_template_kwargs")) {
+    if (!kwargs->is_object())
+      invalid("chat_template_kwargs", std::string("must be an object, not ") + kwargs->type_name());
+    for (const auto &[key, value] : kwargs->items()) {
+      if (key == "messages" || key == "tools" || key == "add_generation_prompt")
+        invalid("chat_template_kwargs." + key, "is set by the request itself");
+      variables[key] = nlohmann::ordered_json::parse(value.dump());
+    }
+  }
+  if (tools)
+    variables["tools"] = tools->tools;
+  return variables;
+}
+
+std::string render_chat(const json &messages, const ModelInfo &model,
+                        const nlohmann::ordered_json &variables) {
   if (!model.chat_template)
     throw ApiError(400, "model '" + model.name + "' has no chat template; use /v1/completions");
   if (!messages.is_array() || messages.empty())
@@ -319,24 +392,52 @@ std::string render_chat(const json &messages, const ModelInfo &model) {
     if (!role || !role->is_string())
       invalid("messages[" + std::to_string(i) + "].role", "must be a string");
     check_message_fields(m, i);
-    conversation.push_back({{"role", role->get<std::string>()},
-                            {"content", message_content(m, i)}});
+    nlohmann::ordered_json message = {{"role", role->get<std::string>()},
+                                      {"content", message_content(m, i)}};
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (const json *calls = find(m, "tool_calls"); calls && !calls->empty())
+      message["tool_calls"] = template_tool_calls(*calls, at + ".tool_calls");
+    if (const json *id = find(m, "tool_call_id")) {
+      if (!id->is_string())
+        invalid(at + ".tool_call_id", "must be a string");
+      message["tool_call_id"] = id->get<std::string>();
+    }
+    conversation.push_back(std::move(message));
   }
   try {
-    return model.chat_template->render(conversation, /*add_generation_prompt=*/true);
+    return model.chat_template->render(conversation, /*add_generation_prompt=*/true, variables);
   } catch (const ChatTemplateError &e) {
     throw ApiError(400, std::string("chat template: ") + e.what(), "messages");
   }
 }
 
-GenerateRequest parse_chat_request(const json &body, const ModelInfo &model) {
+GenerateRequest parse_chat_request(const json &body, const ModelInfo &model,
+                                   std::string_view raw_body) {
   check_request_fields(body, Endpoint::kChatCompletions);
-  GenerateRequest r = parse_common(body, model, Endpoint::kChatCompletions);
+  GenerateRequest r = parse_common(body, model, Endpoint::kChatCompletions, raw_body);
   check_choice_count(1, r.n, model);
   const json *messages = find(body, "messages");
   if (!messages)
     invalid("messages", "is required");
-  r.prompts = {model.tokenizer->encode(render_chat(*messages, model), false)};
+  r.tools = parse_tool_use(body, raw_body);
+  r.tool_call_format = model.tool_call_format;
+  const std::string prompt = render_chat(*messages, model, template_variables(body, r.tools));
+  r.prompts = {model.tokenizer->encode(prompt, false)};
+  r.reasoning = model.thinks;
+  r.starts_thinking = model.thinks && prompt_opens_thinking(prompt);
+  if (r.tools && r.tools->forced()) {
+    // The grammar makes the model call a tool, as the choice demands.
+    if (r.params.grammar)
+      invalid("tool_choice", "cannot force a tool call together with a response_format or "
+                             "structured_outputs");
+    if (!model.grammars)
+      invalid("tool_choice", "cannot force a tool call: structured output is not available");
+    try {
+      r.params.grammar = model.grammars->get(tool_call_gbnf(model.tool_call_format, *r.tools));
+    } catch (const grammar::GrammarError &e) {
+      invalid("tools", std::string("cannot be followed: ") + e.what());
+    }
+  }
   const int32_t top_logprobs = get_int32(body, "top_logprobs", 0, 20, -1);
   if (get_bool(body, "logprobs").value_or(false))
     r.params.logprobs = std::max(0, top_logprobs);
@@ -423,6 +524,20 @@ json response_head(Endpoint endpoint, const ResponseHeader &h, bool is_chunk) {
   return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
 }
 
+// The calls as OpenAI writes them; a stream's deltas number them.
+json tool_calls_json(const std::vector<ToolCall> &calls, bool indexed) {
+  json list = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (indexed)
+      call["index"] = i;
+    list.push_back(std::move(call));
+  }
+  return list;
+}
+
 } // namespace
 
 json full_response(Endpoint endpoint, const ResponseHeader &header,
@@ -431,10 +546,19 @@ json full_response(Endpoint endpoint, const ResponseHeader &header,
   json list = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     json c = {{"index", i}};
-    if (endpoint == Endpoint::kCompletions)
+    if (endpoint == Endpoint::kCompletions) {
       c["text"] = choices[i].text;
-    else
-      c["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+    } else {
+      const std::vector<ToolCall> &calls = choices[i].tool_calls;
+      c["message"] = {{"role", "assistant"},
+                      {"content", calls.empty() || !choices[i].text.empty()
+                                      ? json(choices[i].text)
+                                      : json(nullptr)}};
+      if (!calls.empty())
+        c["message"]["tool_calls"] = tool_calls_json(calls, false);
+      if (!choices[i].reasoning.empty())
+        c["message"]["reasoning_content"] = choices[i].reasoning;
+    }
     c["logprobs"] = logprobs_json(endpoint, choices[i].logprobs);
     c["finish_reason"] = nullable(choices[i].finish_reason);
     list.push_back(std::move(c));
@@ -446,7 +570,8 @@ json full_response(Endpoint endpoint, const ResponseHeader &header,
 
 json chunk(Endpoint endpoint, const ResponseHeader &header, int32_t index,
            const std::string &text, const std::string &finish_reason, bool first,
-           bool with_usage, const std::optional<std::vector<TokenLogprob>> &logprobs) {
+           bool with_usage, const std::optional<std::vector<TokenLogprob>> &logprobs,
+           const std::vector<ToolCall> &tool_calls, const std::string &reasoning) {
   json out = response_head(endpoint, header, true);
   json c = {{"index", index}};
   if (endpoint == Endpoint::kCompletions) {
@@ -455,8 +580,12 @@ json chunk(Endpoint endpoint, const ResponseHeader &header, int32_t index,
     json delta = json::object();
     if (first)
       delta["role"] = "assistant";
+    if (!reasoning.empty())
+      delta["reasoning_content"] = reasoning;
     if (first || !text.empty())
       delta["content"] = text;
+    if (!tool_calls.empty())
+      delta["tool_calls"] = tool_calls_json(tool_calls, true);
     c["delta"] = std::move(delta);
   }
   c["logprobs"] = logprobs_json(endpoint, logprobs);

@@ -6,7 +6,9 @@
 
 #include "core/sampling_params.h"
 #include "server/engine_loop.h"
+#include "server/grammar_cache.h"
 #include "server/logprobs.h"
+#include "server/tool_calls.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -16,6 +18,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llmserve {
@@ -49,6 +52,14 @@ struct ModelInfo {
   // Sequences (prompts times n) one request may ask for: the server's
   // in-flight limit, checked before any prompt is tokenized. 0: no limit.
   int32_t max_choices = 0;
+  // Structured output's grammars, compiled against the model's vocabulary;
+  // null: structured output is refused.
+  GrammarCache *grammars = nullptr;
+  // How the model's family writes tool calls (--tool-call-parser, else what
+  // its chat template shows).
+  ToolCallFormat tool_call_format = ToolCallFormat::kHermes;
+  // The model thinks in <think>...</think> (its chat template shows it).
+  bool thinks = false;
 };
 
 // What one request may carry, checked before anything is allocated for it.
@@ -73,6 +84,13 @@ struct GenerateRequest {
   // vLLM's extension: log-prob tokens spelled "token_id:<id>" rather than
   // as text, for clients that need the ids.
   bool tokens_as_ids = false;
+  // Chat: the request's tools, and how the model writes its calls.
+  std::optional<ToolUse> tools;
+  ToolCallFormat tool_call_format = ToolCallFormat::kHermes;
+  // Chat with a thinking model: its thoughts go to reasoning_content; the
+  // output begins inside them when the prompt opened a think block.
+  bool reasoning = false;
+  bool starts_thinking = false;
 
   // Choices are numbered prompt-major: choice i is prompt i / n. Each
   // prompt's choice j samples with seed + j when a seed is given.
@@ -83,11 +101,17 @@ struct GenerateRequest {
 };
 
 // Throw ApiError (400 for malformed or out-of-range fields, 404 for another
-// model's name) naming the field.
-GenerateRequest parse_completion_request(const nlohmann::json &body, const ModelInfo &model);
-GenerateRequest parse_chat_request(const nlohmann::json &body, const ModelInfo &model);
-// The prompt of a chat request's "messages", rendered with the template.
-std::string render_chat(const nlohmann::json &messages, const ModelInfo &model);
+// model's name) naming the field. `raw_body`, the text `body` was parsed
+// from, gives JSON schemas their properties in the order written (empty:
+// the order of `body`, which sorts them).
+GenerateRequest parse_completion_request(const nlohmann::json &body, const ModelInfo &model,
+                                         std::string_view raw_body = {});
+GenerateRequest parse_chat_request(const nlohmann::json &body, const ModelInfo &model,
+                                   std::string_view raw_body = {});
+// The prompt of a chat request's "messages", rendered with the template and
+// further template variables (tools, chat_template_kwargs).
+std::string render_chat(const nlohmann::json &messages, const ModelInfo &model,
+                        const nlohmann::ordered_json &variables = nlohmann::ordered_json::object());
 
 // POST /tokenize: {"prompt": string} (add_special_tokens default true) or
 // {"messages": [...]} (rendered with the chat template; default false).
@@ -112,16 +136,21 @@ struct Choice {
   std::string text;
   std::string finish_reason;
   std::optional<std::vector<TokenLogprob>> logprobs; // absent: not asked for
+  std::vector<ToolCall> tool_calls;                  // chat
+  std::string reasoning;                             // chat: reasoning_content
 };
 nlohmann::json full_response(Endpoint endpoint, const ResponseHeader &header,
                              const std::vector<Choice> &choices, const Usage &usage);
 // One streamed choice update. Chat: `first` adds role "assistant" to the
 // delta. `with_usage`: "usage": null, as OpenAI sends when include_usage.
 // `logprobs`: those of the chunk's tokens when the request asked for them.
+// `tool_calls`: chat calls, each whole in one delta.
 nlohmann::json chunk(Endpoint endpoint, const ResponseHeader &header, int32_t index,
                      const std::string &text, const std::string &finish_reason,
                      bool first, bool with_usage,
-                     const std::optional<std::vector<TokenLogprob>> &logprobs = {});
+                     const std::optional<std::vector<TokenLogprob>> &logprobs = {},
+                     const std::vector<ToolCall> &tool_calls = {},
+                     const std::string &reasoning = "");
 // The last chunk when include_usage: no choices, the usage.
 nlohmann::json usage_chunk(Endpoint endpoint, const ResponseHeader &header,
                            const Usage &usage);

@@ -30,18 +30,9 @@ bool empty(const json &v, const json &) {
   return (v.is_array() || v.is_object()) && v.empty();
 }
 
-bool text_format(const json &v, const json &) {
-  return v.is_object() && v.size() == 1 && v.value("type", json()) == "text";
-}
-
 bool text_modality(const json &v, const json &) { return v == json::array({"text"}); }
 
-bool no_tool_call(const json &v, const json &request) {
-  if (v == "none")
-    return true;
-  const json *tools = request.contains("tools") ? &request["tools"] : nullptr;
-  return v == "auto" && (!tools || tools->is_null() || tools->empty());
-}
+bool no_function_call(const json &v, const json &) { return v == "none" || v == "auto"; }
 
 bool best_of_n(const json &v, const json &request) {
   const int64_t n = request.contains("n") && request["n"].is_number_integer()
@@ -65,6 +56,10 @@ constexpr Field kCommon[] = {
     {"presence_penalty", Use::kActed},
     {"frequency_penalty", Use::kActed},
     {"logit_bias", Use::kActed},
+    // Structured output (structured_output.cpp); vLLM accepts
+    // response_format from completions too.
+    {"response_format", Use::kActed},
+    {"structured_outputs", Use::kActed},
     // vLLM's extensions.
     {"top_k", Use::kActed},
     {"min_p", Use::kActed},
@@ -96,17 +91,14 @@ constexpr Field kChat[] = {
     {"messages", Use::kActed},
     {"logprobs", Use::kActed},
     {"top_logprobs", Use::kActed},
-    // With no tools, whether calls may be parallel changes nothing.
-    {"parallel_tool_calls", Use::kHint},
-    {"tools", Use::kUnsupported, empty, "is not supported yet: tool calling is not implemented"},
-    {"tool_choice", Use::kUnsupported, no_tool_call,
-     "is not supported yet: tool calling is not implemented"},
-    {"functions", Use::kUnsupported, empty,
-     "is not supported yet: tool calling is not implemented"},
-    {"function_call", Use::kUnsupported, no_tool_call,
-     "is not supported yet: tool calling is not implemented"},
-    {"response_format", Use::kUnsupported, text_format,
-     "is not supported yet: only {\"type\": \"text\"} (no structured output)"},
+    // Tool calling (tool_calls.cpp) and the template's variables.
+    {"tools", Use::kActed},
+    {"tool_choice", Use::kActed},
+    {"parallel_tool_calls", Use::kActed},
+    {"chat_template_kwargs", Use::kActed},
+    // OpenAI's deprecated spelling of tools.
+    {"functions", Use::kUnsupported, empty, "is not supported: use tools"},
+    {"function_call", Use::kUnsupported, no_function_call, "is not supported: use tool_choice"},
     {"modalities", Use::kUnsupported, text_modality, "may only be [\"text\"]"},
     {"audio", Use::kUnsupported, empty, "is not supported: text only"},
     {"prediction", Use::kUnsupported, empty, "is not supported"},
@@ -130,12 +122,37 @@ constexpr Field kMessage[] = {
     {"refusal", Use::kUnsupported, empty, "is not supported"},
     {"annotations", Use::kUnsupported, empty, "is not supported"},
     {"audio", Use::kUnsupported, empty, "is not supported: text only"},
-    {"tool_calls", Use::kUnsupported, empty,
-     "is not supported yet: tool calling is not implemented"},
-    {"function_call", Use::kUnsupported, empty,
-     "is not supported yet: tool calling is not implemented"},
-    {"tool_call_id", Use::kUnsupported, empty,
-     "is not supported yet: tool calling is not implemented"},
+    {"tool_calls", Use::kActed},
+    {"tool_call_id", Use::kActed},
+    {"function_call", Use::kUnsupported, empty, "is not supported: use tool_calls"},
+};
+
+constexpr Field kResponseFormat[] = {
+    {"type", Use::kActed},
+    {"json_schema", Use::kActed},
+};
+
+constexpr Field kJsonSchema[] = {
+    {"name", Use::kHint},
+    {"description", Use::kHint},
+    {"schema", Use::kActed},
+    // The output follows the schema whether or not it is strict.
+    {"strict", Use::kHint},
+};
+
+// vLLM's structured_outputs: one of the first five.
+constexpr Field kStructuredOutputs[] = {
+    {"json", Use::kActed},
+    {"regex", Use::kActed},
+    {"choice", Use::kActed},
+    {"grammar", Use::kActed},
+    {"json_object", Use::kActed},
+    {"structural_tag", Use::kUnsupported, nullptr, "is not supported"},
+    {"whitespace_pattern", Use::kUnsupported, nullptr,
+     "is not supported: JSON whitespace is bounded as llama.cpp bounds it"},
+    {"disable_any_whitespace", Use::kUnsupported, nullptr, "is not supported"},
+    {"disable_additional_properties", Use::kUnsupported, nullptr, "is not supported"},
+    {"disable_fallback", Use::kHint},
 };
 
 // The fields one kind of object may have, from one or more tables.
@@ -171,6 +188,18 @@ void check_request_fields(const json &body, Endpoint endpoint) {
   auto options = body.find("stream_options");
   if (options != body.end() && options->is_object())
     check(*options, "stream_options.", {list(kStreamOptions)});
+}
+
+void check_structured_output_fields(const json &body) {
+  if (auto format = body.find("response_format"); format != body.end() && format->is_object()) {
+    check(*format, "response_format.", {list(kResponseFormat)});
+    if (auto schema = format->find("json_schema");
+        schema != format->end() && schema->is_object())
+      check(*schema, "response_format.json_schema.", {list(kJsonSchema)});
+  }
+  if (auto outputs = body.find("structured_outputs");
+      outputs != body.end() && outputs->is_object())
+    check(*outputs, "structured_outputs.", {list(kStructuredOutputs)});
 }
 
 void check_message_fields(const json &message, size_t index) {

@@ -35,6 +35,9 @@ struct ServeOptions {
   // On SIGTERM or SIGINT, how long requests in flight may run on before
   // they are aborted.
   int32_t shutdown_grace_seconds = 30;
+  // How the model writes tool calls: "hermes", "llama3_json", "mistral", or
+  // empty: what its chat template shows (tool_calls.h).
+  std::string tool_call_parser;
   bool enable_prefix_caching = true;
   std::string device;      // --device: "cpu", "cuda", or empty: the bundle's target
   bool cuda_graphs = true; // --no-cuda-graphs: run decode steps uncaptured

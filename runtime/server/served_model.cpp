@@ -73,4 +73,13 @@ EngineConfig ServedModel::engine_config(const ServeOptions &options) const {
   return c;
 }
 
+std::shared_ptr<const grammar::Vocabulary>
+ServedModel::grammar_vocabulary(const EngineConfig &config) const {
+  std::vector<std::string> bytes(static_cast<size_t>(this->config.vocab_size));
+  const size_t known = std::min(bytes.size(), tokenizer.vocab_size());
+  for (size_t id = 0; id < known; ++id)
+    bytes[id] = tokenizer.token_bytes(static_cast<int32_t>(id));
+  return std::make_shared<const grammar::Vocabulary>(std::move(bytes), config.eos_token_ids);
+}
+
 } // namespace llmserve

@@ -4,12 +4,14 @@
 #ifndef LLMSERVE_SERVER_SERVED_MODEL_H
 #define LLMSERVE_SERVER_SERVED_MODEL_H
 
+#include "grammar/vocabulary.h"
 #include "server/model_executor.h"
 #include "server/serve_options.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -26,6 +28,11 @@ struct ServedModel {
   // executor's KV memory, with the tokenizer's EOS ids
   // (generation_config.json) added to the model's.
   EngineConfig engine_config(const ServeOptions &options) const;
+
+  // The vocabulary structured output masks: each of the model's logits as
+  // the bytes its token adds (none past the tokenizer's tokens), and
+  // `config`'s EOS ids as the tokens that end the output.
+  std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const EngineConfig &config) const;
 
   std::string name; // --served-model-name, else the bundle directory's stem
   ModelExecutor loaded;

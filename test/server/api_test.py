@@ -392,16 +392,17 @@ class Errors(unittest.TestCase):
                             ({"logit_bias": {"5": 101}}, "logit_bias"),
                             ({"logit_bias": {"x": 1}}, "logit_bias")):
             self.check("/v1/completions", dict({"prompt": "hi"}, **body), 400, param=param)
-        for body, param in (({"response_format": {"type": "json_object"}}, "response_format"),
+        for body, param in (({"response_format": {"type": "xml"}}, "response_format.type"),
                             ({"tools": [{"type": "function",
-                                         "function": {"name": "f"}}]}, "tools"),
+                                         "function": {"name": "f g"}}]}, "tools[0].function.name"),
                             ({"tool_choice": "required"}, "tool_choice"),
+                            ({"functions": [{"name": "f"}]}, "functions"),
                             ({"reasoning_effort": "low"}, "reasoning_effort")):
             self.check("/v1/chat/completions", dict(chat, **body), 400, param=param)
         self.check("/v1/chat/completions",
                    {"messages": [{"role": "assistant", "content": "",
                                   "tool_calls": [{"id": "c", "type": "function"}]}]},
-                   400, param="messages[0].tool_calls")
+                   400, param="messages[0].tool_calls[0]")
         # Hints, and the values that ask for nothing, are accepted.
         for body in ({"user": "u", "metadata": {"k": "v"}, "store": False},
                      {"logit_bias": {}, "best_of": 2, "n": 2, "suffix": None}):

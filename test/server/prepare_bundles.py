@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes the fixture checkpoints the server tests serve and compiles each to
-a bundle: <work-dir>/<name>.llmb, weights read from <work-dir>/fixtures/<name>.
+a bundle: <work-dir>/<name>.llmb, weights read from <work-dir>/fixtures/<name>;
+"shipped" is the shipped model (examples/kjv-devil-tiny), weights embedded.
 
 Usage: prepare_bundles.py <llmc> <work-dir> name...
 """
@@ -22,12 +23,17 @@ def main():
     llmc, work, names = sys.argv[1], sys.argv[2], sys.argv[3:]
     fixtures = os.path.join(work, "fixtures")
     os.makedirs(work, exist_ok=True)
+    written = [name for name in names if name != "shipped"]
     run("/usr/bin/python3", os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"),
-        fixtures, "--only", ",".join(names))
+        fixtures, "--only", ",".join(written))
     for name in names:
         mlir = os.path.join(work, name + ".mlir")
-        run(llmc, "import", os.path.join(fixtures, name), "-o", mlir)
-        run(llmc, "compile", mlir, "-o", os.path.join(work, name + ".llmb"))
+        shipped = name == "shipped"
+        source = os.path.join(ROOT, "examples", "kjv-devil-tiny") if shipped else \
+            os.path.join(fixtures, name)
+        run(llmc, "import", source, "-o", mlir)
+        run(llmc, "compile", mlir, "-o", os.path.join(work, name + ".llmb"),
+            *(["--embed-weights"] if shipped else []))
     print(f"bundles of {', '.join(names)} in {work}")
 
 

@@ -6,11 +6,17 @@
 #include "options.h"
 
 #include "bench/decode_benchmark.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar/vocabulary.h"
 #include "cuda/cuda_executor.h"
 #include "server/model_executor.h"
+#include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -29,7 +35,33 @@ struct Options {
   int32_t context = 512;
   int steps = 50;
   bool profile = false;
+  std::string json_schema; // a file: time structured output's share of the step
+  std::string tokenizer;   // its vocabulary; default: the bundle's tokenizer.json
 };
+
+// The schema compiled against the tokenizer's vocabulary, padded to the
+// model's; prints how long that took.
+std::shared_ptr<const llmserve::grammar::CompiledGrammar>
+schema_grammar(const Options &o, int64_t vocab_size) {
+  const std::string path = o.tokenizer.empty() ? o.model.bundle_dir + "/tokenizer.json" : o.tokenizer;
+  const llmserve::Tokenizer tokenizer = llmserve::Tokenizer::from_file(path);
+  std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
+  for (size_t id = 0; id < std::min(bytes.size(), tokenizer.vocab_size()); ++id)
+    bytes[id] = tokenizer.token_bytes(static_cast<int32_t>(id));
+  auto vocabulary = std::make_shared<const llmserve::grammar::Vocabulary>(
+      std::move(bytes), tokenizer.eos_token_ids());
+  const auto start = std::chrono::steady_clock::now();
+  std::ifstream schema(o.json_schema);
+  auto grammar = llmserve::grammar::compile(
+      llmserve::grammar::Grammar::parse(
+          llmserve::grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema))),
+      vocabulary);
+  std::printf("structured output: %s compiled against %s (%zu tokens) in %.1f ms\n",
+              o.json_schema.c_str(), path.c_str(), tokenizer.vocab_size(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+  return grammar;
+}
 
 constexpr size_t kCopyBytes = size_t{1} << 30;
 constexpr int kWarmupSteps = 5;
@@ -86,6 +118,9 @@ int bench_decode(const Options &o) {
               gpu && o.model.cuda_graphs ? "on" : "off");
   std::printf("copy bandwidth: %.1f GB/s (%s, bytes read + written)\n", bandwidth / 1e9,
               gpu ? "device to device" : "host memcpy");
+  std::shared_ptr<const llmserve::grammar::CompiledGrammar> grammar;
+  if (!o.json_schema.empty())
+    grammar = schema_grammar(o, manifest.model->vocab_size);
   std::printf("\n%6s %8s %10s %10s %10s %11s\n", "batch", "context", "step ms", "tokens/s",
               "floor ms", "floor/step");
   for (int32_t batch : o.batches) {
@@ -97,6 +132,14 @@ int bench_decode(const Options &o) {
                 batch * 1e3 / ms, floor_ms, 100 * floor_ms / ms);
     if (o.profile)
       print_profile(manifest, gpu->profile_step(step));
+    if (grammar) {
+      const bench::StructuredStepTiming t =
+          bench::time_structured_steps(executor, step, grammar, kWarmupSteps, o.steps);
+      std::printf("%6s with the schema: %.3f ms per step (%+.1f%%); per sequence %.1f us "
+                  "to fill its mask, %.1f us to accept its token\n",
+                  "", t.step_ms, 100 * (t.step_ms - ms) / ms, t.mask_us_per_seq,
+                  t.accept_us_per_seq);
+    }
   }
   return 0;
 }
@@ -124,6 +167,16 @@ Command add_bench_decode_command(CLI::App &bench) {
                       ->capture_default_str(),
                   1, 1 << 20);
   command->add_flag("--profile", o->profile, "GPU: time every dispatch of one step, summed by op");
+  command->add_option("--json-schema", o->json_schema,
+                      "also time the steps with every sequence following this JSON schema "
+                      "(masks filled, tokens accepted)")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile);
+  command->add_option("--tokenizer", o->tokenizer,
+                      "tokenizer.json whose vocabulary the schema is compiled against "
+                      "(default: the bundle's)")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile);
   add_engine_options(*command, o->model);
   command->footer("Times decode-only steps (every sequence one token, greedy) and prints\n"
                   "each next to the floor: (weight bytes + KV bytes read) / copy bandwidth.");

@@ -84,6 +84,11 @@ void add_serve_options(CLI::App &app, llmserve::ServeOptions &o) {
                  "the command line")
       ->type_name("FILE")
       ->excludes(key);
+  app.add_option("--tool-call-parser", o.tool_call_parser,
+                 "how the model writes tool calls (default: what\n"
+                 "its chat template shows, else hermes)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"hermes", "llama3_json", "mistral"}));
   app.add_option("--served-model-name", o.served_model_name,
                  "the model's name in the API (default: the\n"
                  "bundle directory's stem)")

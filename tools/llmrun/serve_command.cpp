@@ -4,6 +4,7 @@
 
 #include "server/access.h"
 #include "server/http_server.h"
+#include "server/reasoning.h"
 #include "server/served_model.h"
 
 #include <atomic>
@@ -60,9 +61,16 @@ int serve(const llmserve::ServeOptions &options) {
 
   const int32_t max_in_flight = options.max_num_seqs + options.max_queued_requests;
   llmserve::EngineLoop loop(engine, max_in_flight);
+  // Structured output: the grammars of the last 64 distinct response
+  // formats stay compiled.
+  llmserve::GrammarCache grammars(model.grammar_vocabulary(config), 64);
   llmserve::ModelInfo info{model.name, config.max_model_len, &model.tokenizer,
                            model.chat_template ? &*model.chat_template : nullptr,
-                           max_in_flight};
+                           max_in_flight, &grammars};
+  info.tool_call_format = options.tool_call_parser.empty()
+                              ? llmserve::detect_tool_call_format(model.tokenizer.chat_template())
+                              : *llmserve::tool_call_format_named(options.tool_call_parser);
+  info.thinks = llmserve::template_thinks(model.tokenizer.chat_template());
   llmserve::HttpServerConfig http;
   http.api_key = api_key;
   // A thread per request in flight, and a few for /health, /metrics and

@@ -1,5 +1,7 @@
 #include "server/openai_protocol.h"
 
+#include "grammar/matcher.h"
+
 #include "tokenizer/test_tokenizers.h"
 
 #include <gmock/gmock.h>
@@ -20,7 +22,8 @@ protected:
         template_("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
                   "{% if add_generation_prompt %}<assistant>{% endif %}",
                   "<s>", "</s>"),
-        model_{"tiny", 32, &tokenizer_, &template_} {}
+        grammars_(grammar::Vocabulary::from_tokenizer(tokenizer_), 8),
+        model_{"tiny", 32, &tokenizer_, &template_, 0, &grammars_} {}
 
   // The ApiError a parse throws.
   ApiError error(const json &body, Endpoint endpoint = Endpoint::kCompletions) {
@@ -38,6 +41,7 @@ protected:
 
   Tokenizer tokenizer_;
   ChatTemplate template_;
+  GrammarCache grammars_;
   ModelInfo model_;
 };
 
@@ -91,6 +95,118 @@ TEST_F(OpenAiProtocol, LogitBiasMapsTokenIdsToBiases) {
               HasSubstr("not a token id of the vocabulary of " + vocab));
 }
 
+// The grammar a request's structured output compiles to: what it accepts as
+// the whole output.
+bool accepts(const SamplingParams &params, std::string_view text) {
+  grammar::Matcher matcher(params.grammar);
+  return matcher.accept_bytes(text) && matcher.can_end();
+}
+
+TEST_F(OpenAiProtocol, StructuredOutputBecomesTheRequestsGrammar) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  auto chat_with = [&](const json &more) {
+    json body = chat;
+    body.update(more);
+    return parse_chat_request(body, model_).params;
+  };
+  EXPECT_FALSE(chat_with({{"response_format", {{"type", "text"}}}}).grammar);
+  SamplingParams p = chat_with({{"response_format", {{"type", "json_object"}}}});
+  EXPECT_TRUE(accepts(p, R"({"a": [1, "x"]})"));
+  EXPECT_FALSE(accepts(p, "[1]"));
+
+  // Properties in the order the request text writes them.
+  const std::string text =
+      R"({"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"name": "p",)"
+      R"( "strict": true, "schema": {"type": "object", "properties": {"z": {"type": "integer"},)"
+      R"( "a": {"type": "boolean"}}, "required": ["z", "a"], "additionalProperties": false}}}})";
+  p = parse_completion_request(json::parse(text), model_, text).params;
+  EXPECT_TRUE(accepts(p, R"({"z": 3, "a": true})"));
+  EXPECT_FALSE(accepts(p, R"({"a": true, "z": 3})"));
+  EXPECT_FALSE(accepts(p, R"({"z": 3.5, "a": true})"));
+  // Without the text, the order of the parsed body (sorted).
+  p = parse_completion_request(json::parse(text), model_).params;
+  EXPECT_TRUE(accepts(p, R"({"a": true, "z": 3})"));
+
+  auto with = [&](const json &outputs) {
+    return parse_completion_request({{"prompt", "a"}, {"structured_outputs", outputs}}, model_)
+        .params;
+  };
+  p = with({{"regex", "[a-c]{2}-[0-9]+"}});
+  EXPECT_TRUE(accepts(p, "ab-12"));
+  EXPECT_FALSE(accepts(p, "ab-"));
+  p = with({{"choice", {"yes", "no"}}});
+  EXPECT_TRUE(accepts(p, "no"));
+  EXPECT_FALSE(accepts(p, "yes no"));
+  p = with({{"grammar", "root ::= \"x\"+"}});
+  EXPECT_TRUE(accepts(p, "xxx"));
+  p = with({{"json", R"({"type": "array", "items": {"type": "null"}})"}});
+  EXPECT_TRUE(accepts(p, "[null, null]"));
+  p = with({{"json", {{"type", "string"}, {"maxLength", 2}}}});
+  EXPECT_TRUE(accepts(p, R"("ab")"));
+  EXPECT_FALSE(accepts(p, R"("abc")"));
+  p = with({{"json_object", true}});
+  EXPECT_TRUE(accepts(p, "{}"));
+  // Requests with the same grammar share its compiled form.
+  EXPECT_EQ(with({{"choice", {"yes", "no"}}}).grammar, with({{"choice", {"yes", "no"}}}).grammar);
+}
+
+TEST_F(OpenAiProtocol, StructuredOutputErrorsNameTheField) {
+  struct Case {
+    const char *more; // JSON fields added to a completion request
+    const char *param;
+    const char *message;
+  };
+  const Case bad[] = {
+      {R"({"response_format": "json"})", "response_format", "must be an object, not string"},
+      {R"({"response_format": {"type": "xml"}})", "response_format.type",
+       R"(must be "text", "json_object" or "json_schema")"},
+      {R"({"response_format": {"type": "json_schema"}})", "response_format.json_schema",
+       R"(must be an object with a "schema")"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": 3}}})",
+       "response_format.json_schema.schema", "must be a JSON Schema (an object), not number"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"not": {}}}}})",
+       "response_format.json_schema.schema", "unsupported keyword 'not'"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {}, "x": 1}}})",
+       "response_format.json_schema.x", "Unrecognized request argument supplied"},
+      {R"({"structured_outputs": {"regex": "(a)\\1"}})", "structured_outputs.regex",
+       "cannot be followed: regex: backreference"},
+      {R"({"structured_outputs": {"regex": "["}})", "structured_outputs.regex",
+       "cannot be followed"},
+      {R"({"structured_outputs": {"grammar": "root ::= missing"}})", "structured_outputs.grammar",
+       "undefined rule 'missing'"},
+      {R"({"structured_outputs": {"choice": []}})", "structured_outputs.choice",
+       "must be a non-empty array of strings"},
+      {R"({"structured_outputs": {"json": "{not json"}})", "structured_outputs.json",
+       "is a string that is not JSON"},
+      {R"({"structured_outputs": {"json_object": 1}})", "structured_outputs.json_object",
+       "must be true"},
+      {R"({"structured_outputs": {"regex": "a", "choice": ["a"]}})", "structured_outputs",
+       "asks for regex and choice; give one of them"},
+      {R"({"structured_outputs": {"structural_tag": "x"}})", "structured_outputs.structural_tag",
+       "is not supported"},
+      {R"({"structured_outputs": {"regex": "a"}, "response_format": {"type": "json_object"}})",
+       "structured_outputs", "cannot be combined with a response_format"},
+  };
+  for (const Case &c : bad) {
+    json body = {{"prompt", "a"}};
+    body.update(json::parse(c.more));
+    ApiError e = error(body);
+    EXPECT_EQ(e.status, 400) << c.more;
+    EXPECT_EQ(e.param, c.param) << c.more;
+    EXPECT_THAT(e.what(), HasSubstr(c.message)) << c.more;
+  }
+  // Without a grammar cache, structured output is refused.
+  ModelInfo plain = model_;
+  plain.grammars = nullptr;
+  try {
+    parse_completion_request({{"prompt", "a"}, {"response_format", {{"type", "json_object"}}}},
+                             plain);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError &e) {
+    EXPECT_THAT(e.what(), HasSubstr("structured output is not available"));
+  }
+}
+
 TEST_F(OpenAiProtocol, FieldsNotActedOnAreRefusedByName) {
   const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
   auto with = [](json body, const json &more) {
@@ -114,26 +230,22 @@ TEST_F(OpenAiProtocol, FieldsNotActedOnAreRefusedByName) {
     EXPECT_EQ(e.param, more.begin().key()) << more.dump();
   }
   for (const json &more :
-       {json{{"tools", {{{"type", "function"}}}}}, json{{"tool_choice", "required"}},
-        json{{"tool_choice", "auto"}, {"tools", {{{"type", "function"}}}}},
-        json{{"response_format", {{"type", "json_object"}}}},
+       {json{{"tool_choice", "required"}}, json{{"function_call", "f"}},
         json{{"modalities", {"text", "audio"}}}, json{{"reasoning_effort", "low"}},
         json{{"functions", {{{"name", "f"}}}}}, json{{"audio", {{"voice", "x"}}}}}) {
     e = error(with(chat, more), Endpoint::kChatCompletions);
     EXPECT_EQ(e.status, 400);
     EXPECT_TRUE(more.contains(e.param)) << e.param << " for " << more.dump();
   }
-  EXPECT_STREQ(error(with(chat, {{"response_format", {{"type", "json_object"}}}}),
-                     Endpoint::kChatCompletions)
+  EXPECT_STREQ(error(with(chat, {{"functions", {{{"name", "f"}}}}}), Endpoint::kChatCompletions)
                    .what(),
-               "'response_format' is not supported yet: only {\"type\": \"text\"} (no "
-               "structured output)");
+               "'functions' is not supported: use tools");
   // Message fields: tool calls and unknown keys, named with their message.
   e = error({{"messages",
               {{{"role", "user"}, {"content", "hi"}},
                {{"role", "assistant"}, {"content", ""}, {"tool_calls", {{{"id", "c"}}}}}}}},
             Endpoint::kChatCompletions);
-  EXPECT_EQ(e.param, "messages[1].tool_calls");
+  EXPECT_EQ(e.param, "messages[1].tool_calls[0]");
   EXPECT_EQ(error({{"messages", {{{"role", "user"}, {"content", "hi"}, {"x", 1}}}}},
                   Endpoint::kChatCompletions)
                 .param,
