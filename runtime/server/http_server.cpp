@@ -151,18 +151,27 @@ void HttpServer::add_routes() {
   using Res = httplib::Response;
   // POST handlers read the body themselves: httplib would refuse bodies
   // over 8 KiB sent as application/x-www-form-urlencoded, which is what
-  // `curl -d` says JSON is unless told otherwise.
+  // `curl -d` says JSON is unless told otherwise. The size limit is checked
+  // on the bytes as they arrive, so it holds for chunked bodies too, and a
+  // compressed body, whose size after inflating nothing bounds, is refused.
   // Handlers get the parsed body and its text.
   using Handler = std::function<void(const json &, std::string_view, const Req &, Res &)>;
   auto post = [this](const char *path, Handler f) {
     server_->Post(path, [this, f](const Req &req, Res &res, const httplib::ContentReader &reader) {
+      const std::string encoding = req.get_header_value("Content-Encoding");
+      if (!encoding.empty() && encoding != "identity")
+        return send_error(res, 415, "Content-Encoding '" + encoding.substr(0, 64) +
+                                        "' is not accepted; send the body uncompressed");
       std::string body;
+      bool too_large = false;
       bool complete = reader([&](const char *data, size_t size) {
-        body.append(data, size);
-        return true;
+        too_large = body.size() + size > config_.max_body_bytes;
+        if (!too_large)
+          body.append(data, size);
+        return !too_large;
       });
-      // httplib sets 413 when the body exceeds the payload limit.
-      if (!complete && res.status == 413)
+      // httplib sets 413 itself when Content-Length exceeds the limit.
+      if (too_large || (!complete && res.status == 413))
         return send_error(res, 413, "the request body is larger than the limit of " +
                                         std::to_string(config_.max_body_bytes) + " bytes");
       if (!complete)

@@ -7,6 +7,7 @@ Usage: api_test.py <llmrun> <work-dir with the bundles of prepare_bundles.py>
 """
 
 import concurrent.futures
+import gzip
 import json
 import os
 import random
@@ -367,6 +368,42 @@ class Errors(unittest.TestCase):
             self.fail("the server reset the connection instead of answering 413")
         finally:
             conn.close()
+
+    def test_chunked_and_compressed_bodies(self):
+        # The limit holds for the bytes of a chunked body as they arrive.
+        def chunks():
+            yield b'{"prompt": "'
+            for _ in range(18):
+                yield b"x" * (1 << 20)
+            yield b'"}'
+        for path in ("/v1/completions", "/tokenize"):
+            conn = self.server.connection()
+            try:
+                conn.request("POST", path, body=chunks(), encode_chunked=True,
+                             headers={"Transfer-Encoding": "chunked"})
+                response = conn.getresponse()
+                self.assertEqual(response.status, 413, path)
+                self.assertIn("larger than the limit", json.loads(response.read())["error"]["message"])
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server may stop reading once it has answered
+            finally:
+                conn.close()
+        # A small chunked body is read whole.
+        conn = self.server.connection()
+        conn.request("POST", "/tokenize", body=iter([b'{"prompt": ', b'"hello"}']),
+                     encode_chunked=True, headers={"Transfer-Encoding": "chunked"})
+        response = conn.getresponse()
+        self.assertEqual(response.status, 200)
+        conn.close()
+        # A compressed body could inflate past any limit: refused unread.
+        gzipped = gzip.compress(b'{"prompt": "' + b"x" * (1 << 24) + b'"}')
+        status, _, response = self.server.post("/tokenize", gzipped,
+                                               headers={"Content-Encoding": "gzip"})
+        self.assertEqual(status, 415, response)
+        self.assertIn("Content-Encoding 'gzip' is not accepted", response["error"]["message"])
+        status, _, _ = self.server.post("/tokenize", b'{"prompt": "a"}',
+                                        headers={"Content-Encoding": "identity"})
+        self.assertEqual(status, 200)
 
     def test_tokenize_agrees_with_generation(self):
         status, _, tokens = self.server.post("/tokenize", {"prompt": "hello there",
