@@ -44,14 +44,6 @@ Syntax syntax_of(ToolCallFormat format) {
   return {};
 }
 
-// The text the request's schema occupies, keys in the order written.
-ordered_json ordered_at(const json &value, std::string_view raw_body, size_t tool) {
-  if (raw_body.empty())
-    return ordered_json::parse(value.dump());
-  const ordered_json body = ordered_json::parse(raw_body);
-  return body.at("tools").at(tool).at("function").at("parameters");
-}
-
 bool valid_function_name(const std::string &name) {
   return !name.empty() && name.size() <= kMaxFunctionName &&
          std::all_of(name.begin(), name.end(), [](char c) {
@@ -240,6 +232,11 @@ std::optional<ToolUse> parse_tool_use(const json &body, std::string_view raw_bod
   if (tools && tools->size() > kMaxTools)
     invalid("tools", "holds " + std::to_string(tools->size()) + " tools; at most " +
                          std::to_string(kMaxTools));
+  // The tools again with their keys in the order the request writes them
+  // (json sorts them): read once, whatever the number of tools.
+  const ordered_json written = tools ? (raw_body.empty() ? ordered_json::parse(tools->dump())
+                                                         : ordered_json::parse(raw_body)["tools"])
+                                     : ordered_json();
   std::vector<std::string> names;
   for (size_t i = 0; tools && i < tools->size(); ++i) {
     const std::string at = "tools[" + std::to_string(i) + "]";
@@ -256,13 +253,10 @@ std::optional<ToolUse> parse_tool_use(const json &body, std::string_view raw_bod
     if (std::find(names.begin(), names.end(), name) != names.end())
       invalid(at + ".function.name", "repeats the name '" + name + "'");
     names.push_back(name);
-    ordered_json entry = ordered_json::parse(tool.dump());
-    if (function.contains("parameters") && !function["parameters"].is_null()) {
-      if (!function["parameters"].is_object())
-        invalid(at + ".function.parameters", "must be a JSON Schema object");
-      entry["function"]["parameters"] = ordered_at(function["parameters"], raw_body, i);
-    }
-    use.tools.push_back(std::move(entry));
+    if (function.contains("parameters") && !function["parameters"].is_null() &&
+        !function["parameters"].is_object())
+      invalid(at + ".function.parameters", "must be a JSON Schema object");
+    use.tools.push_back(written[i]);
   }
 
   const json choice = body.value("tool_choice", json());
