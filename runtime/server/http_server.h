@@ -6,6 +6,7 @@
 #define LLMSERVE_SERVER_HTTP_SERVER_H
 
 #include "server/engine_loop.h"
+#include "server/memory_trimmer.h"
 #include "server/openai_protocol.h"
 
 #include <atomic>
@@ -65,6 +66,7 @@ private:
   // Bound to a loopback address: requests must name localhost (access.h).
   bool loopback_only_ = false;
   std::atomic<int> active_streams_{0};
+  MemoryTrimmer trimmer_;
 };
 
 } // namespace llmserve

@@ -458,6 +458,32 @@ class Errors(unittest.TestCase):
 
 
 class Limits(unittest.TestCase):
+    def test_memory_goes_back_after_a_burst_of_large_bodies(self):
+        def resident(pid):
+            with open(f"/proc/{pid}/status") as f:
+                return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) << 10
+
+        body = json.dumps({"prompt": "and the " * (1 << 19)}).encode()  # 4 MiB
+
+        def tokenize(_):
+            conn = server.connection()
+            conn.request("POST", "/tokenize", body=body)
+            response = conn.getresponse()
+            response.read()
+            conn.close()
+            return response.status
+
+        with ServerProcess(LLMRUN, bundle("llama")) as server:
+            before = resident(server.process.pid)
+            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+                self.assertEqual(set(pool.map(tokenize, range(32))), {200})
+            # Each request held several times its 4 MiB at once; within
+            # seconds after, the server is back near where it started.
+            deadline = time.time() + 5
+            while resident(server.process.pid) >= before + (96 << 20) and time.time() < deadline:
+                time.sleep(0.1)
+            self.assertLess(resident(server.process.pid), before + (96 << 20))
+
     def test_queue_limit_answers_503_with_retry_after(self):
         with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1",
                            "--max-queued-requests", "1") as server:

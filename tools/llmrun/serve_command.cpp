@@ -4,6 +4,7 @@
 
 #include "server/access.h"
 #include "server/http_server.h"
+#include "server/memory_trimmer.h"
 #include "server/reasoning.h"
 #include "server/served_model.h"
 
@@ -29,6 +30,7 @@ std::string with_commas(int64_t n) {
 }
 
 int serve(const llmserve::ServeOptions &options) {
+  llmserve::limit_malloc_arenas();
   // SIGINT and SIGTERM are taken by a thread of their own (sigwait), so
   // every other thread, started after this, has them blocked. A client that
   // hangs up must not kill the server with SIGPIPE.
