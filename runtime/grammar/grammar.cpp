@@ -54,6 +54,8 @@ std::string Grammar::to_string() const {
         out += " " + (e.kind == Element::Bytes ? byte_set_text(byte_sets_[e.index])
                                                : rules_[e.index].name);
     }
+    if (rule.counted())
+      out += "{" + std::to_string(rule.min) + "," + std::to_string(rule.max) + "}";
     out += "\n";
   }
   return out;

@@ -1,9 +1,10 @@
 // A GBNF grammar (llama.cpp's syntax, its grammars/README.md), parsed,
 // checked and lowered to rules over bytes: literals become byte sequences,
 // character classes (sets of code points) the UTF-8 byte-range sequences that
-// encode them, groups and repetitions generated rules. Grammar text is
-// untrusted (it arrives in HTTP requests): every limit below is enforced with
-// a GrammarError, never a crash, hang or unbounded allocation.
+// encode them, groups and repetitions generated rules (a long bounded
+// repetition one counted rule, lower.h). Grammar text is untrusted (it
+// arrives in HTTP requests): every limit below is enforced with a
+// GrammarError, never a crash, hang or unbounded allocation.
 #ifndef LLMSERVE_GRAMMAR_GRAMMAR_H
 #define LLMSERVE_GRAMMAR_GRAMMAR_H
 
@@ -46,6 +47,10 @@ struct Rule {
   // character, so the names cannot clash).
   std::string name;
   std::vector<std::vector<Element>> alternatives; // an empty one matches ""
+  // A counted repetition when max > 0: its one alternative, a single element
+  // that cannot match "", matched min to max times, where min is 0 or max.
+  uint32_t min = 0, max = 0;
+  bool counted() const { return max > 0; }
 };
 
 // Parsed and checked GBNF. After parse, every rule is reachable from root and

@@ -1,5 +1,6 @@
 #include "grammar/lower.h"
 
+#include "grammar/rule_analysis.h"
 #include "grammar/utf8_ranges.h"
 #include "tokenizer/unicode.h"
 
@@ -11,6 +12,43 @@ namespace {
 using gbnf::Expr;
 using gbnf::Sequence;
 using Alternatives = std::vector<std::vector<Element>>;
+
+int32_t add_rule(std::vector<Rule> &rules, const std::string &origin, Alternatives alternatives) {
+  int32_t index = static_cast<int32_t>(rules.size());
+  rules.push_back({origin + "_" + std::to_string(index), std::move(alternatives)});
+  return index;
+}
+
+// The elements that match unit{min,max} with plain rules: min copies of
+// unit, then the head of a chain `o_k ::= unit o_k-1 | ""` of max - min rules
+// appended to `rules`.
+std::vector<Element> written_out(std::vector<Rule> &rules, Element unit, uint32_t min, uint32_t max,
+                                 const std::string &origin) {
+  std::vector<Element> out(min, unit);
+  int32_t optional = -1;
+  for (uint32_t i = min; i < max; ++i) {
+    Alternatives alternatives(2);
+    alternatives[0].push_back(unit);
+    if (optional >= 0)
+      alternatives[0].push_back({Element::Rule, optional});
+    optional = add_rule(rules, origin, std::move(alternatives));
+  }
+  if (optional >= 0)
+    out.push_back({Element::Rule, optional});
+  return out;
+}
+
+// Elements written_out adds, counted as the lowering counts them.
+size_t written_out_size(uint32_t min, uint32_t max) { return min + 4 * size_t{max - min}; }
+
+// Makes counted rule r a plain one.
+void write_out(std::vector<Rule> &rules, int32_t r) {
+  const Element unit = rules[r].alternatives[0][0];
+  const std::string origin = rules[r].name.substr(0, rules[r].name.find('_'));
+  std::vector<Element> elements = written_out(rules, unit, rules[r].min, rules[r].max, origin);
+  rules[r].alternatives = {std::move(elements)};
+  rules[r].min = rules[r].max = 0;
+}
 
 class Lowering {
 public:
@@ -32,6 +70,7 @@ public:
       Alternatives alternatives = lower_alternatives(defs[i].alternatives, defs[i].name);
       rules_[i].alternatives = std::move(alternatives);
     }
+    write_out_nullable_units();
     return Grammar(std::move(rules_), std::move(byte_sets_), root->second);
   }
 
@@ -104,8 +143,7 @@ private:
     Element unit = alternatives.size() == 1 && alternatives[0].size() == 1
                        ? alternatives[0][0]
                        : Element{Element::Rule, new_rule(origin, std::move(alternatives))};
-    for (uint32_t i = 0; i < group.min; ++i)
-      emit(out, unit);
+    repeat(out, unit, group.min, group.min, origin);
     if (group.max == gbnf::kUnbounded) {
       int32_t star = new_rule(origin, {});
       Alternatives loop(2);
@@ -114,24 +152,45 @@ private:
       emit(loop[0], {Element::Rule, star});
       rules_[star].alternatives = std::move(loop);
       emit(out, {Element::Rule, star});
-    } else if (group.max > group.min) {
-      int32_t optional = -1;
-      for (uint32_t i = group.min; i < group.max; ++i) {
-        Alternatives alternatives(2);
-        count(2);
-        emit(alternatives[0], unit);
-        if (optional >= 0)
-          emit(alternatives[0], {Element::Rule, optional});
-        optional = new_rule(origin, std::move(alternatives));
+    } else {
+      repeat(out, unit, 0, group.max - group.min, origin);
+    }
+  }
+
+  // unit{min,max}, where min is 0 or max: written out, or when longer than
+  // kMaxUnrolled a counted rule.
+  void repeat(std::vector<Element> &out, Element unit, uint32_t min, uint32_t max,
+              const std::string &origin) {
+    if (max > kMaxUnrolled) {
+      count(2);
+      int32_t counted = new_rule(origin, {{unit}});
+      rules_[counted].min = min;
+      rules_[counted].max = max;
+      emit(out, {Element::Rule, counted});
+      return;
+    }
+    count(written_out_size(min, max));
+    for (Element e : written_out(rules_, unit, min, max, origin))
+      out.push_back(e);
+  }
+
+  // Counted rules repeat only what cannot match "" (lower.h), which is known
+  // once every rule is lowered: a unit may call rules defined later.
+  void write_out_nullable_units() {
+    const std::vector<bool> nullable = nullable_rules(rules_);
+    for (size_t r = 0; r < rules_.size(); ++r) {
+      if (!rules_[r].counted())
+        continue;
+      const Element unit = rules_[r].alternatives[0][0];
+      if (unit.kind == Element::Rule && nullable[unit.index]) {
+        count(written_out_size(rules_[r].min, rules_[r].max));
+        write_out(rules_, static_cast<int32_t>(r));
       }
-      emit(out, {Element::Rule, optional});
     }
   }
 
   int32_t new_rule(const std::string &origin, Alternatives alternatives) {
-    int32_t index = static_cast<int32_t>(rules_.size());
-    rules_.push_back({origin + "_" + std::to_string(index), std::move(alternatives)});
-    return index;
+    return add_rule(rules_, origin, std::move(alternatives));
   }
 
   Element bytes_element(const ByteSet &set) {
@@ -165,6 +224,14 @@ private:
 
 Grammar lower(const std::vector<gbnf::RuleDef> &defs, std::string_view text) {
   return Lowering(text).run(defs);
+}
+
+Grammar write_out_counted_rules(const Grammar &grammar) {
+  std::vector<Rule> rules = grammar.rules();
+  for (size_t r = 0; r < rules.size(); ++r)
+    if (rules[r].counted())
+      write_out(rules, static_cast<int32_t>(r));
+  return Grammar(std::move(rules), grammar.byte_sets(), grammar.root());
 }
 
 } // namespace llmserve::grammar

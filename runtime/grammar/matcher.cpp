@@ -58,7 +58,7 @@ bool Matcher::advance(std::vector<int32_t> &tops, std::string_view bytes, bool &
     for (int32_t top : tops) {
       const StackNode t = pool_[top];
       if (automaton.bytes(t.pos).test(byte))
-        expander_.expand(pool_.get(t.pos + 1, t.parent), scratch_tops_,
+        expander_.expand(pool_.get(t.pos + 1, t.parent, t.count), scratch_tops_,
                          [&](int32_t, auto &&) { can_end = true; });
     }
     tops.swap(scratch_tops_);
@@ -126,16 +126,18 @@ size_t Matcher::fill_next_token_mask(uint32_t *words) const {
     return 0;
   PoolMark mark(pool_);
 
-  positions_.clear();
+  masks_.clear();
   for (int32_t top : state.tops)
-    positions_.push_back(pool_[top].pos);
-  std::sort(positions_.begin(), positions_.end());
-  positions_.erase(std::unique(positions_.begin(), positions_.end()), positions_.end());
-  for (int32_t pos : positions_)
-    cache.at(pos).accepted.add_to(words);
+    masks_.push_back(&cache.at(pool_, top));
+  distinct_masks_ = masks_;
+  std::sort(distinct_masks_.begin(), distinct_masks_.end());
+  distinct_masks_.erase(std::unique(distinct_masks_.begin(), distinct_masks_.end()), distinct_masks_.end());
+  for (const PositionMask *mask : distinct_masks_)
+    mask->accepted.add_to(words);
 
-  for (int32_t top : state.tops) {
-    const PositionMask &mask = cache.at(pool_[top].pos);
+  for (size_t t = 0; t < state.tops.size(); ++t) {
+    const int32_t top = state.tops[t];
+    const PositionMask &mask = *masks_[t];
     if (mask.uncertain.empty())
       continue;
     exit_results_.assign(mask.exits.size(), 0); // 0 unknown, 1 matches, 2 does not

@@ -63,7 +63,8 @@ private:
   mutable StackPool pool_; // exits checked in fill_next_token_mask add nodes, then drop them
   mutable Expander expander_;
   std::vector<State> history_;
-  mutable std::vector<int32_t> scratch_tops_, exit_tops_, positions_;
+  mutable std::vector<int32_t> scratch_tops_, exit_tops_;
+  mutable std::vector<const PositionMask *> masks_, distinct_masks_; // per top, and without repeats
   mutable std::vector<uint8_t> exit_results_;
 };
 

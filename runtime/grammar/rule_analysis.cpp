@@ -1,13 +1,15 @@
 #include "grammar/rule_analysis.h"
 
 #include <algorithm>
+#include <queue>
 
 namespace llmserve::grammar {
 namespace {
 
 // Rules with an alternative whose elements all hold: a byte set when
-// `bytes_hold` says so, a rule when it holds itself. Linear: each
-// alternative counts its elements not yet known to hold.
+// `bytes_hold` says so, a rule when it holds itself; and counted rules that
+// may repeat 0 times. Linear: each alternative counts its elements not yet
+// known to hold.
 template <typename BytesHold>
 std::vector<bool> least_fixpoint(const std::vector<Rule> &rules, BytesHold bytes_hold) {
   struct Alt {
@@ -19,6 +21,8 @@ std::vector<bool> least_fixpoint(const std::vector<Rule> &rules, BytesHold bytes
   std::vector<bool> holds(rules.size(), false);
   std::vector<int32_t> ready;
   for (size_t r = 0; r < rules.size(); ++r) {
+    if (rules[r].counted() && rules[r].min == 0)
+      ready.push_back(static_cast<int32_t>(r));
     for (const auto &alternative : rules[r].alternatives) {
       size_t pending = 0;
       bool possible = true;
@@ -55,6 +59,57 @@ std::string origin(const std::string &name) { return name.substr(0, name.find('_
 
 std::vector<bool> nullable_rules(const std::vector<Rule> &rules) {
   return least_fixpoint(rules, [](int32_t) { return false; });
+}
+
+std::vector<uint32_t> min_lengths(const std::vector<Rule> &rules) {
+  // Knuth's generalization of Dijkstra's algorithm: the least length offered
+  // is final, as no rule is shorter than a rule it needs (a counted one that
+  // may repeat 0 times needs none).
+  struct Alt {
+    int32_t rule;
+    size_t pending;  // rules not yet final
+    uint64_t length; // so far, at most 2^32
+  };
+  std::vector<Alt> alts;
+  std::vector<std::vector<size_t>> uses(rules.size()); // rule -> alternatives using it
+  using Offer = std::pair<uint64_t, int32_t>;
+  std::priority_queue<Offer, std::vector<Offer>, std::greater<>> offers;
+  auto offer = [&](const Alt &a) {
+    const Rule &rule = rules[a.rule];
+    offers.push({rule.counted() ? a.length * rule.min : a.length, a.rule});
+  };
+  for (size_t r = 0; r < rules.size(); ++r) {
+    if (rules[r].counted() && rules[r].min == 0)
+      offers.push({0, static_cast<int32_t>(r)});
+    for (const auto &alternative : rules[r].alternatives) {
+      Alt a{static_cast<int32_t>(r), 0, 0};
+      for (const Element &e : alternative) {
+        if (e.kind == Element::Bytes) {
+          ++a.length;
+        } else {
+          ++a.pending;
+          uses[e.index].push_back(alts.size());
+        }
+      }
+      alts.push_back(a);
+      if (a.pending == 0)
+        offer(a);
+    }
+  }
+  std::vector<uint32_t> length(rules.size(), UINT32_MAX);
+  while (!offers.empty()) {
+    auto [n, r] = offers.top();
+    offers.pop();
+    if (length[r] != UINT32_MAX)
+      continue;
+    length[r] = static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX - 1));
+    for (size_t a : uses[r]) {
+      alts[a].length = std::min<uint64_t>(alts[a].length + length[r], uint64_t{1} << 32);
+      if (--alts[a].pending == 0)
+        offer(alts[a]);
+    }
+  }
+  return length;
 }
 
 std::vector<int32_t> strongly_connected_components(const std::vector<std::vector<int32_t>> &edges) {
@@ -119,7 +174,9 @@ void reject_left_recursion(const Grammar &grammar) {
         const Element &e = alternative[i];
         if (e.kind == Element::Bytes)
           break;
-        calls.push_back({static_cast<int32_t>(r), e.index, i + 1 == alternative.size()});
+        // A counted rule's element is followed by its next repetition.
+        const bool tail = i + 1 == alternative.size() && !rules[r].counted();
+        calls.push_back({static_cast<int32_t>(r), e.index, tail});
         edges[r].push_back(e.index);
         if (!nullable[e.index])
           break;
@@ -155,6 +212,14 @@ Grammar prune(const Grammar &grammar) {
   for (size_t i = 0; i < order.size(); ++i) {
     const Rule &rule = rules[order[i]];
     Rule kept{rule.name, {}};
+    if (rule.counted()) {
+      if (completes(rule.alternatives[0])) {
+        kept.min = rule.min;
+        kept.max = rule.max;
+      } else {
+        kept.alternatives.emplace_back(); // productive, so min is 0: it matches "" only
+      }
+    }
     for (const auto &alternative : rule.alternatives) {
       if (!completes(alternative))
         continue;

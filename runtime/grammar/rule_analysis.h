@@ -12,6 +12,10 @@ namespace llmserve::grammar {
 // Per rule: whether it matches the empty string.
 std::vector<bool> nullable_rules(const std::vector<Rule> &rules);
 
+// Per rule: the fewest bytes it matches (at most UINT32_MAX - 1), or
+// UINT32_MAX when it can never complete.
+std::vector<uint32_t> min_lengths(const std::vector<Rule> &rules);
+
 // Component ids of a directed graph's strongly connected components.
 std::vector<int32_t> strongly_connected_components(const std::vector<std::vector<int32_t>> &edges);
 

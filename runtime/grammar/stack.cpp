@@ -2,23 +2,26 @@
 
 namespace llmserve::grammar {
 
-size_t StackPool::slot_of(int32_t pos, int32_t parent) const {
-  uint64_t key = static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32 | static_cast<uint32_t>(parent);
-  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & (slots_.size() - 1);
+size_t StackPool::slot_of(const StackNode &node) const {
+  uint64_t key = static_cast<uint64_t>(static_cast<uint32_t>(node.pos)) << 32 | static_cast<uint32_t>(node.parent);
+  key = (key ^ node.count) * 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(key >> 32) & (slots_.size() - 1);
 }
 
-int32_t StackPool::get(int32_t pos, int32_t parent) {
-  for (size_t s = slot_of(pos, parent);; s = (s + 1) & (slots_.size() - 1)) {
+int32_t StackPool::get(int32_t pos, int32_t parent, uint32_t count) {
+  const StackNode node{pos, parent, count};
+  for (size_t s = slot_of(node);; s = (s + 1) & (slots_.size() - 1)) {
     int32_t id = slots_[s];
     if (id < 0) {
       id = static_cast<int32_t>(nodes_.size());
-      nodes_.push_back({pos, parent});
+      nodes_.push_back(node);
       slots_[s] = id;
       if (nodes_.size() * 2 > slots_.size())
         rehash(slots_.size() * 2);
       return id;
     }
-    if (nodes_[id].pos == pos && nodes_[id].parent == parent)
+    const StackNode &n = nodes_[id];
+    if (n.pos == pos && n.parent == parent && n.count == count)
       return id;
   }
 }
@@ -26,7 +29,7 @@ int32_t StackPool::get(int32_t pos, int32_t parent) {
 void StackPool::truncate(size_t size) {
   while (nodes_.size() > size) {
     int32_t id = static_cast<int32_t>(nodes_.size() - 1);
-    size_t s = slot_of(nodes_[id].pos, nodes_[id].parent);
+    size_t s = slot_of(nodes_[id]);
     while (slots_[s] != id)
       s = (s + 1) & (slots_.size() - 1);
     slots_[s] = -1;
@@ -39,7 +42,7 @@ void StackPool::rehash(size_t capacity) {
   // relies on it.
   slots_.assign(capacity, -1);
   for (size_t id = 0; id < nodes_.size(); ++id) {
-    size_t s = slot_of(nodes_[id].pos, nodes_[id].parent);
+    size_t s = slot_of(nodes_[id]);
     while (slots_[s] >= 0)
       s = (s + 1) & (slots_.size() - 1);
     slots_[s] = static_cast<int32_t>(id);

