@@ -535,7 +535,7 @@ Manifest Manifest::parse(std::string_view text, const std::string &origin) {
   json root;
   try {
     root = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error &e) {
+  } catch (const json::exception &e) { // a syntax error, or a number out of range
     throw std::runtime_error(origin + ": not valid JSON: " + e.what());
   }
   const Reader r(origin);

@@ -27,7 +27,7 @@ std::string read_file(const fs::path &path) {
 nlohmann::json parse_json(const std::string &text, const char *what) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error &e) {
+  } catch (const nlohmann::json::exception &e) { // a syntax error, or a number out of range
     throw std::invalid_argument(std::string(what) + ": invalid JSON: " + e.what());
   }
 }

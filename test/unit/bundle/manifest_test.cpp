@@ -118,6 +118,8 @@ TEST(Manifest, RefusesMalformedJson) {
   EXPECT_THAT(parse_error(text.substr(0, text.size() / 2)),
               HasSubstr("m.json: not valid JSON"));
   EXPECT_THAT(parse_error(""), HasSubstr("m.json: not valid JSON"));
+  // A number too large for a double (test/fuzz/corpus/fuzz_manifest/number-overflow).
+  EXPECT_THAT(parse_error("55e415"), HasSubstr("m.json: not valid JSON"));
   EXPECT_THAT(parse_error("[1, 2]"), HasSubstr("m.json: manifest: expected a JSON object"));
 }
 

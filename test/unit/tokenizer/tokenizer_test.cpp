@@ -318,6 +318,8 @@ TEST(TokenizerErrors, UnsupportedOrMalformedTokenizerJson) {
   }
   EXPECT_NE(error_of([] { Tokenizer::from_json("{not json"); }).find("invalid JSON"),
             std::string::npos);
+  EXPECT_NE(error_of([] { Tokenizer::from_json("{\"x\": 1e999}"); }).find("invalid JSON"),
+            std::string::npos);
   EXPECT_NE(error_of([] { Tokenizer::from_json("[]"); }).find("expected an object"),
             std::string::npos);
 }
