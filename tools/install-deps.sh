@@ -8,6 +8,8 @@ APT_PACKAGES=(
   # compiler toolchain: MLIR/LLVM 22 built with clang-22 + lld
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
   cmake ninja-build pkg-config
+  # `make fuzz`: libFuzzer and the sanitizer runtimes of clang-22
+  libfuzzer-22-dev libclang-rt-22-dev
   # lit's per-test timeout (test/lit) needs psutil
   python3-psutil
   # runtime libraries and test frameworks
