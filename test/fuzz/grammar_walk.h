@@ -7,8 +7,8 @@
 #include "grammar/matcher.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,8 +40,8 @@ inline std::shared_ptr<const grammar::Vocabulary> vocabulary() {
   return vocabulary;
 }
 
-// Walks `grammar` for as many steps as `choices` has bytes: each byte picks
-// one of the allowed tokens, or, when it is 0xFF, rolls back one step. A
+// Walks `grammar` for up to 64 steps, one per byte of `choices`: each byte
+// picks one of the allowed tokens, or, when it is 0xFF, rolls back one step. A
 // token the mask allows must be accepted: aborts otherwise. GrammarError
 // (a grammar too ambiguous to follow) ends the walk.
 inline void walk(std::shared_ptr<const grammar::CompiledGrammar> grammar, std::string_view choices) {

@@ -13,25 +13,26 @@ shift 2
 targets=("$@")
 ((${#targets[@]})) || targets=($(ls test/fuzz/corpus))
 
-# The longest input a target tries, and how long one input may take.
-limits() {
+# The longest input a target tries.
+max_len() {
   case $1 in
-    fuzz_manifest) echo "-max_len=16384 -timeout=10" ;; # a compiled model's manifest is 15 KB
-    fuzz_regex) echo "-max_len=256 -timeout=10" ;;
-    fuzz_tokenizer) echo "-max_len=1024 -timeout=10" ;;
-    *) echo "-max_len=4096 -timeout=10" ;;
+    fuzz_manifest) echo 16384 ;; # a compiled model's manifest is 15 KB
+    fuzz_regex) echo 256 ;;
+    fuzz_tokenizer) echo 1024 ;;
+    *) echo 4096 ;;
   esac
 }
 
 run() {
   local corpus="$build/fuzz-corpus/$1"
   rm -rf "$corpus" && cp -r "test/fuzz/corpus/$1" "$corpus"
-  # The outer limit leaves time for LLVMFuzzerInitialize and the leak check.
+  # One input may take 10 s. The outer limit leaves time for
+  # LLVMFuzzerInitialize and the leak check.
   timeout $((seconds + 120)) "$build/bin/$1" "$corpus" -max_total_time="$seconds" \
-    $(limits "$1") -rss_limit_mb=2048 -print_final_stats=1 \
+    -max_len="$(max_len "$1")" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$build/fuzz-artifacts/$1-" >"$build/fuzz-logs/$1.log" 2>&1 || true
 }
-export -f limits run
+export -f max_len run
 
 mkdir -p "$build/fuzz-corpus" "$build/fuzz-artifacts" "$build/fuzz-logs"
 printf '%s\n' "${targets[@]}" | xargs -P "$(nproc)" -I{} bash -c 'run {}'
