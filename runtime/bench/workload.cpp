@@ -192,7 +192,7 @@ std::vector<BenchRequest> jsonl_workload(const std::string &path, int32_t num_pr
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error &e) {
+    } catch (const nlohmann::json::exception &e) { // a syntax error, or a number out of range
       throw std::runtime_error(where + "not JSON: " + e.what());
     }
     if (!j.is_object() || !j.contains("prompt") || !j["prompt"].is_string() ||

@@ -173,6 +173,7 @@ TEST_F(JsonlWorkload, ReadsPromptsAndOutputLengths) {
 TEST_F(JsonlWorkload, ErrorsNameTheFileAndLine) {
   const std::pair<const char *, const char *> cases[] = {
       {"{\"prompt\": \"ok\"}\nnot json\n", ":2: not JSON"},
+      {"{\"prompt\": \"ok\", \"output_len\": 1e999}\n", ":1: not JSON"},
       {"[1, 2]\n", ":1: expected an object"},
       {"{\"prompt\": \"\"}\n", ":1: expected an object with a non-empty string"},
       {"{\"prompt\": 3}\n", ":1: expected an object"},
