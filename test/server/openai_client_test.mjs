@@ -4,10 +4,11 @@
 //
 // Usage: node openai_client_test.mjs <llmrun> <bundle>
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { startServer } from './llmrun_server.mjs';
 
 const require = createRequire(path.join(path.dirname(fileURLToPath(import.meta.url)),
                                         '..', 'node', 'package.json'));
@@ -15,24 +16,6 @@ const { OpenAI } = require('openai');
 
 const [llmrun, bundle] = process.argv.slice(2);
 const API_KEY = 'test-key';
-
-function startServer() {
-  const server = spawn(llmrun, ['serve', bundle, '--port', '0', '--threads', '1',
-                                '--api-key', API_KEY]);
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
-    server.stderr.on('data', (data) => {
-      log += data;
-      const match = log.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ server, url: match[1] });
-      }
-    });
-    server.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
-  });
-}
 
 async function collect(stream) {
   const chunks = [];
@@ -147,7 +130,7 @@ async function main(client) {
   assert.equal(models.data[0].id, 'llama');
 }
 
-const { server, url } = await startServer();
+const { server, url } = await startServer(llmrun, bundle, '--threads', '1', '--api-key', API_KEY);
 const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
 const guard = setTimeout(() => { server.kill('SIGKILL'); process.exit(1); }, 120000);
 let failed = false;

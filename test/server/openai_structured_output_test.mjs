@@ -7,33 +7,17 @@
 //
 // Usage: node openai_structured_output_test.mjs <llmrun> <bundle>
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { startServer } from './llmrun_server.mjs';
 
 const require = createRequire(path.join(path.dirname(fileURLToPath(import.meta.url)),
                                         '..', 'node', 'package.json'));
 const { OpenAI } = require('openai');
 
 const [llmrun, bundle] = process.argv.slice(2);
-
-function startServer() {
-  const server = spawn(llmrun, ['serve', bundle, '--port', '0', '--threads', '2']);
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
-    server.stderr.on('data', (data) => {
-      log += data;
-      const match = log.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ server, url: match[1] });
-      }
-    });
-    server.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
-  });
-}
 
 // A verse reference: every size bounded, so a weak model's output still ends
 // within the 256-token context.
@@ -170,7 +154,7 @@ async function main(client) {
     (error) => error.status === 400 && error.param === 'response_format.json_schema.schema');
 }
 
-const { server, url } = await startServer();
+const { server, url } = await startServer(llmrun, bundle, '--threads', '2');
 try {
   await main(new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 }));
   console.log('openai structured output: ok');
