@@ -41,7 +41,11 @@ SchedulerConfig scheduler_config(const EngineConfig &c) {
 
 Engine::Engine(Executor &executor, EngineConfig config)
     : executor_(executor), config_(std::move(config)),
-      pool_(make_pool(executor, config_)), cache_(pool_),
+      pool_(make_pool(executor, config_)),
+      kv_events_(config_.kv_events_hash_seed
+                     ? std::make_unique<KvEventLog>(*config_.kv_events_hash_seed)
+                     : nullptr),
+      cache_(pool_, kv_events_.get()),
       scheduler_(scheduler_config(config_), pool_, cache_) {
   executor_.allocate_kv_cache(pool_.num_blocks());
   stats_.num_kv_blocks = stats_.num_free_kv_blocks = pool_.num_blocks();

@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -40,6 +42,9 @@ struct EngineConfig {
   bool decode_only_steps = false; // see SchedulerConfig
   std::vector<int32_t> eos_token_ids;
   int32_t vocab_size = 0; // > 0: add_request rejects token ids outside it
+  // Set: the prefix cache logs the blocks it stores and evicts, hashed from
+  // this seed (core/kv_events.h); take_kv_events() collects them.
+  std::optional<std::string> kv_events_hash_seed;
 };
 
 struct EngineStats {
@@ -96,6 +101,11 @@ public:
   void check_invariants() const { scheduler_.check_invariants(); }
   const KvPool &kv_pool() const { return pool_; }
   const RadixCache &radix_cache() const { return cache_; }
+  // Step thread only: the prefix cache's events since the last call; none
+  // unless config.kv_events_hash_seed is set.
+  std::vector<KvEvent> take_kv_events() {
+    return kv_events_ ? kv_events_->take() : std::vector<KvEvent>{};
+  }
 
 private:
   void end_request(uint64_t id, FinishReason reason);
@@ -103,6 +113,7 @@ private:
   Executor &executor_;
   EngineConfig config_;
   KvPool pool_;
+  std::unique_ptr<KvEventLog> kv_events_;
   RadixCache cache_;
   Scheduler scheduler_;
   StepOutput step_output_;

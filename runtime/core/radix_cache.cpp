@@ -7,8 +7,8 @@
 
 namespace llmserve {
 
-RadixCache::RadixCache(KvPool &pool)
-    : pool_(pool), block_size_(pool.block_size()) {}
+RadixCache::RadixCache(KvPool &pool, KvEventLog *events)
+    : pool_(pool), events_(events), block_size_(pool.block_size()) {}
 
 RadixCache::~RadixCache() { for_each_block([&](int32_t b) { pool_.release(b); }); }
 
@@ -82,6 +82,16 @@ RadixNode *RadixCache::insert(const int32_t *tokens, int32_t num_blocks,
         pool_.retain(b);
       leaf->parent = node;
       leaf->key = key;
+      if (events_) {
+        std::optional<uint64_t> parent_hash;
+        if (node != &root_)
+          parent_hash = node->hashes.back();
+        uint64_t hash = parent_hash.value_or(events_->hasher().root());
+        for (int32_t k = 0; k < num_blocks - i; ++k)
+          leaf->hashes.push_back(hash = events_->hasher().chain(
+                                     hash, rest + size_t(k) * block_size_, block_size_));
+        events_->stored(leaf->hashes, parent_hash, leaf->tokens);
+      }
       int32_t added = num_blocks - i;
       num_cached_blocks_ += added;
       num_evictable_blocks_ += added;
@@ -120,6 +130,10 @@ RadixNode *RadixCache::split(RadixNode *node, int32_t num_blocks) {
   size_t head_tokens = size_t(num_blocks) * block_size_;
   head->tokens.assign(node->tokens.begin(), node->tokens.begin() + head_tokens);
   head->blocks.assign(node->blocks.begin(), node->blocks.begin() + num_blocks);
+  if (events_) {
+    head->hashes.assign(node->hashes.begin(), node->hashes.begin() + num_blocks);
+    node->hashes.erase(node->hashes.begin(), node->hashes.begin() + num_blocks);
+  }
   head->parent = parent;
   head->key = node->key;
   // Whatever locked `node` locked it through its ancestors, now through head.
@@ -184,6 +198,10 @@ int32_t RadixCache::evict(int32_t num_blocks) {
     RadixNode *leaf = lru_.begin()->second;
     int32_t trim = std::min(num_blocks - freed,
                             static_cast<int32_t>(leaf->blocks.size()));
+    if (events_) {
+      events_->removed({leaf->hashes.end() - trim, leaf->hashes.end()});
+      leaf->hashes.resize(leaf->hashes.size() - trim);
+    }
     for (int32_t k = 0; k < trim; ++k) {
       pool_.release(leaf->blocks.back());
       leaf->blocks.pop_back();
@@ -220,6 +238,15 @@ void RadixCache::check_invariants() const {
       fail("a node's tokens do not fill its blocks");
     if (n.key != block_key(n.tokens.data()))
       fail("a node's key is not the hash of its first block");
+    if (events_) {
+      uint64_t hash = n.parent == &root_ ? events_->hasher().root() : n.parent->hashes.back();
+      if (n.hashes.size() != n.blocks.size())
+        fail("a node's block hashes do not match its blocks");
+      for (size_t k = 0; k < n.blocks.size(); ++k)
+        if (n.hashes[k] != (hash = events_->hasher().chain(
+                                hash, n.tokens.data() + k * block_size_, block_size_)))
+          fail("a block's chained hash is wrong");
+    }
     int32_t child_locks = 0;
     for (const auto &[key, child] : n.children) {
       if (child->parent != &n)

@@ -6,9 +6,13 @@
 // using a node locks it, which also locks every ancestor; unlocked nodes are
 // therefore whole subtrees that no request holds, and their blocks are
 // evictable, least recently used leaf first.
+//
+// Given a KvEventLog, the cache also keeps each block's chained hash and logs
+// the blocks it stores and evicts, for routers that track replicas' caches.
 #ifndef LLMSERVE_CORE_RADIX_CACHE_H
 #define LLMSERVE_CORE_RADIX_CACHE_H
 
+#include "core/kv_events.h"
 #include "core/kv_pool.h"
 
 #include <cstdint>
@@ -23,6 +27,7 @@ namespace llmserve {
 struct RadixNode {
   std::vector<int32_t> tokens; // blocks.size() * block_size tokens
   std::vector<int32_t> blocks;
+  std::vector<uint64_t> hashes; // chained block hashes, with a KvEventLog
   RadixNode *parent = nullptr;
   uint64_t key = 0; // hash of the first block, the parent's key for this node
   std::unordered_map<uint64_t, std::unique_ptr<RadixNode>> children;
@@ -33,7 +38,8 @@ struct RadixNode {
 
 class RadixCache {
 public:
-  explicit RadixCache(KvPool &pool);
+  // `events`, when given, must outlive the cache.
+  explicit RadixCache(KvPool &pool, KvEventLog *events = nullptr);
   ~RadixCache();
   RadixCache(const RadixCache &) = delete;
   RadixCache &operator=(const RadixCache &) = delete;
@@ -97,6 +103,7 @@ private:
   void remove_leaf(RadixNode *leaf);
 
   KvPool &pool_;
+  KvEventLog *events_;
   int32_t block_size_;
   RadixNode root_;
   std::set<std::pair<uint64_t, RadixNode *>> lru_; // (last_access, leaf)

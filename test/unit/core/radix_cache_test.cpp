@@ -5,6 +5,7 @@
 
 #include <numeric>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -233,6 +234,92 @@ TEST_F(RadixCacheTest, RandomOperationsKeepTheTreeConsistent) {
     pool.check_invariants();
     int32_t held = pool.num_blocks() - pool.num_free_blocks();
     ASSERT_GE(held, cache.num_cached_blocks());
+  }
+}
+
+// With a KvEventLog: what the cache logs, replayed, is what it holds.
+class RadixCacheEventsTest : public ::testing::Test {
+protected:
+  KvPool pool{64, kBlock};
+  KvEventLog log{"seed"};
+  RadixCache cache{pool, &log};
+
+  RadixNode *insert(Holder &h) {
+    return cache.insert(h.tokens.data(), h.num_blocks(), h.blocks);
+  }
+  uint64_t chain(uint64_t parent, const std::vector<int32_t> &tokens, size_t block) {
+    return log.hasher().chain(parent, tokens.data() + block * kBlock, kBlock);
+  }
+};
+
+TEST_F(RadixCacheEventsTest, StoredBlocksCarryChainedHashesAndTheirParent) {
+  Holder a(pool, seq(0, 8));
+  insert(a);
+  std::vector<KvEvent> events = log.take();
+  ASSERT_EQ(events.size(), 1u);
+  uint64_t h0 = chain(log.hasher().root(), a.tokens, 0), h1 = chain(h0, a.tokens, 1);
+  EXPECT_EQ(events[0].kind, KvEvent::Kind::kBlockStored);
+  EXPECT_THAT(events[0].block_hashes, ElementsAre(h0, h1));
+  EXPECT_EQ(events[0].parent_block_hash, std::nullopt);
+  EXPECT_THAT(events[0].token_ids, ElementsAreArray(a.tokens));
+
+  // A branch after the first block splits the node (no event) and stores
+  // one block whose parent is the shared one.
+  Holder b(pool, concat(seq(0, 4), seq(50, 4)));
+  insert(b);
+  events = log.take();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_THAT(events[0].block_hashes, ElementsAre(chain(h0, b.tokens, 1)));
+  EXPECT_EQ(events[0].parent_block_hash, h0);
+  EXPECT_THAT(events[0].token_ids, ElementsAreArray(seq(50, 4)));
+
+  // Inserting what is cached already logs nothing.
+  Holder again(pool, seq(0, 8));
+  insert(again);
+  EXPECT_THAT(log.take(), IsEmpty());
+  a.release_all();
+  b.release_all();
+  again.release_all();
+  cache.check_invariants();
+}
+
+TEST_F(RadixCacheEventsTest, EvictionLogsTheRemovedBlocks) {
+  Holder a(pool, seq(0, 12));
+  insert(a);
+  a.release_all();
+  log.take();
+  uint64_t h0 = chain(log.hasher().root(), a.tokens, 0), h1 = chain(h0, a.tokens, 1),
+           h2 = chain(h1, a.tokens, 2);
+  ASSERT_EQ(cache.evict(2), 2);
+  std::vector<KvEvent> events = log.take();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, KvEvent::Kind::kBlockRemoved);
+  EXPECT_THAT(events[0].block_hashes, ElementsAre(h1, h2));
+  cache.check_invariants();
+}
+
+TEST_F(RadixCacheEventsTest, ReplayedEventsGiveTheCachedBlocks) {
+  std::mt19937 rng(11);
+  std::set<uint64_t> replayed;
+  for (int step = 0; step < 1000; ++step) {
+    if (rng() % 3 && pool.num_free_blocks() >= 8) {
+      std::vector<int32_t> tokens = seq(0, 4 * int32_t(rng() % 3));
+      for (int i = 0, n = 4 * (1 + rng() % 3); i < n; ++i)
+        tokens.push_back(rng() % 3);
+      Holder h(pool, tokens);
+      insert(h);
+    } else {
+      cache.evict(rng() % 5);
+    }
+    for (const KvEvent &e : log.take())
+      for (uint64_t hash : e.block_hashes) {
+        if (e.kind == KvEvent::Kind::kBlockStored)
+          ASSERT_TRUE(replayed.insert(hash).second) << "stored twice";
+        else
+          ASSERT_EQ(replayed.erase(hash), 1u) << "removed but never stored";
+      }
+    ASSERT_EQ(replayed.size(), size_t(cache.num_cached_blocks()));
+    cache.check_invariants();
   }
 }
 
