@@ -15,9 +15,13 @@ APT_PACKAGES=(
   # runtime libraries and test frameworks
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-pthread libonig-dev
+  # KV events: ZeroMQ, msgpack, and OpenSSL's SHA-256 for the block hashes
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libssl-dev
   # numeric references, fixtures and the JSON Schema validator the grammar
   # tests check against (Debian's python, /usr/bin/python3)
   python3-torch python3-numpy python3-jinja2 python3-jsonschema
+  # the KV events test's independent subscriber: ZeroMQ, msgpack, CBOR
+  python3-zmq python3-msgpack python3-cbor2
   # tests: HTTP clients, corpora, tokenizer training for the shipped model
   curl nodejs sentencepiece unicode-data bible-kjv bible-kjv-text fortunes fortunes-de fortunes-ru fortunes-zh dict-devil
 )

@@ -21,8 +21,8 @@ void OutputQueue::push(std::vector<RequestOutput> outputs) {
   ready_.notify_all();
 }
 
-EngineLoop::EngineLoop(Engine &engine, int32_t max_in_flight)
-    : engine_(engine), max_in_flight_(max_in_flight),
+EngineLoop::EngineLoop(Engine &engine, int32_t max_in_flight, KvEventPublisher *kv_events)
+    : engine_(engine), max_in_flight_(max_in_flight), kv_events_(kv_events),
       thread_([this] { run(); }) {}
 
 EngineLoop::~EngineLoop() {
@@ -85,6 +85,8 @@ void EngineLoop::run() {
       continue;
     std::vector<RequestOutput> outputs = engine_.step();
     metrics_.observe(outputs);
+    if (kv_events_)
+      kv_events_->publish(engine_.take_kv_events());
     // Group by queue so each waiting thread is woken once per step.
     std::unordered_map<OutputQueue *, std::vector<RequestOutput>> by_queue;
     std::vector<std::shared_ptr<OutputQueue>> queues;

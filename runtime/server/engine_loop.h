@@ -6,6 +6,7 @@
 #define LLMSERVE_SERVER_ENGINE_LOOP_H
 
 #include "core/engine.h"
+#include "server/kv_event_publisher.h"
 #include "server/metrics.h"
 
 #include <atomic>
@@ -48,8 +49,9 @@ struct Submission {
 class EngineLoop {
 public:
   // Starts the engine thread. At most `max_in_flight` engine requests may be
-  // unfinished at once.
-  EngineLoop(Engine &engine, int32_t max_in_flight);
+  // unfinished at once. `kv_events`, when given, gets the engine's KV events
+  // after every step, and must outlive the loop.
+  EngineLoop(Engine &engine, int32_t max_in_flight, KvEventPublisher *kv_events = nullptr);
   // Aborts whatever is unfinished and joins the thread.
   ~EngineLoop();
 
@@ -77,6 +79,7 @@ private:
 
   Engine &engine_;
   const int32_t max_in_flight_;
+  KvEventPublisher *const kv_events_;
   Metrics metrics_;
 
   mutable std::mutex mutex_; // guards routes_

@@ -203,7 +203,12 @@ void HttpServer::add_routes() {
                  {"max_model_len", model_.max_model_len}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({card})}});
   });
-  server_->Get("/health", [this](const Req &, Res &res) {
+  // Liveness: the process answers, draining or not (a probe that failed
+  // while draining would have the replica killed before its grace ends).
+  server_->Get("/health", [](const Req &, Res &res) { res.status = 200; });
+  // Readiness: whether to send it new requests. The port opens once the
+  // model is loaded, so a loading replica is not ready either.
+  server_->Get("/ready", [this](const Req &, Res &res) {
     if (draining_)
       send_error(res, 503, "the server is shutting down");
     else

@@ -128,6 +128,8 @@ std::string Metrics::render(const EngineStats &s, const std::string &model_name)
         "Fraction of KV blocks held by requests (1 = full).", s.kv_usage);
   gauge("llmserve:num_kv_blocks", "KV blocks in the pool.", s.num_kv_blocks);
   gauge("llmserve:num_free_kv_blocks", "KV blocks no request holds.", s.num_free_kv_blocks);
+  gauge("llmserve:num_cached_kv_blocks",
+        "KV blocks the prefix cache holds (what KV events report).", s.num_cached_kv_blocks);
   counter("llmserve:prefix_cache_queries_total",
           "Prompt tokens looked up in the prefix cache.", s.prefix_cache_query_tokens);
   counter("llmserve:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",

@@ -77,6 +77,12 @@ EngineConfig make_engine_config(const ServeOptions &o, const ModelConfig &model,
     c.kv_cache_bytes = std::min(full, memory.default_limit);
   }
   c.enable_prefix_caching = o.enable_prefix_caching;
+  if (!o.kv_events_endpoint.empty()) {
+    if (!o.enable_prefix_caching)
+      throw std::invalid_argument("--kv-events-endpoint reports the prefix cache's blocks; "
+                                  "it cannot go with --no-prefix-caching");
+    c.kv_events_hash_seed = o.kv_events_hash_seed;
+  }
   for (int64_t id : model.eos_token_ids)
     c.eos_token_ids.push_back(static_cast<int32_t>(id));
   c.vocab_size = static_cast<int32_t>(model.vocab_size);

@@ -39,6 +39,13 @@ struct ServeOptions {
   // empty: what its chat template shows (tool_calls.h).
   std::string tool_call_parser;
   bool enable_prefix_caching = true;
+  // Non-empty: publish the prefix cache's KV events there over ZeroMQ
+  // (server/kv_event_publisher.h), on `kv_events_topic` (empty:
+  // "kv@HOSTNAME@SERVED-MODEL-NAME"), with block hashes seeded by
+  // `kv_events_hash_seed` (core/block_hash.h).
+  std::string kv_events_endpoint;
+  std::string kv_events_topic;
+  std::string kv_events_hash_seed;
   std::string device;      // --device: "cpu", "cuda", or empty: the bundle's target
   bool cuda_graphs = true; // --no-cuda-graphs: run decode steps uncaptured
 };

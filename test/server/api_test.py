@@ -586,15 +586,17 @@ class GracefulStop(unittest.TestCase):
 
     def test_requests_in_flight_finish_within_the_grace(self):
         # One request runs at a time, so most of these are still waiting
-        # when the signal comes; all finish, while /health and new requests
-        # get 503.
+        # when the signal comes; all finish, while /ready and new requests
+        # get 503 and /health (liveness) stays 200.
         with ServerProcess(LLMRUN, bundle("llama"), "--max-num-seqs", "1") as server:
+            self.assertEqual(server.request("GET", "/ready")[0], 200)
             streams = self.open_streams(server, 32)
             server.process.send_signal(signal.SIGTERM)
             deadline = time.time() + 10
-            while server.request("GET", "/health")[0] != 503:
-                self.assertLess(time.time(), deadline, "/health never turned 503")
+            while server.request("GET", "/ready")[0] != 503:
+                self.assertLess(time.time(), deadline, "/ready never turned 503")
                 time.sleep(0.01)
+            self.assertEqual(server.request("GET", "/health")[0], 200)
             status, headers, _ = server.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
             self.assertEqual(status, 503)
             self.assertEqual(headers.get("Retry-After"), "1")

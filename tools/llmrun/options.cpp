@@ -105,6 +105,21 @@ void add_serve_options(CLI::App &app, llmserve::ServeOptions &o) {
                       ->type_name("N")
                       ->capture_default_str(),
                   0, 1 << 20);
+  app.add_option("--kv-events-endpoint", o.kv_events_endpoint,
+                 "publish the prefix cache's KV events (vLLM's\n"
+                 "schema) on a ZeroMQ PUB socket: tcp://*:5557\n"
+                 "binds, tcp://indexer:5557 connects")
+      ->type_name("URL")
+      ->group("KV events");
+  app.add_option("--kv-events-topic", o.kv_events_topic,
+                 "their topic (default kv@HOSTNAME@MODEL-NAME)")
+      ->type_name("TOPIC")
+      ->group("KV events");
+  app.add_option("--kv-events-hash-seed", o.kv_events_hash_seed,
+                 "seed of the chained block hashes: the router's\n"
+                 "HashSeed (vLLM's PYTHONHASHSEED); default empty")
+      ->type_name("SEED")
+      ->group("KV events");
   add_engine_options(app, o);
 }
 

@@ -4,6 +4,7 @@
 
 #include "server/access.h"
 #include "server/http_server.h"
+#include "server/kv_event_publisher.h"
 #include "server/memory_trimmer.h"
 #include "server/reasoning.h"
 #include "server/served_model.h"
@@ -15,6 +16,7 @@
 #include <memory>
 #include <pthread.h>
 #include <thread>
+#include <unistd.h>
 
 namespace llmrun {
 namespace {
@@ -61,8 +63,21 @@ int serve(const llmserve::ServeOptions &options) {
                config.max_model_len, double(kv_tokens) / config.max_model_len,
                config.max_num_seqs);
 
+  std::unique_ptr<llmserve::KvEventPublisher> kv_events;
+  if (!options.kv_events_endpoint.empty()) {
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    llmserve::KvEventsConfig events{options.kv_events_endpoint, options.kv_events_topic,
+                                    stats.kv_block_size,
+                                    model.loaded.device == llmserve::Device::Cuda ? "GPU" : "CPU"};
+    if (events.topic.empty())
+      events.topic = std::string("kv@") + host + "@" + model.name;
+    kv_events = std::make_unique<llmserve::KvEventPublisher>(events);
+    std::fprintf(stderr, "INFO KV events on %s, topic '%s'\n", events.endpoint.c_str(),
+                 events.topic.c_str());
+  }
   const int32_t max_in_flight = options.max_num_seqs + options.max_queued_requests;
-  llmserve::EngineLoop loop(engine, max_in_flight);
+  llmserve::EngineLoop loop(engine, max_in_flight, kv_events.get());
   // Structured output: the grammars of the last 64 distinct response
   // formats stay compiled.
   llmserve::GrammarCache grammars(model.grammar_vocabulary(config), 64);

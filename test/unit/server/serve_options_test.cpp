@@ -39,7 +39,9 @@ TEST(ServeOptions, ParsesEveryOption) {
                           "--weights", "ckpt", "--threads", "2", "--max-num-seqs", "4",
                           "--max-num-batched-tokens", "64", "--max-model-len", "128",
                           "--kv-cache-memory", "1MiB", "--no-prefix-caching",
-                          "--device", "cuda", "--no-cuda-graphs"});
+                          "--device", "cuda", "--no-cuda-graphs",
+                          "--kv-events-endpoint", "tcp://*:5557", "--kv-events-topic", "kv@a@b",
+                          "--kv-events-hash-seed", "7"});
   EXPECT_EQ(o.bundle_dir, "m.llmb");
   EXPECT_EQ(o.host, "0.0.0.0");
   EXPECT_EQ(o.port, 9000);
@@ -55,6 +57,9 @@ TEST(ServeOptions, ParsesEveryOption) {
   EXPECT_FALSE(o.enable_prefix_caching);
   EXPECT_EQ(o.device, "cuda");
   EXPECT_FALSE(o.cuda_graphs);
+  EXPECT_EQ(o.kv_events_endpoint, "tcp://*:5557");
+  EXPECT_EQ(o.kv_events_topic, "kv@a@b");
+  EXPECT_EQ(o.kv_events_hash_seed, "7");
   EXPECT_EQ(parse({"m.llmb"}).device, ""); // the bundle's target
 }
 
@@ -109,6 +114,25 @@ TEST(ServeOptions, EngineConfigFollowsTheModel) {
       try { make_engine_config(o, model, 512); } catch (const std::invalid_argument &e) {
         EXPECT_STREQ(e.what(),
                      "--max-model-len 300 exceeds the model's max_position_embeddings = 256");
+        throw;
+      },
+      std::invalid_argument);
+}
+
+// KV events turn the prefix cache's event log on, and need the cache.
+TEST(ServeOptions, KvEventsNeedThePrefixCache) {
+  ModelConfig model;
+  model.max_position_embeddings = 256;
+  ServeOptions o;
+  EXPECT_EQ(make_engine_config(o, model, 512).kv_events_hash_seed, std::nullopt);
+  o.kv_events_endpoint = "tcp://*:5557";
+  o.kv_events_hash_seed = "7";
+  EXPECT_EQ(make_engine_config(o, model, 512).kv_events_hash_seed, "7");
+  o.enable_prefix_caching = false;
+  EXPECT_THROW(
+      try { make_engine_config(o, model, 512); } catch (const std::invalid_argument &e) {
+        EXPECT_STREQ(e.what(), "--kv-events-endpoint reports the prefix cache's blocks; it "
+                               "cannot go with --no-prefix-caching");
         throw;
       },
       std::invalid_argument);
