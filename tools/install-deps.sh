@@ -22,6 +22,8 @@ APT_PACKAGES=(
   python3-torch python3-numpy python3-jinja2 python3-jsonschema
   # the KV events test's independent subscriber: ZeroMQ, msgpack, CBOR
   python3-zmq python3-msgpack python3-cbor2
+  # the replica tests' load balancer
+  haproxy
   # tests: HTTP clients, corpora, tokenizer training for the shipped model
   curl nodejs sentencepiece unicode-data bible-kjv bible-kjv-text fortunes fortunes-de fortunes-ru fortunes-zh dict-devil
 )
