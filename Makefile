@@ -1,5 +1,7 @@
 # `make demo` and `make test` work on a fresh machine: both install what is
 # missing, configure and build into build/ (binaries in build/bin/).
+# `make build DEPS=--build TARGETS="llmrun llmc"` installs and builds only
+# those (deploy/Dockerfile).
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 LLVM_DIR := /usr/lib/llvm-22
@@ -18,7 +20,7 @@ FUZZ_SECONDS ?= 60
 all: build
 
 deps:
-	./tools/install-deps.sh
+	./tools/install-deps.sh $(DEPS)
 
 $(BUILD_DIR)/build.ninja:
 	cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS)
@@ -26,7 +28,7 @@ $(BUILD_DIR)/build.ninja:
 configure: deps $(BUILD_DIR)/build.ninja
 
 build: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

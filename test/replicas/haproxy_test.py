@@ -7,8 +7,10 @@ affinity and KV events, each checked through the proxy.
                                                a 200-token stream is still running
                                                when its replica is killed: the
                                                shipped model)
-  haproxy_test.py <llmrun> <bundle> --bench    throughput through HAProxy
-      over one replica's, each replica on one thread (llmrun bench serve)
+  haproxy_test.py <llmrun> <bundle> --bench [N]
+      throughput through HAProxy over N replicas (default: three, or one a
+      CPU on smaller machines) against one replica, each on one thread
+      (llmrun bench serve, the same workload)
 """
 
 import concurrent.futures
@@ -44,21 +46,23 @@ def free_port():
 class Cluster:
     """Replicas on fixed ports (so one can restart where it was) and HAProxy."""
 
-    def __init__(self, *replica_args):
+    def __init__(self, *replica_args, replicas=NUM_REPLICAS):
         self.replica_args = replica_args
-        self.ports = [free_port() for _ in range(NUM_REPLICAS)]
-        self.subscribers = [Subscriber() for _ in range(NUM_REPLICAS)]
-        self.replicas = [None] * NUM_REPLICAS
-        for i in range(NUM_REPLICAS):
+        self.ports = [free_port() for _ in range(replicas)]
+        self.subscribers = [Subscriber() for _ in range(replicas)]
+        self.replicas = [None] * replicas
+        for i in range(replicas):
             self.start(i)
         self.port, self.stats_port = free_port(), free_port()
         env = {**os.environ, "LLMSERVE_BIND": f"127.0.0.1:{self.port}",
                "LLMSERVE_STATS_BIND": f"127.0.0.1:{self.stats_port}"}
-        for i, port in enumerate(self.ports):
+        # The config names three replicas; fewer leave the rest down.
+        for i in range(NUM_REPLICAS):
+            port = self.ports[i] if i < replicas else free_port()
             env[f"LLMSERVE_REPLICA_{i + 1}"] = f"127.0.0.1:{port}"
         self.haproxy = subprocess.Popen(["haproxy", "-db", "-f", CONFIG], env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.wait_for(lambda s: all(v == "UP" for v in s.values()))
+        self.wait_for(lambda s: all(s[f"replica{i + 1}"] == "UP" for i in range(replicas)))
 
     def start(self, i):
         self.replicas[i] = ServerProcess(
@@ -242,20 +246,20 @@ class Replicas(unittest.TestCase):
             self.assertGreater(len(rebuilt.blocks), 0)
 
 
-def bench():
+def bench(replicas):
     """Output throughput through HAProxy over one replica's, same workload."""
     def run(url):
         result = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"haproxy-bench-{os.getpid()}.json")
         subprocess.run([LLMRUN, "bench", "serve", "--url", url, "--dataset", "random",
-                        "--num-prompts", "96", "--random-input-len", "64",
-                        "--random-output-len", "48", "--ignore-eos", "--max-concurrency", "24",
-                        "--seed", "1", "--result-file", result], capture_output=True, text=True,
-                       check=True)
+                        "--num-prompts", "512", "--random-input-len", "64",
+                        "--random-output-len", "64", "--ignore-eos", "--max-concurrency", "48",
+                        "--seed", "1", "--tokenizer", BUNDLE, "--result-file", result],
+                       capture_output=True, text=True, check=True)
         with open(result) as f:
-            report = json.load(f)
+            report = json.load(f)["runs"][0]["summary"]
         os.remove(result)
         return report
-    cluster = Cluster("--threads", "1")
+    cluster = Cluster("--threads", "1", replicas=replicas)
     try:
         through = run(f"http://127.0.0.1:{cluster.port}")
         single = run(f"http://127.0.0.1:{cluster.ports[0]}")
@@ -263,13 +267,14 @@ def bench():
         cluster.close()
     ratio = through["output_throughput"] / single["output_throughput"]
     print(f"output tok/s: {through['output_throughput']:.1f} through HAProxy over "
-          f"{NUM_REPLICAS} replicas, {single['output_throughput']:.1f} one replica; "
+          f"{replicas} replicas, {single['output_throughput']:.1f} one replica; "
           f"ratio {ratio:.2f} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
     LLMRUN, BUNDLE = sys.argv[1], sys.argv[2]
     if "--bench" in sys.argv[3:]:
-        bench()
+        rest = sys.argv[sys.argv.index("--bench") + 1:]
+        bench(int(rest[0]) if rest else min(NUM_REPLICAS, os.cpu_count()))
     else:
         unittest.main(argv=sys.argv[:1], verbosity=2)
