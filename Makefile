@@ -14,8 +14,17 @@ CMAKE_FLAGS := $(CLANG_FLAGS) -DCMAKE_BUILD_TYPE=Release \
 # UBSan into build-fuzz/ and run FUZZ_SECONDS each.
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
+# `make sanitize` (docs/fuzzing.md): the unit tests and the server API tests
+# under ASan and UBSan (build-asan/), the engine, server and thread-pool
+# tests under TSan (build-tsan/). The server tests' bundles come from
+# build/'s llmc.
+SANITIZE_FLAGS := $(CLANG_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DLLMSERVE_BUILD_COMPILER=OFF -DLLMSERVE_LLMC=$(abspath $(BUILD_DIR))/bin/llmc
+export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1
 
-.PHONY: all deps configure build test demo fuzz clean
+.PHONY: all deps configure build test demo fuzz sanitize clean
 
 all: build
 
@@ -42,5 +51,16 @@ fuzz: deps
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzzers
 	./test/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
+sanitize: build
+	cmake -S . -B build-asan $(SANITIZE_FLAGS) -DLLMSERVE_SANITIZE=address,undefined
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -L unit
+	cd build-asan && ctest --output-on-failure -R '^server\.(bundles|api)$$'
+	cmake -S . -B build-tsan $(SANITIZE_FLAGS) -DLLMSERVE_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target llmserve_core_tests llmserve_server_tests cpu_tests
+	build-tsan/bin/llmserve_core_tests
+	build-tsan/bin/llmserve_server_tests
+	build-tsan/bin/cpu_tests --gtest_filter='ThreadPool*:CpuExecutor*'
+
 clean:
-	rm -rf $(BUILD_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) build-asan build-tsan
