@@ -113,8 +113,9 @@ def chapter_text(book, number, verses):
 
 
 def chat_text(user, assistant):
-    """The text between <s> and </s> that tokenizer_config.json's template renders."""
-    return f"[INST] {user} [/INST] {assistant}"
+    """The text between <s> and </s> that tokenizer_config.json's template
+    renders; the roles are special tokens (tokenizer.CHAT_SPECIALS)."""
+    return f"<|user|>{user}<|assistant|>{assistant}"
 
 
 def held_out(index):

@@ -107,34 +107,37 @@ class MLP(torch.nn.Module):
 
 
 class DecoderLayer(torch.nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, dropout):
         super().__init__()
         self.input_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.self_attn = Attention(c)
         self.post_attention_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.mlp = MLP(c)
+        self.dropout = dropout
 
     def forward(self, x, cos, sin, mask):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        attn = self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        x = x + F.dropout(attn, self.dropout, self.training)
+        return x + F.dropout(self.mlp(self.post_attention_layernorm(x)), self.dropout, self.training)
 
 
 class LlamaBody(torch.nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, dropout):
         super().__init__()
         self.embed_tokens = torch.nn.Embedding(c.vocab_size, c.hidden_size)
-        self.layers = torch.nn.ModuleList(DecoderLayer(c) for _ in range(c.num_hidden_layers))
+        self.layers = torch.nn.ModuleList(DecoderLayer(c, dropout) for _ in range(c.num_hidden_layers))
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
 
 
 class LlamaForCausalLM(torch.nn.Module):
     """Parameters are named model.* like transformers'; lm_head is the
-    embedding matrix (tie_word_embeddings)."""
+    embedding matrix (tie_word_embeddings). dropout applies in training only,
+    to what each attention and MLP block adds to the residual stream."""
 
-    def __init__(self, c):
+    def __init__(self, c, dropout=0.0):
         super().__init__()
         self.config = c
-        self.model = LlamaBody(c)
+        self.model = LlamaBody(c, dropout)
         inv_freq = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2).float() / c.head_dim))
         angles = torch.outer(torch.arange(c.max_position_embeddings).float(), inv_freq)
         angles = torch.cat((angles, angles), dim=-1)

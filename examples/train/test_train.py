@@ -10,6 +10,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -117,13 +118,24 @@ class TokenizerTest(unittest.TestCase):
         self.assertEqual([self.tok.pieces[i] for i in ids], ["\u2581", "<0xE6>", "<0x97>", "<0xA5>"])
 
     def test_specials_split_the_text(self):
-        ids = self.tok.encode_with_specials("<s>[INST] Hi [/INST] Yes</s>")
-        self.assertEqual(ids, [1] + self.tok.encode("[INST] Hi [/INST] Yes") + [2])
+        user, assistant = (self.tok.vocab[s] for s in tokenizer.CHAT_SPECIALS)
+        ids = self.tok.encode_with_specials("<s><|user|>Hi there<|assistant|>Yes</s>")
+        self.assertEqual(ids, [1, user] + self.tok.encode("Hi there") + [assistant] + self.tok.encode("Yes") + [2])
         self.assertEqual(self.tok.encode_with_specials("a</s>b"), self.tok.encode("a") + [2] + self.tok.encode("b"))
+        self.assertEqual(self.tok.decode(ids), "Hi there Yes")
+
+    def test_chat_roles_end_the_vocabulary_and_never_come_from_text(self):
+        self.assertEqual([self.tok.vocab[s] for s in tokenizer.CHAT_SPECIALS], [598, 599])
+        self.assertEqual(len(self.tok.vocab), 600)
+        ids = self.tok.encode("<|user|> and <|assistant|>")
+        self.assertFalse(set(ids) & {598, 599})
+        self.assertEqual(self.tok.decode(ids), "<|user|> and <|assistant|>")
 
     def test_layout_is_llama2s(self):
         j = read_json(os.path.join(self.dir, "tokenizer.json"))
-        self.assertEqual([t["content"] for t in j["added_tokens"]], ["<unk>", "<s>", "</s>"])
+        self.assertEqual([(t["id"], t["content"], t["special"]) for t in j["added_tokens"]],
+                         [(0, "<unk>", True), (1, "<s>", True), (2, "</s>", True),
+                          (598, "<|user|>", True), (599, "<|assistant|>", True)])
         self.assertEqual(j["model"]["type"], "BPE")
         self.assertTrue(j["model"]["byte_fallback"] and j["model"]["fuse_unk"])
         self.assertEqual(j["model"]["vocab"]["<0x0A>"], 3 + 10)
@@ -151,6 +163,10 @@ class TokenizerTest(unittest.TestCase):
         wrong = subprocess.CompletedProcess([], 0, stdout="<s>\t0\n<unk>\t0\n</s>\t0\n")
         with mock.patch("subprocess.run", return_value=wrong):
             with self.assertRaisesRegex(tokenizer.TokenizerError, "expected .* at ids 0-2"):
+                tokenizer.export_vocab("m.model")
+        clash = subprocess.CompletedProcess([], 0, stdout="<unk>\t0\n<s>\t0\n</s>\t0\n<|user|>\t-1\n")
+        with mock.patch("subprocess.run", return_value=clash):
+            with self.assertRaisesRegex(tokenizer.TokenizerError, "already holds \\['<\\|user\\|>'\\]"):
                 tokenizer.export_vocab("m.model")
 
 
@@ -240,20 +256,68 @@ class ModelTest(unittest.TestCase):
 
 class TrainingTest(unittest.TestCase):
     def test_learning_rate_schedule(self):
-        args = mock.Mock(lr=1.0, warmup=10, steps=110)
+        """Warm-up to the peak, hold it, cosine decay to a tenth over the last quarter."""
+        args = mock.Mock(lr=1.0, warmup=10, steps=200, decay_fraction=0.25)
         self.assertAlmostEqual(train.learning_rate(0, args), 0.1)
         self.assertAlmostEqual(train.learning_rate(10, args), 1.0)
-        self.assertAlmostEqual(train.learning_rate(60, args), 0.55)
-        self.assertAlmostEqual(train.learning_rate(110, args), 0.1)
+        self.assertAlmostEqual(train.learning_rate(150, args), 1.0)
+        self.assertAlmostEqual(train.learning_rate(175, args), 0.55)
+        self.assertAlmostEqual(train.learning_rate(200, args), 0.1)
+        self.assertAlmostEqual(train.learning_rate(250, args), 0.1)
 
     def test_windows_overlap_by_one_token(self):
         w = train.windows(torch.arange(10), 3)
         self.assertEqual(w.tolist(), [[0, 1, 2, 3], [3, 4, 5, 6], [6, 7, 8, 9]])
 
-    def test_stream_repeats_documents_per_mix(self):
+    def test_each_pass_repeats_documents_per_mix(self):
         docs = {"bible": [[1, 10, 2]], "devil": [[1, 20, 2]], "chat": [[1, 30, 2]]}
-        stream = train.training_stream(docs, 12, random.Random(0)).tolist()
-        self.assertEqual(sorted(stream[i] for i in range(1, 12, 3)), [10, 20, 20, 30])
+        data = train.TrainingData(docs, 11, 1, seed=0)  # one window holds a whole pass
+        self.assertEqual(data.batches_per_pass, 1)
+        for step in (0, 1):
+            self.assertEqual(sorted(t for t in data.batch_at(step)[0].tolist() if t >= 10), [10, 20, 20, 30])
+
+    def test_passes_differ_and_do_not_depend_on_history(self):
+        docs = {"bible": [[1, 10 + i, 2] for i in range(20)], "devil": [], "chat": []}
+        data = train.TrainingData(docs, 4, 3, seed=7)
+        batches = [data.batch_at(step) for step in range(3 * data.batches_per_pass)]
+        self.assertFalse(torch.equal(batches[0], batches[data.batches_per_pass]))
+        fresh = train.TrainingData(docs, 4, 3, seed=7)
+        self.assertTrue(torch.equal(fresh.batch_at(data.batches_per_pass + 1), batches[data.batches_per_pass + 1]))
+
+    def run_training(self, work, out, *options):
+        entries = corpus.read_devil()
+        chats = [corpus.chat_text(f"Define {e.split(',')[0]}.", e) for e in entries[150:200]]
+        split = {"train": {"bible": entries[:100], "devil": entries[100:150], "chat": chats},
+                 "validation": {"bible": entries[200:210], "devil": entries[210:220], "chat": chats[:5]}}
+        argv = ["train.py", "--work", work, "--out", out, "--vocab-size", "600", "--seq", "16", "--batch", "2",
+                "--hidden-size", "32", "--intermediate-size", "48", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                "--warmup", "2", "--decay-fraction", "0", "--eval-every", "1000", "--save-every", "1000", *options]
+        with mock.patch.object(corpus, "build", return_value=split), mock.patch("sys.argv", argv), \
+                mock.patch("builtins.print"):
+            train.main()
+        return sample.load(out)[0].state_dict()
+
+    def test_a_resumed_run_equals_an_uninterrupted_one(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            straight = self.run_training(a, os.path.join(a, "out"), "--steps", "6")
+            self.run_training(b, os.path.join(b, "out"), "--steps", "4")
+            # What a run stopped after its last save logged is dropped.
+            with open(os.path.join(b, "out", "training_log.jsonl"), "a") as log:
+                log.write(json.dumps({"step": 5, "train_loss": 9.0}) + "\n")
+            resumed = self.run_training(b, os.path.join(b, "out"), "--steps", "6", "--resume")
+            for name, p in straight.items():
+                self.assertTrue(torch.equal(resumed[name], p), name)
+            log = [json.loads(l) for l in Path(b, "out", "training_log.jsonl").read_text().splitlines()]
+            self.assertEqual([r["step"] for r in log if "train_loss" in r], [1, 2, 3, 4, 5, 6])
+            self.assertEqual([r["start_step"] for r in log if "args" in r], [0, 4])
+
+    def test_resume_refuses_a_missing_state_or_another_shape(self):
+        with tempfile.TemporaryDirectory() as work:
+            with self.assertRaisesRegex(SystemExit, "--resume: no training state in"):
+                self.run_training(work, os.path.join(work, "out"), "--steps", "1", "--resume")
+            self.run_training(work, os.path.join(work, "out"), "--steps", "1")
+            with self.assertRaisesRegex(SystemExit, "holds a model with .*'layers': 2.*pass the same options"):
+                self.run_training(work, os.path.join(work, "out"), "--steps", "2", "--resume", "--layers", "3")
 
     def test_export_writes_a_loadable_checkpoint(self):
         with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory() as out:
@@ -288,16 +352,65 @@ class ShippedCheckpointTest(unittest.TestCase):
                          [self.config["num_key_value_heads"] * self.config["head_dim"], self.config["hidden_size"]])
         self.assertEqual({v["dtype"] for k, v in header.items() if k != "__metadata__"}, {"F16"})
 
+    def held_out_loss(self, documents):
+        """Mean nats per token over the documents, packed into 256-token
+        windows as training evaluates them (train.windows)."""
+        ids = torch.tensor([i for d in documents for i in [tokenizer.BOS_ID] + self.tok.encode(d) + [tokenizer.EOS_ID]])
+        windows = train.windows(ids, self.config["max_position_embeddings"])
+        with torch.no_grad():
+            logits = self.model(windows[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 windows[:, 1:].reshape(-1)).item()
+
+    @unittest.skipUnless(shutil.which("bible"), "needs Debian package bible-kjv")
+    def test_held_out_bible_chapters_cost_at_most_3_nats_a_token(self):
+        chapters = [corpus.chapter_text(*c) for i, c in enumerate(corpus.read_bible()) if corpus.held_out(i)]
+        self.assertLessEqual(self.held_out_loss(chapters), 3.0)
+
     def test_predicts_held_out_dictionary_entries(self):
-        """Held-out entries cost far less than the uniform ln(vocab) nats per token."""
+        """Below the uniform ln(vocab) by 2 nats a token: the model has seen
+        the dictionary's 940 training entries twenty times and knows its form
+        far better than its held-out definitions (model card)."""
         held_out = [e for i, e in enumerate(corpus.read_devil()) if corpus.held_out(i)]
-        losses = []
-        for entry in held_out:
-            ids = torch.tensor([([tokenizer.BOS_ID] + self.tok.encode(entry) + [tokenizer.EOS_ID])[:256]])
-            with torch.no_grad():
-                logits = self.model(ids[:, :-1])
-            losses.append(torch.nn.functional.cross_entropy(logits[0], ids[0, 1:]).item())
-        self.assertLess(sum(losses) / len(losses), math.log(self.config["vocab_size"]) - 2.5)
+        self.assertLess(self.held_out_loss(held_out), math.log(self.config["vocab_size"]) - 2.0)
+
+    def completions(self, prompt_ids, count):
+        """Greedy, then `count` samples at the README's settings (temperature
+        0.8, top_p 1, 48 tokens), seeds 0..count-1: the ids each adds."""
+        outs = [sample.generate(self.model, prompt_ids, 48, 1.0, 1e-9, torch.Generator().manual_seed(0))]
+        outs += [sample.generate(self.model, prompt_ids, 48, 0.8, 1.0, torch.Generator().manual_seed(seed))
+                 for seed in range(count)]
+        return [ids[len(prompt_ids):] for ids in outs]
+
+    @unittest.skipUnless(shutil.which("bible"), "needs Debian package bible-kjv")
+    def test_completions_are_real_words_without_chat_format(self):
+        """The README's prompt: no chat role token, and >= 95% of the words
+        (letters only) are words of the training text."""
+        known = {w.lower() for doc in [corpus.chapter_text(*c) for c in corpus.read_bible()] + corpus.read_devil()
+                 for w in re.findall(r"[A-Za-z]+", doc)}
+        roles = {self.tok.vocab[s] for s in tokenizer.CHAT_SPECIALS}
+        words = []
+        for ids in self.completions([tokenizer.BOS_ID] + self.tok.encode("And it came to pass"), 10):
+            self.assertFalse(roles & set(ids), self.tok.decode(ids))
+            text = self.tok.decode(ids)
+            self.assertNotIn("INST", text)
+            words += re.findall(r"[A-Za-z]+", text)
+        unknown = [w for w in words if w.lower() not in known]
+        self.assertGreater(len(words), 200)
+        self.assertLessEqual(len(unknown) / len(words), 0.05, unknown)
+
+    def test_chat_answers_in_the_sources_form(self):
+        """`Define WORD.` gets a dictionary entry (a headword, its part of
+        speech, a definition); `Quote BOOK C:V.` a verse."""
+        for word in ("LAWYER", "CYNIC", "PATIENCE"):
+            prompt = self.tok.encode_with_specials(sample.render_chat(CHECKPOINT, [{"role": "user", "content": f"Define {word}."}]))
+            for ids in self.completions(prompt, 2):
+                answer = self.tok.decode(ids)
+                self.assertRegex(answer, r"^[A-Z][A-Z' -]*, [a-z.]+ [A-Z]", answer)
+        prompt = self.tok.encode_with_specials(sample.render_chat(CHECKPOINT, [{"role": "user", "content": "Quote John 3:16."}]))
+        for ids in self.completions(prompt, 3):
+            self.assertEqual(ids[-1], tokenizer.EOS_ID)
+            self.assertRegex(self.tok.decode(ids), r"^[A-Z][^\n]{20,}[.?!;:,]$")
 
     def test_top_p_near_zero_is_greedy(self):
         prompt = [tokenizer.BOS_ID] + self.tok.encode("In the beginning")
@@ -317,16 +430,17 @@ class ShippedCheckpointTest(unittest.TestCase):
         turns = [{"role": "user", "content": "Define LAWYER."},
                  {"role": "assistant", "content": "LAWYER, n. One skilled."},
                  {"role": "user", "content": "Quote John 11:35."}]
-        self.assertEqual(sample.render_chat(CHECKPOINT, turns[:1]), "<s>[INST] Define LAWYER. [/INST]")
+        self.assertEqual(sample.render_chat(CHECKPOINT, turns[:1]), "<s><|user|>Define LAWYER.<|assistant|>")
         self.assertEqual(sample.render_chat(CHECKPOINT, turns),
-                         "<s>[INST] Define LAWYER. [/INST] LAWYER, n. One skilled.</s><s>[INST] Quote John 11:35. [/INST]")
+                         "<s><|user|>Define LAWYER.<|assistant|>LAWYER, n. One skilled.</s>"
+                         "<s><|user|>Quote John 11:35.<|assistant|>")
         with self.assertRaisesRegex(ValueError, "only the roles user, assistant and tool, not system"):
             sample.render_chat(CHECKPOINT, [{"role": "system", "content": "Be brief."}] + turns[:1])
 
     @unittest.skipUnless(os.path.isdir(os.path.join(NODE_MODULES, "tokenizers")) and shutil.which("node"),
                          "needs npm tokenizers in test/node/node_modules")
     def test_hugging_face_tokenizers_agree(self):
-        texts = ["<s>[INST] Define LAWYER. [/INST] LAWYER, n. One skilled in circumvention of the law.</s>",
+        texts = ["<s><|user|>Define LAWYER.<|assistant|>LAWYER, n. One skilled in circumvention of the law.</s>",
                  "Genesis 1\n1 In the beginning God created the heaven and the earth.", "naïve 日本  spaces"]
         with tempfile.TemporaryDirectory() as tmp:
             Path(tmp, "in.json").write_text(json.dumps(texts))

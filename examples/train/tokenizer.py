@@ -10,6 +10,10 @@ import subprocess
 SPACE = "\u2581"  # SentencePiece's visible space
 SPECIALS = ("<unk>", "<s>", "</s>")
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
+# The chat roles are special tokens at the end of the vocabulary: plain text
+# never encodes to them, so a completion prompt never looks like a chat.
+CHAT_SPECIALS = ("<|user|>", "<|assistant|>")
+ALL_SPECIALS = SPECIALS + CHAT_SPECIALS
 
 
 class TokenizerError(RuntimeError):
@@ -17,12 +21,13 @@ class TokenizerError(RuntimeError):
 
 
 def train_sentencepiece(text_file, model_prefix, vocab_size):
-    """Trains model_prefix.model / .vocab on text_file, one sentence a line."""
+    """Trains model_prefix.model / .vocab on text_file, one sentence a line,
+    leaving the last len(CHAT_SPECIALS) ids of vocab_size to the chat roles."""
     if shutil.which("spm_train") is None:
         raise TokenizerError("spm_train is missing; install Debian package sentencepiece")
     subprocess.run([
         "spm_train", f"--input={text_file}", f"--model_prefix={model_prefix}",
-        "--model_type=bpe", f"--vocab_size={vocab_size}", "--byte_fallback=true",
+        "--model_type=bpe", f"--vocab_size={vocab_size - len(CHAT_SPECIALS)}", "--byte_fallback=true",
         "--character_coverage=1.0", "--split_digits=true",
         # Llama 2's settings: no Unicode normalization, spaces kept as written,
         # one visible space prepended to the text.
@@ -34,7 +39,8 @@ def train_sentencepiece(text_file, model_prefix, vocab_size):
 
 
 def export_vocab(model_file):
-    """Returns [(piece, score)] in id order, read with spm_export_vocab."""
+    """Returns [(piece, score)] in id order, read with spm_export_vocab, with
+    the chat roles appended."""
     out = subprocess.run(["spm_export_vocab", f"--model={model_file}"],
                          check=True, capture_output=True, text=True).stdout
     pieces = []
@@ -45,7 +51,10 @@ def export_vocab(model_file):
         pieces.append((fields[0], float(fields[1])))
     if tuple(p for p, _ in pieces[:3]) != SPECIALS:
         raise TokenizerError(f"{model_file}: expected {SPECIALS} at ids 0-2, got {pieces[:3]}")
-    return pieces
+    clash = [p for p, _ in pieces if p in CHAT_SPECIALS]
+    if clash:
+        raise TokenizerError(f"{model_file}: the vocabulary already holds {clash}")
+    return pieces + [(s, 0.0) for s in CHAT_SPECIALS]
 
 
 def is_byte_piece(piece):
@@ -59,7 +68,7 @@ def merges_from_vocab(pieces):
     vocab = {p: i for i, (p, _) in enumerate(pieces)}
     merges = []
     for piece, score in pieces:
-        if piece in SPECIALS or is_byte_piece(piece):
+        if piece in ALL_SPECIALS or is_byte_piece(piece):
             continue
         local = [(piece[:k], piece[k:]) for k in range(1, len(piece))
                  if piece[:k] in vocab and piece[k:] in vocab]
@@ -74,8 +83,9 @@ def hf_tokenizer_json(pieces):
     for piece, _ in pieces:
         if " " in piece:
             raise TokenizerError(f"piece {piece!r} contains a space; merges could not be written as 'a b'")
-    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i, s in enumerate(SPECIALS)]
+    vocab = {p: i for i, (p, _) in enumerate(pieces)}
+    added = [{"id": vocab[s], "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for s in ALL_SPECIALS]
     return {
         "version": "1.0",
         "truncation": None,
@@ -103,7 +113,7 @@ def hf_tokenizer_json(pieces):
             "type": "BPE", "dropout": None, "unk_token": "<unk>",
             "continuing_subword_prefix": None, "end_of_word_suffix": None,
             "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
-            "vocab": {p: i for i, (p, _) in enumerate(pieces)},
+            "vocab": vocab,
             "merges": [f"{a} {b}" for a, b in merges_from_vocab(pieces)]},
     }
 
@@ -116,7 +126,8 @@ def convert(model_file, tokenizer_json):
 class Tokenizer:
     """Encodes and decodes as the Hugging Face tokenizer.json written above does
     (Prepend/Replace normalizer, BPE by merge rank, byte fallback). Special
-    tokens are never parsed out of text: callers add <s> and </s> as ids."""
+    tokens are never parsed out of text by encode: callers add <s> and </s> as
+    ids, or use encode_with_specials."""
 
     def __init__(self, path):
         with open(path, encoding="utf-8") as f:
@@ -144,12 +155,12 @@ class Tokenizer:
         return ids + self._encode_word(word)
 
     def encode_with_specials(self, text):
-        """Token ids of text in which <unk>, <s> and </s> are special tokens, as
-        tokenizer.json's added_tokens make them (a rendered chat template);
-        each piece between them is normalized on its own."""
+        """Token ids of text in which <unk>, <s>, </s> and the chat roles are
+        special tokens, as tokenizer.json's added_tokens make them (a rendered
+        chat template); each piece between them is normalized on its own."""
         ids, start = [], 0
         while start < len(text):
-            found = [(text.find(s, start), s) for s in SPECIALS if text.find(s, start) >= 0]
+            found = [(text.find(s, start), s) for s in ALL_SPECIALS if text.find(s, start) >= 0]
             at, special = min(found) if found else (len(text), None)
             if at > start:
                 ids += self.encode(text[start:at])
@@ -178,7 +189,7 @@ class Tokenizer:
         out = bytearray()
         for i in ids:
             piece = self.pieces[i]
-            if piece in SPECIALS:
+            if piece in ALL_SPECIALS:
                 continue
             if is_byte_piece(piece):
                 out.append(int(piece[3:5], 16))
