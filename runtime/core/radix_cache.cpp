@@ -83,14 +83,10 @@ RadixNode *RadixCache::insert(const int32_t *tokens, int32_t num_blocks,
       leaf->parent = node;
       leaf->key = key;
       if (events_) {
-        std::optional<uint64_t> parent_hash;
-        if (node != &root_)
-          parent_hash = node->hashes.back();
-        uint64_t hash = parent_hash.value_or(events_->hasher().root());
-        for (int32_t k = 0; k < num_blocks - i; ++k)
-          leaf->hashes.push_back(hash = events_->hasher().chain(
-                                     hash, rest + size_t(k) * block_size_, block_size_));
-        events_->stored(leaf->hashes, parent_hash, leaf->tokens);
+        leaf->hashes = chain_hashes(node, rest, num_blocks - i);
+        events_->stored(leaf->hashes,
+                        node == &root_ ? std::nullopt : std::optional(node->hashes.back()),
+                        leaf->tokens);
       }
       int32_t added = num_blocks - i;
       num_cached_blocks_ += added;
@@ -216,6 +212,16 @@ int32_t RadixCache::evict(int32_t num_blocks) {
   return freed;
 }
 
+std::vector<uint64_t> RadixCache::chain_hashes(const RadixNode *parent, const int32_t *tokens,
+                                               int32_t num_blocks) const {
+  const BlockHasher &hasher = events_->hasher();
+  uint64_t hash = parent == &root_ ? hasher.root() : parent->hashes.back();
+  std::vector<uint64_t> hashes;
+  for (int32_t k = 0; k < num_blocks; ++k)
+    hashes.push_back(hash = hasher.chain(hash, tokens + size_t(k) * block_size_, block_size_));
+  return hashes;
+}
+
 void RadixCache::remove_leaf(RadixNode *leaf) {
   lru_.erase({leaf->last_access, leaf});
   RadixNode *parent = leaf->parent;
@@ -238,15 +244,9 @@ void RadixCache::check_invariants() const {
       fail("a node's tokens do not fill its blocks");
     if (n.key != block_key(n.tokens.data()))
       fail("a node's key is not the hash of its first block");
-    if (events_) {
-      uint64_t hash = n.parent == &root_ ? events_->hasher().root() : n.parent->hashes.back();
-      if (n.hashes.size() != n.blocks.size())
-        fail("a node's block hashes do not match its blocks");
-      for (size_t k = 0; k < n.blocks.size(); ++k)
-        if (n.hashes[k] != (hash = events_->hasher().chain(
-                                hash, n.tokens.data() + k * block_size_, block_size_)))
-          fail("a block's chained hash is wrong");
-    }
+    if (events_ && n.hashes != chain_hashes(n.parent, n.tokens.data(),
+                                            static_cast<int32_t>(n.blocks.size())))
+      fail("a node's chained block hashes are wrong");
     int32_t child_locks = 0;
     for (const auto &[key, child] : n.children) {
       if (child->parent != &n)

@@ -101,6 +101,10 @@ private:
   // Puts `node` in or out of the LRU set of evictable leaves as it now is.
   void update_lru(RadixNode *node);
   void remove_leaf(RadixNode *leaf);
+  // With a KvEventLog: the chained hashes of `num_blocks` blocks of tokens
+  // that follow `parent`'s last block (the root's: the hasher's root).
+  std::vector<uint64_t> chain_hashes(const RadixNode *parent, const int32_t *tokens,
+                                     int32_t num_blocks) const;
 
   KvPool &pool_;
   KvEventLog *events_;
