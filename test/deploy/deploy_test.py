@@ -21,7 +21,7 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "server"))
-from server_process import ServerProcess  # noqa: E402
+from server_process import ServerProcess, kv_block_size  # noqa: E402
 
 DEPLOY = os.path.join(os.path.dirname(os.path.dirname(HERE)), "deploy")
 LLMRUN = BUNDLE = None
@@ -170,8 +170,7 @@ class Kubernetes(Serving):
         config = yaml.safe_load(of_kind(self.docs, "ConfigMap", picker["name"])["data"]["epp-config.yaml"])
         scorer = next(p for p in config["plugins"] if p["type"] == "precise-prefix-cache-scorer")
         tokens = scorer["parameters"]["indexerConfig"]["tokenProcessorConfig"]
-        info = next(k for k in metrics if k.startswith("vllm:cache_config_info"))
-        self.assertEqual(str(tokens["blockSize"]), info.split('block_size="')[1].split('"')[0])
+        self.assertEqual(tokens["blockSize"], kv_block_size(metrics))
         self.assertEqual(tokens["hashSeed"], "")
         route = of_kind(self.docs, "HTTPRoute", "llmserve")
         self.assertEqual(route["spec"]["rules"][0]["backendRefs"][0]["name"], pool["metadata"]["name"])

@@ -21,7 +21,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,17 +29,11 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "server"))
 from kv_events_test import Replica, Subscriber  # noqa: E402
-from server_process import ServerProcess, stream_events  # noqa: E402
+from server_process import ServerProcess, free_port, kv_block_size, stream_events  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.dirname(HERE)), "deploy", "haproxy", "haproxy.cfg")
 LLMRUN = BUNDLE = None
 NUM_REPLICAS = 3
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
@@ -238,8 +231,7 @@ class Replicas(unittest.TestCase):
         for i, (replica, subscriber) in enumerate(zip(self.cluster.replicas, self.cluster.subscribers)):
             metrics = replica.wait_until_idle()
             subscriber.drain()
-            info = next(k for k in metrics if k.startswith("vllm:cache_config_info"))
-            rebuilt = Replica(self, int(info.split('block_size="')[1].split('"')[0]), "CPU")
+            rebuilt = Replica(self, kv_block_size(metrics), "CPU")
             topics = {rebuilt.apply(m) for m in subscriber.messages}
             self.assertEqual(topics, {f"kv@replica{i + 1}@m".encode()})
             self.assertEqual(len(rebuilt.blocks), metrics["llmserve:num_cached_kv_blocks"])

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ import cbor2
 import msgpack
 import zmq
 
-from server_process import ServerProcess
+from server_process import ServerProcess, free_port, kv_block_size
 
 LLMRUN = WORK = None
 
@@ -44,12 +43,6 @@ def prompt_keys(tokens, block_size, seed=""):
         parent = block_hash([parent, tokens[start:start + block_size], None])
         keys.append(parent)
     return keys
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Subscriber:
@@ -162,10 +155,6 @@ class KvEvents(unittest.TestCase):
         self.subscriber.wait_connected()
         return server
 
-    def block_size(self, server):
-        info = next(k for k in server.metrics() if k.startswith("vllm:cache_config_info"))
-        return int(info.split('block_size="')[1].split('"')[0])
-
     def run_prompts(self, server, prompts):
         for prompt in prompts:
             status, _, body = server.post("/v1/completions", {"prompt": prompt, "max_tokens": 3,
@@ -176,7 +165,7 @@ class KvEvents(unittest.TestCase):
     def test_events_rebuild_the_cached_blocks(self):
         rng = random.Random(3)
         with self.serve() as server:
-            size = self.block_size(server)
+            size = kv_block_size(server.metrics())
             system = [rng.randrange(3, 200) for _ in range(3 * size)]
             prompts = [system + [rng.randrange(3, 200) for _ in range(rng.randrange(1, 3 * size))]
                        for _ in range(12)]
@@ -197,7 +186,7 @@ class KvEvents(unittest.TestCase):
         rng = random.Random(5)
         # A pool of a few blocks: new prompts evict the old ones' blocks.
         with self.serve("--kv-cache-memory", "96KiB", "--max-model-len", "64", "--max-num-seqs", "1") as server:
-            size = self.block_size(server)
+            size = kv_block_size(server.metrics())
             prompts = [[rng.randrange(3, 200) for _ in range(2 * size + 1)] for _ in range(20)]
             metrics = self.run_prompts(server, prompts)
             self.subscriber.drain()
@@ -214,7 +203,7 @@ class KvEvents(unittest.TestCase):
 
     def test_hash_seed_changes_every_hash(self):
         with self.serve("--kv-events-hash-seed", "42") as server:
-            size = self.block_size(server)
+            size = kv_block_size(server.metrics())
             prompt = list(range(3, 3 + 2 * size))
             self.run_prompts(server, [prompt])
             self.subscriber.drain()

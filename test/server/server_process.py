@@ -7,12 +7,26 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 
 START_TIMEOUT = 60
 STOP_TIMEOUT = 30
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kv_block_size(metrics):
+    """The KV block size vllm:cache_config_info reports in `metrics`."""
+    info = next(k for k in metrics if k.startswith("vllm:cache_config_info"))
+    return int(info.split('block_size="')[1].split('"')[0])
 
 
 class ServerProcess:
