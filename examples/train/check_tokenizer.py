@@ -6,6 +6,8 @@ SentencePiece model it came from, on the whole corpus.
 2. With --node-modules (a folder holding npm tokenizers@0.23.2): every whole
    document, newlines and chat special tokens included, encoded by Hugging
    Face's tokenizers == the Python tokenizer, and decoding gives the text back.
+3. With --llmrun (llmserve's `llmrun`): every whole document encoded by
+   `llmrun tokenize --no-special-tokens` == the Python tokenizer.
 
   /usr/bin/python3 examples/train/check_tokenizer.py --work /tmp/kjv-devil-tiny-work \
       --tokenizer examples/kjv-devil-tiny/tokenizer.json --node-modules /tmp/tok/node_modules
@@ -78,11 +80,23 @@ def check_against_hf(tok, tokenizer_json, docs, node_modules):
     return bad == 0
 
 
+def check_against_llmrun(tok, tokenizer_json, docs, llmrun):
+    out = subprocess.run([llmrun, "tokenize", "--tokenizer", tokenizer_json, "--no-special-tokens"],
+                         input="".join(json.dumps(d) + "\n" for d in docs), capture_output=True,
+                         text=True, check=True).stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    bad = sum(row != tok.encode_with_specials(doc) for row, doc in zip(rows, docs))
+    bad += abs(len(rows) - len(docs))
+    print(f"llmrun tokenize vs python: {len(docs)} documents, {sum(map(len, rows))} tokens, {bad} differ")
+    return bad == 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", required=True, help="the training run's --work folder (holds spm.model)")
     p.add_argument("--tokenizer", required=True, help="tokenizer.json to check")
     p.add_argument("--node-modules", help="node_modules folder with tokenizers@0.23.2")
+    p.add_argument("--llmrun", help="llmserve's llmrun, to check its tokenizer too")
     p.add_argument("--seed", type=int, default=1234, help="the training run's --seed")
     a = p.parse_args()
     tok = tokenizer.Tokenizer(a.tokenizer)
@@ -90,6 +104,8 @@ def main():
     ok = check_against_spm(tok, os.path.join(a.work, "spm.model"), docs)
     if a.node_modules:
         ok = check_against_hf(tok, a.tokenizer, docs, a.node_modules) and ok
+    if a.llmrun:
+        ok = check_against_llmrun(tok, a.tokenizer, docs, a.llmrun) and ok
     sys.exit(0 if ok else 1)
 
 

@@ -396,6 +396,8 @@ class ShippedCheckpointTest(unittest.TestCase):
             self.assertNotIn("INST", text)
             words += re.findall(r"[A-Za-z]+", text)
         unknown = [w for w in words if w.lower() not in known]
+        print(f"\n  {len(words) - len(unknown)} of {len(words)} words "
+              f"({1 - len(unknown) / len(words):.1%}) are words of the training text; others: {unknown}")
         self.assertGreater(len(words), 200)
         self.assertLessEqual(len(unknown) / len(words), 0.05, unknown)
 

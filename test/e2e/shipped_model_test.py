@@ -19,6 +19,8 @@ import torch_reference  # noqa: E402
 
 MODEL = os.path.join(ROOT, "examples", "kjv-devil-tiny")
 PROMPTS = ["And it came to pass", "In the beginning", "LAWYER, n."]
+# Chat turns as the chat template renders them (they carry their own <s>).
+CHAT_PROMPTS = ["<s><|user|>Define LAWYER.<|assistant|>", "<s><|user|>Quote John 3:16.<|assistant|>"]
 STEPS = 32
 
 
@@ -39,9 +41,12 @@ def main():
     torch.set_num_threads(1)
     model = torch_reference.load_model(MODEL)
     encoded = run(os.path.join(bin_dir, "llmrun"), "tokenize", "--tokenizer", MODEL,
-                  stdin="".join(json.dumps(p) + "\n" for p in PROMPTS))
+                  stdin="".join(json.dumps(p) + "\n" for p in PROMPTS)).splitlines()
+    encoded += run(os.path.join(bin_dir, "llmrun"), "tokenize", "--tokenizer", MODEL,
+                   "--no-special-tokens",
+                   stdin="".join(json.dumps(p) + "\n" for p in CHAT_PROMPTS)).splitlines()
     failed = 0
-    for text, line in zip(PROMPTS, encoded.splitlines()):
+    for text, line in zip(PROMPTS + CHAT_PROMPTS, encoded):
         prompt = json.loads(line)
         with torch.no_grad():
             want, _ = torch_reference.greedy(model, prompt, STEPS)
@@ -50,7 +55,7 @@ def main():
         ok = got == want
         failed += not ok
         print(f"{'ok' if ok else 'FAIL'} {text!r}: {got}" + ("" if ok else f" != {want}"))
-    print(f"{len(PROMPTS) - failed} passed, {failed} failed")
+    print(f"{len(encoded) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 
 
