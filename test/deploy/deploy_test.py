@@ -159,8 +159,7 @@ class Kubernetes(Serving):
         self.assertIn(5557, [p["port"] for p in epp_service["spec"]["ports"]])
         # Every metric the picker is told to read is one the replicas export.
         epp = of_kind(self.docs, "Deployment", picker["name"])["spec"]["template"]["spec"]["containers"][0]
-        named = [a.split("=", 1)[1] for a in epp["args"] if a.endswith("-metric=") is False
-                 and re.match(r"--[a-z-]+-metric=", a)]
+        named = [a.split("=", 1)[1] for a in epp["args"] if re.match(r"--[a-z-]+-metric=.", a)]
         self.assertEqual(len(named), 4)
         exported = {name.split("{")[0] for name in metrics}
         for metric in named:
