@@ -229,6 +229,7 @@ StepBatch make_batch(std::vector<Sequence> &seqs, std::vector<int32_t> &free_blo
     b.repetition_penalty.push_back(1.0f);
     b.penalty_start.push_back(0);
     b.num_logprobs.push_back(-1);
+    b.mask_index.push_back(-1);
     seq.computed = seq.tokens.size();
   }
   b.num_tokens = static_cast<int32_t>(b.token_ids.size());
