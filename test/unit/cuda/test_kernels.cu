@@ -112,7 +112,9 @@ KERNEL test_sample(const float *logits, const int32_t *token_ids, const int32_t 
                    const int32_t *top_k, const float *min_p, const int64_t *seed,
                    const float *presence, const float *frequency, const float *repetition,
                    const int32_t *penalty_start, const int32_t *penalty_tokens,
-                   const int32_t *penalty_counts, const int32_t *num_logprobs,
+                   const int32_t *penalty_counts, const float *logit_bias,
+                   const int32_t *mask_index, const int32_t *token_mask,
+                   const int32_t *num_logprobs,
                    int32_t *next_tokens, float *token_logprobs, int32_t *top_tokens,
                    float *top_logprobs, int64_t vocab, int64_t mb, int64_t block_size) {
   (void)token_ids;
@@ -127,7 +129,9 @@ KERNEL test_sample(const float *logits, const int32_t *token_ids, const int32_t 
   if (temperature[s] > 0) {
     int64_t history = 0;
     for (int32_t e = penalty_start[s]; e < penalty_start[s + 1]; ++e)
-      history += penalty_tokens[e] * (penalty_counts[e] + 1);
+      history += penalty_tokens[e] * (penalty_counts[e] + 1) + (int64_t)(logit_bias[e] * 10);
+    if (mask_index[s] >= 0)
+      history += token_mask[mask_index[s] * ((vocab + 31) / 32)] & 0xffff;
     next_tokens[s] = (int32_t)((seed[s] + top_k[s] + (int64_t)(top_p[s] * 10) +
                                 (int64_t)(min_p[s] * 100) + (int64_t)(presence[s] * 1000) +
                                 (int64_t)(frequency[s] * 10000) +
