@@ -8,13 +8,16 @@
 // tiles, so ceil(T / BQ) + S blocks always suffice; the spare ones exit).
 //
 // The block walks the keys its rows see, [first key of the first row, own
-// position of the last row], in tiles of BK keys: it gathers the tile's K and
-// V rows through the block table into shared memory, then each warp runs the
-// online softmax of its items over the tile, one key at a time: the lanes hold
-// head_dim/32 elements of q and of the output, a butterfly sums q·k. Causality
-// and the sliding window are per-row key ranges. Every row sees its keys one
-// by one in increasing order with the same arithmetic whatever the tile, so
-// its result does not depend on the other rows of the step.
+// position of the last row], in tiles of up to 32 keys at multiples of the
+// tile size: it gathers the tile's K and V rows through the block table into
+// shared memory (16 bytes a thread), then each warp folds the tile into the
+// online softmax of each of its items at once. A lane scores one key (q, kept
+// in shared memory, against the lane's K row), the warp reduces the tile's
+// maximum and the sum of its weights, and each lane adds the weighted V rows
+// of the tile's keys in key order into the head_dim/32 output elements it
+// holds. Causality and the sliding window are per-item key ranges; a key
+// outside an item's range weighs exactly zero, so an item's result depends
+// only on its own keys and not on the other rows of the step.
 //
 // Keys are taken in chunks of kAttentionChunk at fixed positions: an item
 // starts each chunk from an empty (max, sum, accumulator) and folds the
@@ -38,13 +41,17 @@ using namespace mlir::llmserve;
 
 namespace {
 constexpr int64_t kItemsPerBlock = 16;
-constexpr int64_t kMaxKeysPerTile = 32;
+// A lane scores one key of a tile.
+constexpr int64_t kMaxKeysPerTile = kWarpSize;
 // Bytes a thread copies at once when gathering K and V rows (device buffers
 // start on 256 bytes and shared tiles on 16, so a head's slice of a cache row
 // is aligned whenever the head dimension is a whole number of such pieces).
+// K rows in shared memory are padded by as much, so that the 16-byte loads of
+// lanes reading one row each fall in distinct banks.
 constexpr int64_t kGatherBytes = 16;
-// K and V tiles together stay within this many bytes of shared memory.
-constexpr int64_t kTileBytes = 32 * 1024;
+// The K and V tiles and the items' queries stay within this many bytes of
+// shared memory.
+constexpr int64_t kSharedBytes = 40 * 1024;
 
 class PagedAttention {
 public:
@@ -60,8 +67,8 @@ public:
     element = cacheType.getElementType();
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
     perLane = (headDim + kWarpSize - 1) / kWarpSize;
-    keysPerTile = std::clamp<int64_t>(
-        kTileBytes / (2 * headDim * elementBytes), 1, kMaxKeysPerTile);
+    int64_t perLoad = kGatherBytes / elementBytes;
+    width = headDim % perLoad == 0 ? perLoad : 1;
     zero = e.index(0);
     one = e.index(1);
     dim = e.index(headDim);
@@ -79,7 +86,7 @@ public:
     int64_t itemsPerWarp = (items + e.numWarps() - 1) / e.numWarps();
     Value queryStart = e.binding(5), numSeqs = e.dimSize(4, 0);
     Value kvHead = e.blockId(1), tile = e.blockId(0);
-    allocateTiles();
+    allocateTiles(itemsPerWarp * e.numWarps());
 
     // The sequence and tile-in-sequence of this block.
     Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
@@ -117,7 +124,7 @@ public:
         Value row = a.select(valid, a.addi(r0, qr), r0);
         Value head =
             a.addi(a.muli(kvHead, e.index(group)), a.remui(it, e.index(group)));
-        itemsOfWarp.push_back(item(seq, valid, row, head));
+        itemsOfWarp.push_back(item(seq, valid, row, head, it));
       }
 
       // Chunk by chunk, each folded into the items' totals.
@@ -151,7 +158,7 @@ public:
   Grid buildDecode() {
     int64_t itemsPerWarp = (group + e.numWarps() - 1) / e.numWarps();
     Value seqIndex = e.blockId(0), kvHead = e.blockId(1), c = e.blockId(2);
-    allocateTiles();
+    allocateTiles(itemsPerWarp * e.numWarps());
     Sequence seq = sequence(seqIndex);
     Value numChunks = a.divui(a.addi(seq.context, e.index(kAttentionChunk - 1)), chunk);
     e.ifThen(a.cmpi(P::ult, c, numChunks), [&] {
@@ -162,7 +169,7 @@ public:
         Value valid = a.cmpi(P::ult, it, e.index(group));
         Value head = a.addi(a.muli(kvHead, e.index(group)),
                             a.remui(it, e.index(group)));
-        itemsOfWarp.push_back(item(seq, valid, row, head));
+        itemsOfWarp.push_back(item(seq, valid, row, head, it));
       }
       Value from = a.maxi(firstKeyOf(seq.positionOf(a, row)), a.muli(c, chunk));
       Value to = a.mini(seq.context, a.muli(a.addi(c, one), chunk));
@@ -222,11 +229,10 @@ private:
     }
   };
 
-  /// A (row, query head) and its key range [first, last); invalid items get
-  /// an empty range.
+  /// A (row, query head), its key range [first, last) (empty for invalid
+  /// items) and the row of the shared query tile that holds its q.
   struct Item {
-    Value valid, row, head, first, last;
-    SmallVector<Value> q;
+    Value valid, row, head, first, last, slot;
   };
 
   Sequence sequence(Value index) {
@@ -247,16 +253,19 @@ private:
     return a.cmpi(P::ult, a.addi(e.laneId(), e.index(i * kWarpSize)), dim);
   }
 
-  Item item(const Sequence &seq, Value valid, Value row, Value head) {
-    Item item{valid, row, head, Value(), Value(), {}};
+  /// The item of warp-uniform `slot`; its warp stores its q as f32 in the
+  /// query tile (read after the first tile's barriers).
+  Item item(const Sequence &seq, Value valid, Value row, Value head, Value slot) {
+    Item item{valid, row, head, Value(), Value(), slot};
     Value position = seq.positionOf(a, row);
     item.first = firstKeyOf(position);
     item.last = a.select(valid, a.addi(position, one), item.first);
     Value q = e.binding(0), base = a.muli(head, dim);
-    for (int64_t i = 0; i < perLane; ++i) {
-      Value v = e.loadF32(q, {row, a.addi(base, laneDims[i])});
-      item.q.push_back(a.select(laneInside(i), v, e.f32(0)));
-    }
+    for (int64_t i = 0; i < perLane; ++i)
+      e.ifThen(laneInside(i), [&] {
+        a.store(e.loadF32(q, {row, a.addi(base, laneDims[i])}), qTile,
+                {slot, laneDims[i]});
+      });
     return item;
   }
 
@@ -297,92 +306,177 @@ private:
     return result;
   }
 
-  void allocateTiles() {
-    kTile = e.sharedBuffer({keysPerTile, headDim}, element);
+  /// The shared K and V tiles (K rows padded by kGatherBytes) and the f32
+  /// query tile of `slots` items; a tile holds the largest power of two of
+  /// keys, at most a warp's lanes, that keeps them within kSharedBytes, so
+  /// that tiles at multiples of its size never cross a chunk.
+  void allocateTiles(int64_t slots) {
+    int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+    int64_t pad = kGatherBytes / elementBytes;
+    auto bytes = [&](int64_t keys) {
+      return keys * (2 * headDim + pad) * elementBytes + slots * headDim * 4;
+    };
+    keysPerTile = kMaxKeysPerTile;
+    while (keysPerTile > 1 && bytes(keysPerTile) > kSharedBytes)
+      keysPerTile /= 2;
+    kTile = e.sharedBuffer({keysPerTile, headDim + pad}, element);
     vTile = e.sharedBuffer({keysPerTile, headDim}, element);
+    qTile = e.sharedBuffer({slots, headDim}, b.getF32Type());
   }
 
   /// The online softmax of `items` over keys [from, to) of sequence `seq`,
-  /// from empty states: tiles of keys gathered through the block table into
-  /// shared memory (by the whole block), then each item's keys of the tile
-  /// one by one.
+  /// from empty states, one tile of keys at a time.
   SmallVector<Value> walkKeys(Value seq, Value kvHead, ArrayRef<Item> items,
                               Value from, Value to) {
-    Value keys = e.cacheSlots(1), values = e.cacheSlots(2),
-          blockTable = e.binding(3);
+    Value tileKeys = e.index(keysPerTile);
+    Value start = a.muli(a.divui(from, tileKeys), tileKeys);
     return e.forLoop(
-        from, to, keysPerTile, emptyStates(items.size()),
+        start, to, keysPerTile, emptyStates(items.size()),
         [&](Value j0, ValueRange st) -> SmallVector<Value> {
+          Value tileBegin = a.maxi(j0, from);
+          Value tileEnd = a.mini(a.addi(j0, tileKeys), to);
           e.barrier();
-          Value tileEnd = a.mini(a.addi(j0, e.index(keysPerTile)), to);
-          // Each thread copies `width` consecutive elements of a key's row:
-          // 16 bytes when the head dimension allows.
-          int64_t perLoad = kGatherBytes / (element.getIntOrFloatBitWidth() / 8);
-          int64_t width = headDim % perLoad == 0 ? perLoad : 1;
-          Value pieces = e.index(headDim / width);
-          e.threadLoop(a.muli(a.subi(tileEnd, j0), pieces), [&](Value flat) {
-            Value k = a.divui(flat, pieces);
-            Value d = a.muli(a.remui(flat, pieces), e.index(width));
-            Value key = a.addi(j0, k);
-            Value block = a.toIndex(a.load(
-                blockTable, {seq, a.divui(key, e.index(blockSize))}));
-            Value slot = a.addi(a.muli(block, e.index(blockSize)),
-                                a.remui(key, e.index(blockSize)));
-            Value col = a.addi(a.muli(kvHead, dim), d);
-            auto copy = [&](Value cache, Value tile) {
-              if (width == 1)
-                return a.store(a.load(cache, {slot, col}), tile, {k, d});
-              auto piece = VectorType::get({width}, element);
-              Value v = vector::LoadOp::create(b, piece, cache, ValueRange{slot, col},
-                                               /*nontemporal=*/false,
-                                               llvm::MaybeAlign(kGatherBytes));
-              vector::StoreOp::create(b, v, tile, ValueRange{k, d},
-                                      /*nontemporal=*/false, llvm::MaybeAlign(kGatherBytes));
-            };
-            copy(keys, kTile);
-            copy(values, vTile);
-          });
+          gatherTile(seq, kvHead, j0, tileBegin, tileEnd);
           e.barrier();
-          SmallVector<Value> next;
-          for (auto [j, entry] : llvm::enumerate(items)) {
-            // A named reference: C++17 lambdas cannot capture structured
-            // bindings.
-            const Item &item = entry;
-            Value kb = a.maxi(item.first, j0);
-            Value ke = a.maxi(a.mini(item.last, tileEnd), kb);
-            next.append(e.forLoop(
-                a.subi(kb, j0), a.subi(ke, j0), 1, state(st, j),
-                [&](Value k, ValueRange s) -> SmallVector<Value> {
-                  return updateState(item, k, s);
-                }));
-          }
-          return next;
+          return foldTile(items, st, j0, tileBegin, tileEnd);
         });
   }
 
-  /// One key (row `k` of the tiles) into an item's state.
-  SmallVector<Value> updateState(const Item &item, Value k, ValueRange s) {
-    Value partial = e.f32(0);
-    for (int64_t i = 0; i < perLane; ++i)
-      partial = a.add(partial,
-                      a.mul(item.q[i], e.loadF32(kTile, {k, laneDims[i]})));
-    Value dot =
-        e.warpReduce(partial, [&](Value x, Value y) { return a.add(x, y); });
-    Value score = a.mul(dot, e.f32(scale));
-    if (softcap) {
-      Value cap = e.f32(softcap->convertToDouble());
-      score = a.mul(cap, math::TanhOp::create(b, a.div(score, cap)));
+  /// Keys [begin, end) of sequence `seq` to rows key - j0 of the K and V
+  /// tiles, `width` elements a thread.
+  void gatherTile(Value seq, Value kvHead, Value j0, Value begin, Value end) {
+    Value keys = e.cacheSlots(1), values = e.cacheSlots(2),
+          blockTable = e.binding(3);
+    Value pieces = e.index(headDim / width);
+    Value count = a.maxi(a.subi(end, begin), zero);
+    e.threadLoop(a.muli(count, pieces), [&](Value flat) {
+      Value key = a.addi(begin, a.divui(flat, pieces));
+      Value k = a.subi(key, j0);
+      Value d = a.muli(a.remui(flat, pieces), e.index(width));
+      Value block = a.toIndex(
+          a.load(blockTable, {seq, a.divui(key, e.index(blockSize))}));
+      Value slot = a.addi(a.muli(block, e.index(blockSize)),
+                          a.remui(key, e.index(blockSize)));
+      Value col = a.addi(a.muli(kvHead, dim), d);
+      auto copy = [&](Value cache, Value tile) {
+        if (width == 1)
+          return a.store(a.load(cache, {slot, col}), tile, {k, d});
+        auto piece = VectorType::get({width}, element);
+        Value v = vector::LoadOp::create(b, piece, cache, ValueRange{slot, col},
+                                         /*nontemporal=*/false,
+                                         llvm::MaybeAlign(kGatherBytes));
+        vector::StoreOp::create(b, v, tile, ValueRange{k, d},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(kGatherBytes));
+      };
+      copy(keys, kTile);
+      copy(values, vTile);
+    });
+  }
+
+  /// `width` consecutive elements of row `row` of a shared tile from `d0`,
+  /// as f32.
+  SmallVector<Value> loadPiece(Value tile, Value row, Value d0) {
+    if (width == 1)
+      return {e.loadF32(tile, {row, d0})};
+    auto tileType = cast<MemRefType>(tile.getType());
+    int64_t bytes = width * tileType.getElementTypeBitWidth() / 8;
+    Value v = vector::LoadOp::create(
+        b, VectorType::get({width}, tileType.getElementType()), tile,
+        ValueRange{row, d0}, /*nontemporal=*/false,
+        llvm::MaybeAlign(std::min<int64_t>(bytes, kGatherBytes)));
+    SmallVector<Value> elements;
+    for (int64_t t = 0; t < width; ++t) {
+      Value x = vector::ExtractOp::create(b, v, t);
+      elements.push_back(x.getType().isF32()
+                             ? x
+                             : arith::ExtFOp::create(b, b.getF32Type(), x));
     }
-    Value maxNew = a.max(s[0], score);
-    // The running sums rescale only when the maximum grows.
-    Value grows = a.cmpf(arith::CmpFPredicate::OGT, score, s[0]);
-    Value alpha = a.select(grows, a.exp(a.sub(s[0], maxNew)), e.f32(1));
-    Value weight = a.exp(a.sub(score, maxNew));
-    SmallVector<Value> r{maxNew, a.add(a.mul(s[1], alpha), weight)};
-    for (int64_t i = 0; i < perLane; ++i)
-      r.push_back(a.add(a.mul(s[2 + i], alpha),
-                        a.mul(weight, e.loadF32(vTile, {k, laneDims[i]}))));
-    return r;
+    return elements;
+  }
+
+  /// The tile's keys [begin, end), at rows key - j0, folded into each item's
+  /// state. Lane l scores key j0 + l against each item's q (an f32 fma chain
+  /// over the head dimension); a key outside the item's range scores -inf
+  /// and weighs 0. The tile's maximum and the sum of its weights are warp
+  /// reductions, and each lane's output elements gather the weighted V rows
+  /// key by key (the weights broadcast from their lanes). A tile without a
+  /// key of the item leaves its state as it is.
+  SmallVector<Value> foldTile(ArrayRef<Item> items, ValueRange st, Value j0,
+                              Value begin, Value end) {
+    int64_t n = items.size();
+    Value lane = e.laneId();
+    Value key = a.addi(j0, lane);
+    Value keyRow = a.mini(lane, e.index(keysPerTile - 1));
+    SmallVector<Value> dots = e.forLoop(
+        zero, dim, width, SmallVector<Value>(n, e.f32(0)),
+        [&](Value d0, ValueRange acc) -> SmallVector<Value> {
+          SmallVector<Value> k = loadPiece(kTile, keyRow, d0);
+          SmallVector<Value> next(acc);
+          for (int64_t j = 0; j < n; ++j) {
+            SmallVector<Value> q = loadPiece(qTile, items[j].slot, d0);
+            for (int64_t t = 0; t < width; ++t)
+              next[j] = math::FmaOp::create(b, q[t], k[t], next[j]);
+          }
+          return next;
+        });
+
+    Value negInf = e.f32(-INFINITY);
+    SmallVector<Value> maxNew, alpha, weight, sum, any;
+    for (int64_t j = 0; j < n; ++j) {
+      Value score = a.mul(dots[j], e.f32(scale));
+      if (softcap) {
+        Value cap = e.f32(softcap->convertToDouble());
+        score = a.mul(cap, math::TanhOp::create(b, a.div(score, cap)));
+      }
+      Value lo = a.maxi(items[j].first, begin);
+      Value hi = a.mini(items[j].last, end);
+      Value inside = a.andi(a.cmpi(P::sge, key, lo), a.cmpi(P::slt, key, hi));
+      score = a.select(inside, score, negInf);
+      Value tileMax = e.warpReduce(score, [&](Value x, Value y) { return a.max(x, y); });
+      Value oldMax = state(st, j)[0];
+      any.push_back(a.cmpf(arith::CmpFPredicate::OGT, tileMax, negInf));
+      maxNew.push_back(a.max(oldMax, tileMax));
+      alpha.push_back(a.exp(a.sub(oldMax, maxNew[j])));
+      weight.push_back(a.exp(a.sub(score, maxNew[j])));
+      sum.push_back(e.warpReduce(weight[j], [&](Value x, Value y) { return a.add(x, y); }));
+    }
+
+    // Weighted V rows in key order; V is read once for all items.
+    Value width32 = arith::ConstantIntOp::create(b, b.getI32Type(), kWarpSize);
+    SmallVector<Value> partial = e.forLoop(
+        a.subi(a.mini(begin, end), j0), a.subi(end, j0), 1,
+        SmallVector<Value>(n * perLane, e.f32(0)),
+        [&](Value k, ValueRange acc) -> SmallVector<Value> {
+          SmallVector<Value> v;
+          for (int64_t i = 0; i < perLane; ++i)
+            v.push_back(e.loadF32(vTile, {k, laneDims[i]}));
+          Value source = arith::IndexCastOp::create(b, b.getI32Type(), k);
+          SmallVector<Value> next(acc);
+          for (int64_t j = 0; j < n; ++j) {
+            Value w = gpu::ShuffleOp::create(b, weight[j], source, width32,
+                                             gpu::ShuffleMode::IDX)
+                          .getShuffleResult();
+            for (int64_t i = 0; i < perLane; ++i)
+              next[j * perLane + i] =
+                  math::FmaOp::create(b, w, v[i], next[j * perLane + i]);
+          }
+          return next;
+        });
+
+    SmallVector<Value> result;
+    for (int64_t j = 0; j < n; ++j) {
+      ValueRange s = state(st, j);
+      result.push_back(a.select(any[j], maxNew[j], s[0]));
+      result.push_back(
+          a.select(any[j], math::FmaOp::create(b, s[1], alpha[j], sum[j]), s[1]));
+      for (int64_t i = 0; i < perLane; ++i)
+        result.push_back(a.select(
+            any[j],
+            math::FmaOp::create(b, s[2 + i], alpha[j], partial[j * perLane + i]),
+            s[2 + i]));
+    }
+    return result;
   }
 
   void writeOutput(Value row, Value head, ValueRange s) {
@@ -433,9 +527,10 @@ private:
   std::optional<uint64_t> window;
   float scale;
   std::optional<APFloat> softcap; // tanh soft-capping of the scores
-  int64_t blockSize, kvHeads, headDim, heads, group, perLane, keysPerTile;
+  int64_t blockSize, kvHeads, headDim, heads, group, perLane, width,
+      keysPerTile = 0;
   Type element;
-  Value zero, one, dim, chunk, kTile, vTile;
+  Value zero, one, dim, chunk, kTile, vTile, qTile;
   SmallVector<Value> laneDims;
 };
 

@@ -80,9 +80,11 @@ func.func @layer_norm(%x: tensor<8x64xbf16>, %r: tensor<8x64xbf16>) -> (tensor<8
 }
 
 // Attention: K and V tiles in shared memory, a loop over the keys' tiles
-// with a barrier on each side of the gather (16 bytes per thread), q·k
-// summed across the warp.
+// with a barrier on each side of the gather (16 bytes per thread); each lane
+// scores one key from 16-byte shared loads, the warp reduces the tile's
+// maximum and weight sum, and the weights reach every lane by idx shuffles.
 // CHECK-LABEL: .visible .entry llmserve_d4_paged_attention(
+// CHECK:      .shared .align 16 .b8
 // CHECK:      .shared .align 16 .b8
 // CHECK:      .shared .align 16 .b8
 // CHECK:      bar.sync 0;
@@ -90,8 +92,9 @@ func.func @layer_norm(%x: tensor<8x64xbf16>, %r: tensor<8x64xbf16>) -> (tensor<8
 // CHECK:      st.shared.v4.b32
 // CHECK:      st.shared.v4.b32
 // CHECK:      bar.sync 0;
+// CHECK:      ld.shared.v4.b32
 // CHECK:      shfl.sync.bfly.b32
-// CHECK:      bra {{\$L__BB5_[0-9]+}};
+// CHECK:      shfl.sync.idx.b32
 // CHECK:      st.global.b32
 func.func @paged_attention(%kc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}}, %vc: tensor<?x16x2x32xbf16> {llmserve.kv_cache = {layer = 0 : i64, role = "v"}}, %bt: tensor<?x?xi32> {llmserve.contract = "block_table"}, %cl: tensor<?xi32> {llmserve.contract = "context_len"}, %qs: tensor<?xi32> {llmserve.contract = "query_start"}, %ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x128xbf16> {
   %e = llmserve.weight "emb" : tensor<100x128xbf16>

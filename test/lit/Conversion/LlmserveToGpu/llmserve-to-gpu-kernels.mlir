@@ -184,12 +184,17 @@ func.func @rms_norm_per_head(%q: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tens
 
 // Attention: tiles of rows of one sequence and one KV head; with 4 query
 // heads per KV head (GQA) a tile holds 4 rows, so the grid is
-// ceil(T/4) + S tiles by 2 KV heads, none when T = S. Keys go in chunks of
-// 64, each walked in tiles of 32 keys gathered through the block table into
-// shared memory between barriers and folded into the total (fma). A
-// decode-only step runs a block per (sequence, KV head, chunk of the longest
-// addressable context) writing chunk states ([S, 8 heads, chunks, 2 + 16])
-// to the scratch binding, then one warp per (sequence, head) folds them.
+// ceil(T/4) + S tiles by 2 KV heads, none when T = S. Each item's q waits in
+// a shared f32 tile. Keys go in chunks of 64, each walked in tiles of 32
+// keys at multiples of 32, gathered through the block table into shared
+// memory (K rows padded by 16 bytes) between barriers. A lane scores one key
+// (an fma chain over 16-byte pieces of its K row and the broadcast q), the
+// warp reduces the tile's maximum and weight sum, and the lanes' output
+// elements take the weighted V rows key by key (weights broadcast by an idx
+// shuffle); each tile folds into the total with fma. A decode-only step
+// runs a block per (sequence, KV head, chunk of the longest addressable
+// context) writing chunk states ([S, 8 heads, chunks, 2 + 16]) to the
+// scratch binding, then one warp per (sequence, head) folds them.
 // CHECK-LABEL: func.func @attention
 //       CHECK:   llmserve.paged_attention
 //  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["(ceildiv($0,4)+$5)*min($0-$5,1)", "2", "1"], kernel = "d0_paged_attention"
@@ -198,29 +203,40 @@ func.func @rms_norm_per_head(%q: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tens
 //  CHECK-SAME:     llmserve.scratch = {{\[}}["$5", "8", "ceildiv($4*4,64)", "18"]]
 //       CHECK: gpu.func @llmserve_d0_paged_attention(
 //  CHECK-SAME:     %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: i64
-//  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x24xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[Q:.*]] : memref<16x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   scf.for
 //       CHECK:   scf.if
+//       CHECK:     memref.store %{{.*}}, %[[Q]]
 //       CHECK:     scf.for
 //       CHECK:       scf.for
 //       CHECK:         gpu.barrier
 //       CHECK:         vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16, strided<[?, 1]>>, vector<8xbf16>
-//       CHECK:         vector.store %{{.*}}, %[[K]]{{.*}} {alignment = 16 : i64} : memref<32x16xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+//       CHECK:         vector.store %{{.*}}, %[[K]]{{.*}} {alignment = 16 : i64} : memref<32x24xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 //       CHECK:         vector.store %{{.*}}, %[[V]]
 //       CHECK:         gpu.barrier
 //       CHECK:         scf.for
-//       CHECK:           memref.load %[[K]]
-//       CHECK:           gpu.shuffle  xor
-//       CHECK:           math.exp
+//       CHECK:           vector.load %[[K]]
+//       CHECK:           vector.load %[[Q]]
+//       CHECK:           math.fma
+//       CHECK:         gpu.shuffle  xor
+//       CHECK:         arith.maximumf
+//       CHECK:         math.exp
+//       CHECK:         gpu.shuffle  xor
+//       CHECK:         scf.for
 //       CHECK:           memref.load %[[V]]
+//       CHECK:           gpu.shuffle  idx
+//       CHECK:           math.fma
+//       CHECK:         math.fma
 //       CHECK:       math.fma
 //       CHECK:     math.log
 //       CHECK: gpu.func @llmserve_d0_paged_attention_decode(
 //  CHECK-SAME:     %[[DSCRATCH:[^:]*]]: memref<1xf32>, %{{[^:]*}}: i64
+//  CHECK-SAME:     workgroup({{.*}}, %{{.*}} : memref<4x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   scf.if
 //       CHECK:     scf.for
 //       CHECK:       gpu.barrier
 //       CHECK:       gpu.shuffle  xor
+//       CHECK:       gpu.shuffle  idx
 //       CHECK:     %[[PARTIALS:.*]] = memref.reinterpret_cast %[[DSCRATCH]]
 //       CHECK:     memref.store %{{.*}}, %[[PARTIALS]]
 //   CHECK-NOT:     math.log
