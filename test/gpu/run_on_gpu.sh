@@ -79,7 +79,7 @@ timeout 120 python3 test/gpu/linear_reference.py $R/tinyllama_config/config.json
 echo "rc=$?"; sed -n '/one decode step/,$p' "$OUT/linear_reference.log"
 
 echo "== the peer: transformers generate on the same checkpoint, torch SDPA"
-timeout 150 python3 test/gpu/transformers_reference.py $W > "$OUT/transformers.log" 2>&1
+timeout 300 python3 test/gpu/transformers_reference.py $W > "$OUT/transformers.log" 2>&1
 echo "rc=$?"; grep -E "^(transformers|torch)" "$OUT/transformers.log" || tail -3 "$OUT/transformers.log"
 for batch in 1 64; do
   timeout 60 $B bench offline $T --weights $W --num-prompts $((batch > 1 ? batch : 4)) \

@@ -8,10 +8,10 @@
 // tiles, so ceil(T / BQ) + S blocks always suffice; the spare ones exit).
 //
 // The block walks the keys its rows see, [first key of the first row, own
-// position of the last row], in tiles of up to 32 keys at multiples of the
-// tile size: it gathers the tile's K and V rows through the block table into
-// shared memory (16 bytes a thread), then each warp folds the tile into the
-// online softmax of each of its items at once. A lane scores one key (q, kept
+// position of the last row]: it gathers the K and V rows of up to a chunk of
+// keys (below) through the block table into shared memory (16 bytes a
+// thread), then each warp folds them, in tiles of up to 32 keys at multiples
+// of the tile size, into the online softmax of each of its items at once. A lane scores one key (q, kept
 // in shared memory, against the lane's K row), the warp reduces the tile's
 // maximum and the sum of its weights, and each lane adds the weighted V rows
 // of the tile's keys in key order into the head_dim/32 output elements it
@@ -306,10 +306,12 @@ private:
     return result;
   }
 
-  /// The shared K and V tiles (K rows padded by kGatherBytes) and the f32
-  /// query tile of `slots` items; a tile holds the largest power of two of
-  /// keys, at most a warp's lanes, that keeps them within kSharedBytes, so
-  /// that tiles at multiples of its size never cross a chunk.
+  /// The shared K and V buffers (K rows padded by kGatherBytes) and the f32
+  /// query tile of `slots` items, within kSharedBytes. A tile is the largest
+  /// power of two of keys, at most a warp's lanes, that fits; the buffers
+  /// hold the largest power of two of tiles, at most a chunk, that fits, so
+  /// one gather between two barriers serves them all and neither a tile nor
+  /// a gather crosses a chunk.
   void allocateTiles(int64_t slots) {
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
     int64_t pad = kGatherBytes / elementBytes;
@@ -319,39 +321,51 @@ private:
     keysPerTile = kMaxKeysPerTile;
     while (keysPerTile > 1 && bytes(keysPerTile) > kSharedBytes)
       keysPerTile /= 2;
-    kTile = e.sharedBuffer({keysPerTile, headDim + pad}, element);
-    vTile = e.sharedBuffer({keysPerTile, headDim}, element);
+    keysPerGather = keysPerTile;
+    while (2 * keysPerGather <= kAttentionChunk &&
+           bytes(2 * keysPerGather) <= kSharedBytes)
+      keysPerGather *= 2;
+    kTile = e.sharedBuffer({keysPerGather, headDim + pad}, element);
+    vTile = e.sharedBuffer({keysPerGather, headDim}, element);
     qTile = e.sharedBuffer({slots, headDim}, b.getF32Type());
   }
 
   /// The online softmax of `items` over keys [from, to) of sequence `seq`,
-  /// from empty states, one tile of keys at a time.
+  /// from empty states: the keys of each gather span, then its tiles one at
+  /// a time.
   SmallVector<Value> walkKeys(Value seq, Value kvHead, ArrayRef<Item> items,
                               Value from, Value to) {
-    Value tileKeys = e.index(keysPerTile);
-    Value start = a.muli(a.divui(from, tileKeys), tileKeys);
+    auto alignDown = [&](Value key, int64_t multiple) {
+      Value m = e.index(multiple);
+      return a.muli(a.divui(key, m), m);
+    };
     return e.forLoop(
-        start, to, keysPerTile, emptyStates(items.size()),
-        [&](Value j0, ValueRange st) -> SmallVector<Value> {
-          Value tileBegin = a.maxi(j0, from);
-          Value tileEnd = a.mini(a.addi(j0, tileKeys), to);
+        alignDown(from, keysPerGather), to, keysPerGather, emptyStates(items.size()),
+        [&](Value g0, ValueRange st) -> SmallVector<Value> {
+          Value begin = a.maxi(g0, from);
+          Value end = a.mini(a.addi(g0, e.index(keysPerGather)), to);
           e.barrier();
-          gatherTile(seq, kvHead, j0, tileBegin, tileEnd);
+          gatherKeys(seq, kvHead, g0, begin, end);
           e.barrier();
-          return foldTile(items, st, j0, tileBegin, tileEnd);
+          return e.forLoop(
+              alignDown(begin, keysPerTile), end, keysPerTile, st,
+              [&](Value j0, ValueRange tileState) -> SmallVector<Value> {
+                return foldTile(items, tileState, g0, j0, a.maxi(j0, begin),
+                                a.mini(a.addi(j0, e.index(keysPerTile)), end));
+              });
         });
   }
 
-  /// Keys [begin, end) of sequence `seq` to rows key - j0 of the K and V
-  /// tiles, `width` elements a thread.
-  void gatherTile(Value seq, Value kvHead, Value j0, Value begin, Value end) {
+  /// Keys [begin, end) of sequence `seq` to rows key - g0 of the K and V
+  /// buffers, `width` elements a thread.
+  void gatherKeys(Value seq, Value kvHead, Value g0, Value begin, Value end) {
     Value keys = e.cacheSlots(1), values = e.cacheSlots(2),
           blockTable = e.binding(3);
     Value pieces = e.index(headDim / width);
     Value count = a.maxi(a.subi(end, begin), zero);
     e.threadLoop(a.muli(count, pieces), [&](Value flat) {
       Value key = a.addi(begin, a.divui(flat, pieces));
-      Value k = a.subi(key, j0);
+      Value k = a.subi(key, g0);
       Value d = a.muli(a.remui(flat, pieces), e.index(width));
       Value block = a.toIndex(
           a.load(blockTable, {seq, a.divui(key, e.index(blockSize))}));
@@ -395,19 +409,21 @@ private:
     return elements;
   }
 
-  /// The tile's keys [begin, end), at rows key - j0, folded into each item's
-  /// state. Lane l scores key j0 + l against each item's q (an f32 fma chain
-  /// over the head dimension); a key outside the item's range scores -inf
-  /// and weighs 0. The tile's maximum and the sum of its weights are warp
-  /// reductions, and each lane's output elements gather the weighted V rows
-  /// key by key (the weights broadcast from their lanes). A tile without a
-  /// key of the item leaves its state as it is.
-  SmallVector<Value> foldTile(ArrayRef<Item> items, ValueRange st, Value j0,
-                              Value begin, Value end) {
+  /// The tile's keys [begin, end) (the tile starts at key j0; key k is at
+  /// row k - g0 of the buffers), folded into each item's state. Lane l
+  /// scores key j0 + l against each item's q (an f32 fma chain over the head
+  /// dimension); a key outside the item's range scores -inf and weighs 0.
+  /// The tile's maximum and the sum of its weights are warp reductions, and
+  /// each lane's output elements gather the weighted V rows key by key (the
+  /// weights broadcast from their lanes). A tile without a key of the item
+  /// leaves its state as it is.
+  SmallVector<Value> foldTile(ArrayRef<Item> items, ValueRange st, Value g0,
+                              Value j0, Value begin, Value end) {
     int64_t n = items.size();
     Value lane = e.laneId();
     Value key = a.addi(j0, lane);
-    Value keyRow = a.mini(lane, e.index(keysPerTile - 1));
+    Value tileRow = a.subi(j0, g0);
+    Value keyRow = a.addi(tileRow, a.mini(lane, e.index(keysPerTile - 1)));
     SmallVector<Value> dots = e.forLoop(
         zero, dim, width, SmallVector<Value>(n, e.f32(0)),
         [&](Value d0, ValueRange acc) -> SmallVector<Value> {
@@ -450,7 +466,7 @@ private:
         [&](Value k, ValueRange acc) -> SmallVector<Value> {
           SmallVector<Value> v;
           for (int64_t i = 0; i < perLane; ++i)
-            v.push_back(e.loadF32(vTile, {k, laneDims[i]}));
+            v.push_back(e.loadF32(vTile, {a.addi(tileRow, k), laneDims[i]}));
           Value source = arith::IndexCastOp::create(b, b.getI32Type(), k);
           SmallVector<Value> next(acc);
           for (int64_t j = 0; j < n; ++j) {
@@ -528,7 +544,7 @@ private:
   float scale;
   std::optional<APFloat> softcap; // tanh soft-capping of the scores
   int64_t blockSize, kvHeads, headDim, heads, group, perLane, width,
-      keysPerTile = 0;
+      keysPerTile = 0, keysPerGather = 0;
   Type element;
   Value zero, one, dim, chunk, kTile, vTile, qTile;
   SmallVector<Value> laneDims;

@@ -185,9 +185,9 @@ func.func @rms_norm_per_head(%q: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tens
 // Attention: tiles of rows of one sequence and one KV head; with 4 query
 // heads per KV head (GQA) a tile holds 4 rows, so the grid is
 // ceil(T/4) + S tiles by 2 KV heads, none when T = S. Each item's q waits in
-// a shared f32 tile. Keys go in chunks of 64, each walked in tiles of 32
-// keys at multiples of 32, gathered through the block table into shared
-// memory (K rows padded by 16 bytes) between barriers. A lane scores one key
+// a shared f32 tile. Keys go in chunks of 64, each gathered at once through
+// the block table into shared memory (K rows padded by 16 bytes) between
+// barriers, then folded in tiles of 32 keys at multiples of 32. A lane scores one key
 // (an fma chain over 16-byte pieces of its K row and the broadcast q), the
 // warp reduces the tile's maximum and weight sum, and the lanes' output
 // elements take the weighted V rows key by key (weights broadcast by an idx
@@ -203,7 +203,7 @@ func.func @rms_norm_per_head(%q: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tens
 //  CHECK-SAME:     llmserve.scratch = {{\[}}["$5", "8", "ceildiv($4*4,64)", "18"]]
 //       CHECK: gpu.func @llmserve_d0_paged_attention(
 //  CHECK-SAME:     %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: i64
-//  CHECK-SAME:     workgroup(%[[K:.*]] : memref<32x24xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[V:.*]] : memref<32x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[Q:.*]] : memref<16x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     workgroup(%[[K:.*]] : memref<64x24xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[V:.*]] : memref<64x16xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[Q:.*]] : memref<16x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   scf.for
 //       CHECK:   scf.if
 //       CHECK:     memref.store %{{.*}}, %[[Q]]
@@ -211,7 +211,7 @@ func.func @rms_norm_per_head(%q: tensor<?x64xbf16>, %w: tensor<16xbf16>) -> tens
 //       CHECK:       scf.for
 //       CHECK:         gpu.barrier
 //       CHECK:         vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xbf16, strided<[?, 1]>>, vector<8xbf16>
-//       CHECK:         vector.store %{{.*}}, %[[K]]{{.*}} {alignment = 16 : i64} : memref<32x24xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+//       CHECK:         vector.store %{{.*}}, %[[K]]{{.*}} {alignment = 16 : i64} : memref<64x24xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 //       CHECK:         vector.store %{{.*}}, %[[V]]
 //       CHECK:         gpu.barrier
 //       CHECK:         scf.for
