@@ -22,8 +22,7 @@ R=gpu-carry/prepared
 # they were built in (which `prepare` recorded).
 SRC=$(cat $R/source_dir)
 [ -e "$SRC" ] || { mkdir -p "$(dirname "$SRC")" && ln -sfn "$PWD" "$SRC"; }
-# Libraries llmrun links that the GPU machine may lack (cpp-httplib, brotli,
-# Oniguruma).
+# Libraries llmrun links that the GPU machine may lack (docs/gpu.md).
 export LD_LIBRARY_PATH=$PWD/gpu-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PYTHONUNBUFFERED=1
 B=build/bin/llmrun
 T=$R/tinyllama.sm90.llmb
