@@ -32,6 +32,14 @@ void drain(Engine &engine, const std::unordered_map<uint64_t, size_t> &index,
   std::unordered_map<uint64_t, Clock::time_point> last_token;
   while (engine.has_work()) {
     const std::vector<RequestOutput> outputs = engine.step();
+    if (const StepTiming &timing = engine.last_step_timing(); timing.executed) {
+      ++out.steps;
+      out.schedule_s += timing.schedule_seconds;
+      out.execute_s += timing.execute_seconds;
+      out.postprocess_s += timing.postprocess_seconds;
+      if (timing.gap_seconds)
+        out.step_gaps_s.push_back(*timing.gap_seconds);
+    }
     const EngineStats stats = engine.stats();
     out.peak_kv_usage = std::max(out.peak_kv_usage, stats.kv_usage);
     out.run.peak_concurrency = std::max<int64_t>(out.run.peak_concurrency, stats.num_running);

@@ -6,9 +6,14 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace llmserve {
 namespace {
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 KvPool make_pool(const Executor &executor, const EngineConfig &config) {
   KvCacheSpec spec = executor.kv_cache_spec();
@@ -116,9 +121,10 @@ bool Engine::has_work() const {
 
 bool Engine::wait_for_work(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return work_cv_.wait_for(lock, timeout, [&] {
-    return num_unfinished_ > 0 || !ends_.empty();
-  });
+  auto ready = [&] { return num_unfinished_ > 0 || !ends_.empty(); };
+  if (!ready())
+    waited_ = true;
+  return work_cv_.wait_for(lock, timeout, ready);
 }
 
 EngineStats Engine::stats() const {
@@ -127,13 +133,19 @@ EngineStats Engine::stats() const {
 }
 
 std::vector<RequestOutput> Engine::step() {
+  const Clock::time_point start = Clock::now();
   std::vector<std::unique_ptr<Request>> arrived;
   std::vector<std::pair<uint64_t, FinishReason>> ends;
+  bool waited;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     arrived.swap(inbox_);
     ends.swap(ends_);
+    waited = std::exchange(waited_, false);
   }
+  if (waited)
+    last_execute_end_.reset();
+  timing_ = StepTiming{};
   for (auto &request : arrived) {
     scheduler_.add(request.get());
     uint64_t id = request->id;
@@ -153,7 +165,13 @@ std::vector<RequestOutput> Engine::step() {
 
   const StepBatch &batch = scheduler_.schedule(now);
   int32_t num_batched_tokens = batch.num_tokens;
+  Clock::time_point postprocess_start;
   if (batch.num_seqs > 0) {
+    const Clock::time_point execute_start = Clock::now();
+    timing_.executed = true;
+    timing_.schedule_seconds = seconds_between(start, execute_start);
+    if (last_execute_end_)
+      timing_.gap_seconds = seconds_between(*last_execute_end_, execute_start);
     std::string error;
     try {
       executor_.execute(batch, step_output_);
@@ -177,6 +195,8 @@ std::vector<RequestOutput> Engine::step() {
       error = std::string("executor failed: ") + e.what();
     }
     Clock::time_point done = Clock::now();
+    timing_.execute_seconds = seconds_between(execute_start, done);
+    last_execute_end_ = postprocess_start = done;
     if (error.empty())
       scheduler_.postprocess(step_output_, done, outputs);
     else
@@ -195,6 +215,8 @@ std::vector<RequestOutput> Engine::step() {
     }
   }
 
+  if (!timing_.executed)
+    last_execute_end_.reset();
   std::lock_guard<std::mutex> lock(mutex_);
   num_unfinished_ -= num_finished;
   EngineStats &s = stats_;
@@ -213,6 +235,12 @@ std::vector<RequestOutput> Engine::step() {
   s.num_generated_tokens += num_generated;
   for (int r = 0; r < kNumFinishReasons; ++r)
     s.num_finished[r] += finished_by_reason[r];
+  if (timing_.executed) {
+    timing_.postprocess_seconds = seconds_between(postprocess_start, Clock::now());
+    s.schedule_seconds += timing_.schedule_seconds;
+    s.execute_seconds += timing_.execute_seconds;
+    s.postprocess_seconds += timing_.postprocess_seconds;
+  }
   return outputs;
 }
 

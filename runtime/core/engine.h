@@ -66,6 +66,25 @@ struct EngineStats {
   uint64_t num_generated_tokens = 0;
   // Finished requests by reason, indexed by FinishReason.
   std::array<uint64_t, kNumFinishReasons> num_finished{};
+  // Sums of StepTiming over the steps that ran a batch.
+  double schedule_seconds = 0.0;
+  double execute_seconds = 0.0;
+  double postprocess_seconds = 0.0;
+};
+
+// Where one step's time went on the step thread. In a loop that steps
+// without waiting, the executor (a GPU) sits idle for all of it but
+// Executor::execute, and for whatever the caller does between steps.
+struct StepTiming {
+  bool executed = false;          // the step ran a batch
+  double schedule_seconds = 0.0;  // arrivals, ends, scheduling: the batch
+  double execute_seconds = 0.0;   // Executor::execute
+  double postprocess_seconds = 0.0; // outputs and statistics
+  // From the end of the previous step's execute to the start of this one's,
+  // when this step ran a batch, the previous one did too, and no
+  // wait_for_work blocked in between: the executor's idle time between
+  // back-to-back steps.
+  std::optional<double> gap_seconds;
 };
 
 class Engine {
@@ -95,6 +114,8 @@ public:
   // Blocks until there is work or `timeout` passes; returns has_work().
   bool wait_for_work(std::chrono::milliseconds timeout);
   EngineStats stats() const;
+  // Step thread only: the last step's timing.
+  const StepTiming &last_step_timing() const { return timing_; }
 
   // Step thread only: throws std::logic_error unless block accounting and
   // request states are exact (see Scheduler::check_invariants).
@@ -119,12 +140,15 @@ private:
   StepOutput step_output_;
   // Step thread only.
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
+  StepTiming timing_;
+  std::optional<Clock::time_point> last_execute_end_;
 
   mutable std::mutex mutex_; // guards everything below
   std::condition_variable work_cv_;
   std::vector<std::unique_ptr<Request>> inbox_;
   std::vector<std::pair<uint64_t, FinishReason>> ends_; // aborts, finishes
   uint64_t next_id_ = 1;
+  bool waited_ = false; // wait_for_work blocked since the last step
   int64_t num_unfinished_ = 0;
   EngineStats stats_;
 };

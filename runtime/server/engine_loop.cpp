@@ -85,6 +85,7 @@ void EngineLoop::run() {
       continue;
     std::vector<RequestOutput> outputs = engine_.step();
     metrics_.observe(outputs);
+    metrics_.observe_step(engine_.last_step_timing());
     if (kv_events_)
       kv_events_->publish(engine_.take_kv_events());
     // Group by queue so each waiting thread is woken once per step.

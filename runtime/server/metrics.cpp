@@ -26,6 +26,12 @@ const std::vector<double> kLatencyBounds = {0.001, 0.0025, 0.005, 0.01, 0.025,
 const std::vector<double> kRequestBounds = {0.1,  0.25, 0.5,  1.0,   2.5,
                                             5.0,  10.0, 30.0, 60.0,  120.0,
                                             300.0, 600.0};
+// The executor's idle time between back-to-back steps: tens of
+// microseconds for a GPU that never waits, up to a step's length for a host
+// that is the bottleneck.
+const std::vector<double> kStepGapBounds = {0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                                            0.0025,  0.005,  0.01,    0.025,  0.05,
+                                            0.1,     0.25,   1.0};
 // vLLM's buckets for the same three latencies.
 const std::vector<double> kVllmFirstTokenBounds = {
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
@@ -82,7 +88,14 @@ Metrics::Metrics()
     : time_to_first_token_(kLatencyBounds), inter_token_latency_(kLatencyBounds),
       e2e_request_latency_(kRequestBounds), vllm_time_to_first_token_(kVllmFirstTokenBounds),
       vllm_inter_token_latency_(kVllmInterTokenBounds),
-      vllm_e2e_request_latency_(kVllmRequestBounds) {}
+      vllm_e2e_request_latency_(kVllmRequestBounds), step_gap_(kStepGapBounds) {}
+
+void Metrics::observe_step(const StepTiming &timing) {
+  if (!timing.gap_seconds)
+    return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  step_gap_.observe(*timing.gap_seconds);
+}
 
 void Metrics::observe(const std::vector<RequestOutput> &outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -137,6 +150,18 @@ std::string Metrics::render(const EngineStats &s, const std::string &model_name)
   counter("llmserve:num_preemptions_total", "Requests preempted for lack of KV blocks.",
           s.num_preemptions);
   counter("llmserve:generation_tokens_total", "Tokens generated.", s.num_generated_tokens);
+  auto seconds_counter = [&](const char *name, const char *help, double value) {
+    metric(out, "counter", name, help);
+    out += std::string(name) + " " + number(value) + "\n";
+  };
+  seconds_counter("llmserve:step_schedule_seconds_total",
+                  "Engine steps' time before the executor: arrivals, ends, scheduling.",
+                  s.schedule_seconds);
+  seconds_counter("llmserve:step_execute_seconds_total",
+                  "Engine steps' time in the executor.", s.execute_seconds);
+  seconds_counter("llmserve:step_postprocess_seconds_total",
+                  "Engine steps' time after the executor: outputs and statistics.",
+                  s.postprocess_seconds);
 
   metric(out, "counter", "llmserve:request_success_total",
          "Finished requests by finish reason.");
@@ -154,6 +179,10 @@ std::string Metrics::render(const EngineStats &s, const std::string &model_name)
                               "Between consecutive generated tokens of a request.", out);
   e2e_request_latency_.render("llmserve:e2e_request_latency_seconds",
                               "From arrival to finish.", out);
+  step_gap_.render("llmserve:step_gap_seconds",
+                   "Executor idle time between back-to-back engine steps (on a GPU, the "
+                   "time the GPU waits for the host).",
+                   out);
 
   // vLLM's names, with its model_name and engine labels (one engine here).
   const std::string labels = "model_name=\"" + label_value(model_name) + "\",engine=\"0\"";

@@ -39,6 +39,8 @@ public:
 
   // Engine thread: one step's outputs.
   void observe(const std::vector<RequestOutput> &outputs);
+  // Engine thread: one step's timing (the executor's idle gap before it).
+  void observe_step(const StepTiming &timing);
   // `model_name` labels the vLLM-named series.
   std::string render(const EngineStats &stats, const std::string &model_name) const;
 
@@ -51,6 +53,7 @@ private:
   Histogram vllm_time_to_first_token_;
   Histogram vllm_inter_token_latency_;
   Histogram vllm_e2e_request_latency_;
+  Histogram step_gap_;
   uint64_t prompt_tokens_ = 0;
   // When each unfinished request last produced a token.
   std::unordered_map<uint64_t, Clock::time_point> last_token_time_;

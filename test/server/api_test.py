@@ -201,6 +201,11 @@ class BatchInvariance(unittest.TestCase):
                          metrics["llmserve:time_to_first_token_seconds_count"])
         self.assertIn(f'vllm:cache_config_info{{{labels},block_size="16",num_gpu_blocks="',
                       " ".join(metrics))
+        # The concurrent requests ran in back-to-back steps, whose executor
+        # idle gaps the histogram holds; the engine's time adds up.
+        self.assertGreater(metrics["llmserve:step_gap_seconds_count"], 0)
+        self.assertGreater(metrics["llmserve:step_execute_seconds_total"], 0)
+        self.assertGreater(metrics["llmserve:step_schedule_seconds_total"], 0)
         uncached, metrics = self.outputs("--no-prefix-caching")
         self.assertEqual(metrics["llmserve:prefix_cache_hits_total"], 0)
         self.assertIn('enable_prefix_caching="False"', " ".join(metrics))

@@ -68,6 +68,16 @@ def main():
     for r in offline["runs"]:
         check_run(r, 12, requested, "offline")
     check_run(offline["baseline"], 12, requested, "sequential baseline")
+    # Where the engine's steps went: at least one step per output token of
+    # the sequential run, each timed, and the executor's idle share between
+    # back-to-back steps a percentage.
+    baseline = offline["baseline"]
+    check(baseline["Engine steps"] >= requested, "steps: %s" % baseline["Engine steps"])
+    check(baseline["Mean execute time (ms)"] > 0, "execute time: %s" % baseline)
+    check(baseline["Mean host time before execute (us)"] >= 0 and
+          baseline["Mean host time after execute (us)"] >= 0, "host times: %s" % baseline)
+    check(0 < baseline["Executor idle between steps (% of wall)"] < 100,
+          "idle share: %s" % baseline["Executor idle between steps (% of wall)"])
     check(offline["baseline"]["summary"]["peak_concurrency"] == 1, "baseline ran alone")
     check(len(offline["speedup_output_throughput"]) == 2, "speed-ups")
     svg = open(plot).read()

@@ -562,6 +562,54 @@ TEST(Engine, ReportsStats) {
   EXPECT_GT(s.num_cached_kv_blocks, 0);
 }
 
+// A step's timing: how long it scheduled, executed and post-processed, and
+// the executor's idle gap since the previous step's execute, which exists
+// only for back-to-back steps (not after a step without a batch, nor after
+// a wait_for_work that blocked).
+TEST(Engine, TimesItsStepsAndTheExecutorsIdleGaps) {
+  StandInExecutor model(kVocab);
+  Engine engine(model, small_config());
+  SamplingParams p;
+  p.ignore_eos = true;
+  p.max_tokens = 3;
+  engine.add_request(prompt(8, 0), p);
+  engine.step();
+  StepTiming first = engine.last_step_timing();
+  EXPECT_TRUE(first.executed);
+  EXPECT_FALSE(first.gap_seconds) << "no step ran before";
+  EXPECT_GE(first.schedule_seconds, 0.0);
+  EXPECT_GT(first.execute_seconds, 0.0);
+  EXPECT_GE(first.postprocess_seconds, 0.0);
+
+  engine.step();
+  ASSERT_TRUE(engine.last_step_timing().gap_seconds) << "back to back";
+  EXPECT_GE(*engine.last_step_timing().gap_seconds,
+            engine.last_step_timing().schedule_seconds);
+  engine.step(); // the last token
+  EXPECT_FALSE(engine.has_work());
+
+  engine.step(); // nothing to run
+  EXPECT_FALSE(engine.last_step_timing().executed);
+  engine.add_request(prompt(8, 1), p);
+  engine.step();
+  EXPECT_TRUE(engine.last_step_timing().executed);
+  EXPECT_FALSE(engine.last_step_timing().gap_seconds) << "the step before ran nothing";
+
+  engine.step();
+  EXPECT_TRUE(engine.last_step_timing().gap_seconds);
+  engine.step();
+  EXPECT_FALSE(engine.wait_for_work(std::chrono::milliseconds(1))) << "blocks, then times out";
+  engine.add_request(prompt(8, 2), p);
+  engine.step();
+  EXPECT_FALSE(engine.last_step_timing().gap_seconds) << "the engine waited for work";
+
+  const EngineStats s = engine.stats();
+  EXPECT_EQ(s.num_steps, 7u);
+  EXPECT_GT(s.execute_seconds, 0.0);
+  EXPECT_GE(s.schedule_seconds, first.schedule_seconds);
+  EXPECT_GE(s.postprocess_seconds, first.postprocess_seconds);
+}
+
 TEST(Engine, TimestampsFollowTheRequestsLife) {
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();

@@ -61,6 +61,28 @@ TEST(Metrics, LatenciesAndCountsFromOutputs) {
   EXPECT_TRUE(has_line(out, "llmserve:e2e_request_latency_seconds_count 1"));
 }
 
+TEST(Metrics, StepTimesAndTheExecutorsIdleGaps) {
+  Metrics metrics;
+  StepTiming timing;
+  timing.executed = true;
+  metrics.observe_step(timing); // no gap: not counted
+  timing.gap_seconds = 0.0003;
+  metrics.observe_step(timing);
+  timing.gap_seconds = 0.02;
+  metrics.observe_step(timing);
+  EngineStats stats;
+  stats.schedule_seconds = 0.5;
+  stats.execute_seconds = 12.25;
+  stats.postprocess_seconds = 0.125;
+  std::string out = "\n" + metrics.render(stats, "tiny");
+  EXPECT_TRUE(has_line(out, "llmserve:step_gap_seconds_bucket{le=\"0.0005\"} 1"));
+  EXPECT_TRUE(has_line(out, "llmserve:step_gap_seconds_bucket{le=\"0.025\"} 2"));
+  EXPECT_TRUE(has_line(out, "llmserve:step_gap_seconds_count 2"));
+  EXPECT_TRUE(has_line(out, "llmserve:step_schedule_seconds_total 0.5"));
+  EXPECT_TRUE(has_line(out, "llmserve:step_execute_seconds_total 12.25"));
+  EXPECT_TRUE(has_line(out, "llmserve:step_postprocess_seconds_total 0.125"));
+}
+
 TEST(Metrics, VllmNamesLabelsAndBuckets) {
   Metrics metrics;
   metrics.observe({output(1, 7, 0.03)});
