@@ -44,6 +44,14 @@ class Cluster:
         self.ports = [free_port() for _ in range(replicas)]
         self.subscribers = [Subscriber() for _ in range(replicas)]
         self.replicas = [None] * replicas
+        self.haproxy = None
+        try:
+            self.start_all(replicas)
+        except BaseException:
+            self.close()  # the replicas that did start
+            raise
+
+    def start_all(self, replicas):
         for i in range(replicas):
             self.start(i)
         self.port, self.stats_port = free_port(), free_port()
@@ -105,8 +113,9 @@ class Cluster:
         return conn, response
 
     def close(self):
-        self.haproxy.terminate()
-        self.haproxy.wait(10)
+        if self.haproxy is not None:
+            self.haproxy.terminate()
+            self.haproxy.wait(10)
         for r in self.replicas:
             if r is not None:
                 r.__exit__()
