@@ -17,6 +17,10 @@ BUILD_PACKAGES=(
   libopenblas-dev libopenblas0-pthread libonig-dev
   # KV events: ZeroMQ, msgpack, and OpenSSL's SHA-256 for the block hashes
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libssl-dev
+  # the HTTP server: Boost.Beast and Asio (header-only; Debian's default
+  # Boost, which msgpack-cxx also takes: another libboostX.Y-dev would
+  # conflict with it)
+  libboost-dev
 )
 TEST_PACKAGES=(
   # `make fuzz`: libFuzzer and the sanitizer runtimes of clang-22

@@ -32,6 +32,11 @@ struct ServeOptions {
   // a tenth of physical memory.
   std::string kv_cache_memory;
   int32_t max_queued_requests = 256; // beyond the running ones
+  // The HTTP connections (server/http_listener.h): seconds to send a whole
+  // request, and how many may be open, in all and from one client address.
+  int32_t http_read_timeout_seconds = 30;
+  int32_t max_connections = 16384;
+  int32_t max_connections_per_client = 1024;
   // On SIGTERM or SIGINT, how long requests in flight may run on before
   // they are aborted.
   int32_t shutdown_grace_seconds = 30;

@@ -105,6 +105,27 @@ void add_serve_options(CLI::App &app, llmserve::ServeOptions &o) {
                       ->type_name("N")
                       ->capture_default_str(),
                   0, 1 << 20);
+  cli::integer_in(app.add_option("--http-read-timeout", o.http_read_timeout_seconds,
+                                 "seconds a connection has to send a whole\n"
+                                 "request, head and body (an idle keep-alive\n"
+                                 "connection included), before a 408 closes it")
+                      ->type_name("S")
+                      ->capture_default_str()
+                      ->group("Connections"),
+                  1, 86400);
+  cli::integer_in(app.add_option("--max-connections", o.max_connections,
+                                 "open connections, beyond which new ones get\n"
+                                 "503 and are closed")
+                      ->type_name("N")
+                      ->capture_default_str()
+                      ->group("Connections"),
+                  1, 1 << 20);
+  cli::integer_in(app.add_option("--max-connections-per-client", o.max_connections_per_client,
+                                 "open connections from one client address")
+                      ->type_name("N")
+                      ->capture_default_str()
+                      ->group("Connections"),
+                  1, 1 << 20);
   app.add_option("--kv-events-endpoint", o.kv_events_endpoint,
                  "publish the prefix cache's KV events (vLLM's\n"
                  "schema) on a ZeroMQ PUB socket: tcp://*:5557\n"

@@ -90,9 +90,12 @@ int serve(const llmserve::ServeOptions &options) {
   info.thinks = llmserve::template_thinks(model.tokenizer.chat_template());
   llmserve::HttpServerConfig http;
   http.api_key = api_key;
-  // A thread per request in flight, and a few for /health, /metrics and
-  // requests to be refused.
-  http.num_threads = max_in_flight + 8;
+  // A thread for each request in flight (generation, tokenization), and a
+  // few for requests the engine will refuse.
+  http.limits.max_handlers = max_in_flight + 8;
+  http.limits.read_timeout = std::chrono::seconds(options.http_read_timeout_seconds);
+  http.limits.max_connections = options.max_connections;
+  http.limits.max_connections_per_client = options.max_connections_per_client;
   llmserve::HttpServer server(info, loop, http);
   const int port = server.bind(options.host, options.port);
   std::fprintf(stderr, "INFO listening on http://%s:%d (%s)\n", options.host.c_str(), port,
