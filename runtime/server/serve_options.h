@@ -33,8 +33,12 @@ struct ServeOptions {
   std::string kv_cache_memory;
   int32_t max_queued_requests = 256; // beyond the running ones
   // The HTTP connections (server/http_listener.h): seconds to send a whole
-  // request, and how many may be open, in all and from one client address.
+  // request and to wait on one write, a request's head and body size, and
+  // how many may be open, in all and from one client address.
   int32_t http_read_timeout_seconds = 30;
+  int32_t http_write_timeout_seconds = 60;
+  int32_t max_request_head_bytes = 16 << 10;
+  int64_t max_request_body_bytes = 16 << 20;
   int32_t max_connections = 16384;
   int32_t max_connections_per_client = 1024;
   // On SIGTERM or SIGINT, how long requests in flight may run on before

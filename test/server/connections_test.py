@@ -161,6 +161,20 @@ class Limits(unittest.TestCase):
                 s.close()
             self.assertEqual(server.stop(), 0)
 
+    def test_head_and_body_limits_follow_their_flags(self):
+        with ServerProcess(LLMRUN, BUNDLE, "--max-request-body", "100",
+                           "--max-request-head", "2048") as server:
+            status, _, response = server.post("/tokenize", {"prompt": "x" * 200})
+            self.assertEqual(status, 413)
+            self.assertIn("limit of 100 bytes", response["error"]["message"])
+            status, _, _ = server.post("/tokenize", {"prompt": "x" * 50})
+            self.assertEqual(status, 200)
+            status, _, response = server.request("GET", "/health",
+                                                 headers={"X-Pad": "a" * 3000})
+            self.assertEqual(status, 431)
+            self.assertIn("limit of 2048 bytes", response["error"]["message"])
+            self.assertEqual(server.stop(), 0)
+
     def test_oversized_heads_and_malformed_requests_get_json_errors(self):
         with ServerProcess(LLMRUN, BUNDLE) as server:
             s = open_socket(server)

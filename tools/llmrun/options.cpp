@@ -113,6 +113,25 @@ void add_serve_options(CLI::App &app, llmserve::ServeOptions &o) {
                       ->capture_default_str()
                       ->group("Connections"),
                   1, 86400);
+  cli::integer_in(app.add_option("--http-write-timeout", o.http_write_timeout_seconds,
+                                 "seconds one write may wait for a client that\n"
+                                 "does not read, before it counts as gone")
+                      ->type_name("S")
+                      ->capture_default_str()
+                      ->group("Connections"),
+                  1, 86400);
+  cli::integer_in(app.add_option("--max-request-head", o.max_request_head_bytes,
+                                 "bytes of a request's line and headers (431)")
+                      ->type_name("BYTES")
+                      ->capture_default_str()
+                      ->group("Connections"),
+                  1024, 1 << 20);
+  cli::integer_in(app.add_option("--max-request-body", o.max_request_body_bytes,
+                                 "bytes of a request's body, as decoded (413)")
+                      ->type_name("BYTES")
+                      ->capture_default_str()
+                      ->group("Connections"),
+                  1, int64_t{1} << 32);
   cli::integer_in(app.add_option("--max-connections", o.max_connections,
                                  "open connections, beyond which new ones get\n"
                                  "503 and are closed")

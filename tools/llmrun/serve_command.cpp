@@ -94,6 +94,9 @@ int serve(const llmserve::ServeOptions &options) {
   // few for requests the engine will refuse.
   http.limits.max_handlers = max_in_flight + 8;
   http.limits.read_timeout = std::chrono::seconds(options.http_read_timeout_seconds);
+  http.limits.write_timeout = std::chrono::seconds(options.http_write_timeout_seconds);
+  http.limits.max_header_bytes = static_cast<size_t>(options.max_request_head_bytes);
+  http.limits.max_body_bytes = static_cast<size_t>(options.max_request_body_bytes);
   http.limits.max_connections = options.max_connections;
   http.limits.max_connections_per_client = options.max_connections_per_client;
   llmserve::HttpServer server(info, loop, http);
