@@ -12,9 +12,10 @@
 
 namespace llmserve::cuda {
 
-// The decode batch sizes captured as graphs.
-inline constexpr std::array<int32_t, 13> kDecodeBuckets = {1,  2,  4,  8,   16,  24, 32,
-                                                           48, 64, 96, 128, 192, 256};
+// The decode batch sizes captured as graphs: powers of two, with one step
+// between each from 16 on, up to 512 running sequences.
+inline constexpr std::array<int32_t, 17> kDecodeBuckets = {
+    1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 320, 384, 448, 512};
 
 // The smallest bucket >= num_seqs, or 0 when num_seqs is not in
 // [1, largest bucket].

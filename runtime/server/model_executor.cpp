@@ -69,7 +69,7 @@ ModelExecutor load_model_executor(const ServeOptions &options, const Manifest &m
                   " of weights; kernels from " + gpu->module_file() +
                   (options.cuda_graphs ? "" : "; CUDA graphs off");
   // Leave a tenth of the free memory for the graphs and the driver.
-  m.kv_memory = {free, free / 10 * 9};
+  m.kv_memory = {free, free / 10 * 9, d.total_memory};
   m.executor = std::move(gpu);
   return m;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -70,7 +71,24 @@ EngineConfig make_engine_config(const ServeOptions &o, const ModelConfig &model,
         "--max-model-len " + std::to_string(o.max_model_len) +
         " exceeds the model's max_position_embeddings = " + std::to_string(model_len));
   c.max_model_len = static_cast<int32_t>(o.max_model_len > 0 ? o.max_model_len : model_len);
-  if (!o.kv_cache_memory.empty()) {
+  if (o.gpu_memory_utilization > 0) {
+    if (memory.device_memory <= 0)
+      throw std::invalid_argument("--gpu-memory-utilization sizes the KV cache on a GPU; on the "
+                                  "CPU use --kv-cache-memory");
+    const int64_t in_use = memory.device_memory - memory.total;
+    const int64_t allowed =
+        static_cast<int64_t>(o.gpu_memory_utilization * double(memory.device_memory));
+    if (allowed <= in_use) {
+      char fraction[32];
+      std::snprintf(fraction, sizeof fraction, "%g", o.gpu_memory_utilization);
+      throw std::invalid_argument("--gpu-memory-utilization " + std::string(fraction) +
+                                  " leaves no memory for the KV cache: " +
+                                  std::to_string(in_use >> 20) + " MiB of the GPU's " +
+                                  std::to_string(memory.device_memory >> 20) +
+                                  " MiB are in use already");
+    }
+    c.kv_cache_bytes = allowed - in_use;
+  } else if (!o.kv_cache_memory.empty()) {
     c.kv_cache_bytes = parse_memory_size(o.kv_cache_memory, memory.total);
   } else {
     int64_t full = int64_t(c.max_num_seqs) * c.max_model_len * kv_bytes_per_token;

@@ -31,6 +31,9 @@ struct ServeOptions {
   // ("0.2"); empty: enough for max_num_seqs full-length sequences, at most
   // a tenth of physical memory.
   std::string kv_cache_memory;
+  // In (0, 1]: the KV cache takes what this fraction of the GPU's memory
+  // leaves after the model (vLLM's --gpu-memory-utilization); 0: unset.
+  double gpu_memory_utilization = 0.0;
   int32_t max_queued_requests = 256; // beyond the running ones
   // The HTTP connections (server/http_listener.h): seconds to send a whole
   // request and to wait on one write, a request's head and body size, and
@@ -69,9 +72,12 @@ int64_t physical_memory_bytes();
 // memory left free by the weights and activations for a GPU. A fraction in
 // --kv-cache-memory is of `total`; without the option the cache takes what
 // max_num_seqs full-length sequences need, at most `default_limit`.
+// --gpu-memory-utilization F gives it F of `device_memory` less what the
+// device already uses (device_memory - total).
 struct KvMemory {
   int64_t total = 0;
   int64_t default_limit = 0;
+  int64_t device_memory = 0; // the GPU's whole memory; 0 for the CPU
 };
 // Physical memory, a tenth of it by default.
 KvMemory host_kv_memory();

@@ -51,17 +51,26 @@ void add_step_options(CLI::App &app, llmserve::ServeOptions &o) {
 
 void add_engine_options(CLI::App &app, llmserve::ServeOptions &o) {
   add_step_options(app, o);
-  app.add_option_function<std::string>(
-         "--kv-cache-memory",
-         [&o](const std::string &size) {
-           llmserve::parse_memory_size(size, llmserve::physical_memory_bytes()); // checks it
-           o.kv_cache_memory = size;
-         },
-         "KV cache bytes (512MiB, 2G) or fraction of physical\n"
-         "memory, or with --device cuda of the GPU memory left\n"
-         "free by the model (0.2)")
-      ->type_name("SIZE")
-      ->group("Engine");
+  CLI::Option *kv_memory =
+      app.add_option_function<std::string>(
+             "--kv-cache-memory",
+             [&o](const std::string &size) {
+               llmserve::parse_memory_size(size, llmserve::physical_memory_bytes()); // checks it
+               o.kv_cache_memory = size;
+             },
+             "KV cache bytes (512MiB, 2G) or fraction of physical\n"
+             "memory, or with --device cuda of the GPU memory left\n"
+             "free by the model (0.2)")
+          ->type_name("SIZE")
+          ->group("Engine");
+  cli::positive(app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                               "with --device cuda: the fraction of the GPU's\n"
+                               "memory this process may use, the KV cache taking\n"
+                               "what the model leaves of it (vLLM's option)")
+                    ->type_name("F")
+                    ->excludes(kv_memory)
+                    ->group("Engine"),
+                1.0);
   app.add_flag_callback("--no-prefix-caching", [&o] { o.enable_prefix_caching = false; },
                         "turn the prefix cache off")
       ->group("Engine");

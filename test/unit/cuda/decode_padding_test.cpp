@@ -23,10 +23,13 @@ TEST(DecodeBucket, IsTheSmallestBucketThatHoldsTheBatch) {
   EXPECT_EQ(decode_bucket(97), 128);
   EXPECT_EQ(decode_bucket(193), 256);
   EXPECT_EQ(decode_bucket(256), 256);
-  EXPECT_EQ(decode_bucket(257), 0); // runs uncaptured
+  EXPECT_EQ(decode_bucket(257), 320);
+  EXPECT_EQ(decode_bucket(449), 512);
+  EXPECT_EQ(decode_bucket(512), 512);
+  EXPECT_EQ(decode_bucket(513), 0); // runs uncaptured
   EXPECT_EQ(decode_bucket(0), 0);
   EXPECT_EQ(decode_bucket(-1), 0);
-  for (int32_t s = 1; s <= 256; ++s) {
+  for (int32_t s = 1; s <= 512; ++s) {
     const int32_t b = decode_bucket(s);
     ASSERT_GE(b, s);
     ASSERT_TRUE(std::find(kDecodeBuckets.begin(), kDecodeBuckets.end(), b) !=

@@ -152,5 +152,38 @@ TEST(ServeOptions, KvMemoryOfTheDevice) {
   EXPECT_EQ(make_engine_config(o, model, 512, gpu).kv_cache_bytes, 5000000);
 }
 
+// vLLM's --gpu-memory-utilization: of an 80 GiB GPU with 70 GiB free after
+// the model, 0.9 leaves the KV cache 72 - 10 = 62 GiB.
+TEST(ServeOptions, GpuMemoryUtilization) {
+  ModelConfig model;
+  model.max_position_embeddings = 256;
+  ServeOptions o = parse({"m.llmb", "--gpu-memory-utilization", "0.9"});
+  EXPECT_DOUBLE_EQ(o.gpu_memory_utilization, 0.9);
+  constexpr int64_t GiB = int64_t{1} << 30;
+  const KvMemory gpu = {70 * GiB, 63 * GiB, 80 * GiB};
+  EXPECT_EQ(make_engine_config(o, model, 512, gpu).kv_cache_bytes,
+            static_cast<int64_t>(0.9 * double(80 * GiB)) - 10 * GiB);
+  o.gpu_memory_utilization = 0.1;
+  EXPECT_THROW(
+      {
+        try {
+          make_engine_config(o, model, 512, gpu);
+        } catch (const std::invalid_argument &e) {
+          EXPECT_STREQ(e.what(), "--gpu-memory-utilization 0.1 leaves no memory for the "
+                                 "KV cache: 10240 MiB of the GPU's 81920 MiB are in use already");
+          throw;
+        }
+      },
+      std::invalid_argument);
+  o.gpu_memory_utilization = 0.9;
+  EXPECT_THROW(make_engine_config(o, model, 512, KvMemory{70 * GiB, 7 * GiB}),
+               std::invalid_argument)
+      << "the CPU has no such fraction";
+  EXPECT_EQ(error_of({"m", "--gpu-memory-utilization", "1.5"}),
+            "--gpu-memory-utilization '1.5': must be in (0, 1]");
+  EXPECT_EQ(error_of({"m", "--gpu-memory-utilization", "0.9", "--kv-cache-memory", "1G"}),
+            "--kv-cache-memory excludes --gpu-memory-utilization");
+}
+
 } // namespace
 } // namespace llmserve
