@@ -12,6 +12,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <memory>
@@ -134,19 +135,21 @@ private:
     HttpRoute route = listener_.router_(request_);
     if (route.now)
       return send(std::move(*route.now), keep_alive());
-    if (!listener_.start_handler()) {
+    const int socket = stream_.socket().native_handle();
+    const uint64_t id = listener_.start_handler(socket);
+    if (id == 0) {
       HttpResponse busy = listener_.error_(503, "the server is busy; retry later");
       busy.headers.emplace_back("Retry-After", "1");
       return send(std::move(busy), keep_alive());
     }
     // The handler writes on the socket while no I/O of this session is
     // pending; it hands the connection back when it is done.
-    std::thread([self = shared_from_this(), handler = std::move(route.later)]() mutable {
+    std::thread([self = shared_from_this(), handler = std::move(route.later), socket,
+                 id]() mutable {
       HttpListener &listener = self->listener_;
       bool keep_alive = false;
       {
-        HttpExchange exchange(self->request_, self->stream_.socket().native_handle(),
-                              listener.limits_.write_timeout);
+        HttpExchange exchange(self->request_, socket, listener.limits_.write_timeout);
         try {
           handler(exchange);
         } catch (const std::exception &e) {
@@ -163,7 +166,7 @@ private:
         else
           self->close();
       });
-      listener.end_handler();
+      listener.end_handler(id);
     }).detach();
   }
 
@@ -309,7 +312,7 @@ void HttpListener::run() {
   for (std::thread &t : threads)
     t.join();
   std::unique_lock<std::mutex> lock(mutex_);
-  handlers_done_.wait(lock, [&] { return handlers_ == 0; });
+  handlers_done_.wait(lock, [&] { return handler_sockets_.empty(); });
 }
 
 void HttpListener::stop() {
@@ -320,6 +323,9 @@ void HttpListener::stop() {
     acceptor_.close(ec);
   });
   io_.stop();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto &[id, socket] : handler_sockets_)
+    ::shutdown(socket, SHUT_RDWR);
 }
 
 void HttpListener::accept() {
@@ -365,17 +371,17 @@ void HttpListener::release(const std::string &client) {
     connections_by_client_.erase(it);
 }
 
-bool HttpListener::start_handler() {
+uint64_t HttpListener::start_handler(int socket) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (handlers_ >= limits_.max_handlers)
-    return false;
-  ++handlers_;
-  return true;
+  if (static_cast<int>(handler_sockets_.size()) >= limits_.max_handlers)
+    return 0;
+  handler_sockets_.emplace(++last_handler_, socket);
+  return last_handler_;
 }
 
-void HttpListener::end_handler() {
+void HttpListener::end_handler(uint64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  --handlers_;
+  handler_sockets_.erase(id);
   handlers_done_.notify_all();
 }
 

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -73,7 +74,9 @@ public:
   int bind(const std::string &host, int port);
   // Serves until stop(); returns once every handler has ended.
   void run();
-  // Any thread: stops accepting and ends every connection's I/O.
+  // Any thread: stops accepting and ends every connection's I/O; the
+  // sockets of handlers still writing are shut down, so that a client that
+  // does not read holds none of them up.
   void stop();
 
 private:
@@ -82,8 +85,10 @@ private:
   // Counts a connection from `client`; false when a cap is reached.
   bool admit(const std::string &client);
   void release(const std::string &client);
-  bool start_handler();
-  void end_handler();
+  // A handler answering on `socket` starts (its id; 0: too many run) or
+  // ends.
+  uint64_t start_handler(int socket);
+  void end_handler(uint64_t id);
 
   const HttpLimits limits_;
   const Screen screen_;
@@ -93,7 +98,8 @@ private:
   std::condition_variable handlers_done_;
   std::unordered_map<std::string, int> connections_by_client_;
   int connections_ = 0;
-  int handlers_ = 0;
+  std::unordered_map<uint64_t, int> handler_sockets_; // by handler id
+  uint64_t last_handler_ = 0;
   std::atomic<bool> stopping_{false};
   // Last: its destruction ends the sessions, which release their counts.
   boost::asio::io_context io_;

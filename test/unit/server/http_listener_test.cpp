@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -18,8 +19,8 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 // A listener on a free loopback port, served on a thread: /now answers on
-// the I/O thread, /later streams three pieces from a handler thread, /busy
-// waits for the test to let it finish.
+// the I/O thread, /later streams three pieces from a handler thread, /flood
+// writes until its client stops reading.
 class Listener {
 public:
   explicit Listener(HttpLimits limits)
@@ -52,6 +53,14 @@ private:
                 for (const char *piece : {"a", "b", "c"})
                   e.write(piece);
                 e.end_stream();
+              }};
+    // Writes until the client stops reading and a write gives up.
+    if (r.path() == "/flood")
+      return {std::nullopt, [](HttpExchange &e) {
+                e.begin_stream("text/plain", {});
+                const std::string piece(1 << 16, 'x');
+                while (e.write(piece)) {
+                }
               }};
     return {HttpResponse{404, "text/plain", "none", {}}, {}};
   }
@@ -161,6 +170,21 @@ TEST(HttpListener, LimitsBodiesHeadsTimeAndConnectionsPerClient) {
   EXPECT_THAT(read_until(other, "now:"), StartsWith("HTTP/1.1 200 OK\r\n"));
   for (int fd : {first, second, third, other})
     close(fd);
+}
+
+// Stopping ends a handler blocked on a client that does not read at once,
+// not after its write timeout.
+TEST(HttpListener, StopDoesNotWaitForAClientThatDoesNotRead) {
+  HttpLimits limits;
+  limits.write_timeout = std::chrono::seconds(60);
+  auto server = std::make_unique<Listener>(limits);
+  int s = connect_to(server->port());
+  send_text(s, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500)); // the buffers fill
+  const auto start = std::chrono::steady_clock::now();
+  server.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  close(s);
 }
 
 } // namespace
