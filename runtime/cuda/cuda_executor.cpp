@@ -5,6 +5,7 @@
 #include "cuda/decode_padding.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -346,6 +347,8 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
     throw std::logic_error(bundle_dir_ + ": the bundle has no step entry point");
   if (num_kv_blocks_ == 0)
     throw std::logic_error("execute() before allocate_kv_cache()");
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   check_step_batch(batch, manifest_.step_bounds(num_kv_blocks_));
   const StepLimits &l = options_.limits;
   if (batch.num_tokens > l.max_tokens || batch.num_seqs > l.max_seqs ||
@@ -376,6 +379,7 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
   const BufferLayout scratch = layout_of(step_scratch_, symbols);
   bind_step(arguments, scratch);
   pack_arrays(arguments, step_argument_data(run).data(), staging_.data());
+  const Clock::time_point prepared = Clock::now();
   if (arguments.total > 0)
     CU_CALL(cuMemcpyHtoDAsync_v2, step_arguments_.address(), staging_.data(), arguments.total,
             stream_);
@@ -403,7 +407,27 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
     if (results.sizes[i] > 0)
       CU_CALL(cuMemcpyDtoHAsync_v2, host + results.offsets[i], addresses_[step_->results[i]],
               results.sizes[i], stream_);
+  const Clock::time_point enqueued = Clock::now();
   CU_CALL(cuStreamSynchronize, stream_);
+  const Clock::time_point done = Clock::now();
+  // The results are copied out on every path below.
+  struct Record {
+    HostTiming &timing;
+    bool on;
+    Clock::time_point start, prepared, enqueued, done;
+    ~Record() {
+      if (!on)
+        return;
+      auto seconds = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double>(b - a).count();
+      };
+      ++timing.steps;
+      timing.prepare_s += seconds(start, prepared);
+      timing.enqueue_s += seconds(prepared, enqueued);
+      timing.wait_s += seconds(enqueued, done);
+      timing.results_s += seconds(done, Clock::now());
+    }
+  } record{host_timing_, events == nullptr, start, prepared, enqueued, done};
   const size_t S = static_cast<size_t>(batch.num_seqs);
   const auto result = [&](int i) { return host + results.offsets[i]; };
   const auto *next = reinterpret_cast<const int32_t *>(result(0));

@@ -94,6 +94,17 @@ public:
   // Decode graphs captured so far, one per bucket used.
   size_t num_graphs() const { return graphs_.size(); }
 
+  // Where execute() spends host time, summed over the steps since the last
+  // reset: checking, padding and packing the step's arrays (the GPU idles
+  // unless a step is queued ahead), enqueueing the upload, the launches and
+  // the result copies, waiting for the GPU, and taking the results out.
+  struct HostTiming {
+    int64_t steps = 0;
+    double prepare_s = 0, enqueue_s = 0, wait_s = 0, results_s = 0;
+  };
+  const HostTiming &host_timing() const { return host_timing_; }
+  void reset_host_timing() { host_timing_ = {}; }
+
 private:
   struct Context {
     CUdevice device = 0;
@@ -137,6 +148,7 @@ private:
   // Per-dispatch scratch, reused so a launch allocates nothing.
   KernelParams params_;
   std::vector<int64_t> push_constants_;
+  HostTiming host_timing_;
 
   // The step: its scratch buffers, and memory for the largest step.
   const EntryPoint *step_ = nullptr;
