@@ -9,10 +9,6 @@
 namespace llmserve::bench {
 namespace {
 
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 double process_cpu_seconds() {
   return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
 }
@@ -37,8 +33,7 @@ void drain(Engine &engine, const std::unordered_map<uint64_t, size_t> &index,
       out.schedule_s += timing.schedule_seconds;
       out.execute_s += timing.execute_seconds;
       out.postprocess_s += timing.postprocess_seconds;
-      if (timing.gap_seconds)
-        out.step_gaps_s.push_back(*timing.gap_seconds);
+      out.idle_s += timing.gap_seconds.value_or(0.0);
     }
     const EngineStats stats = engine.stats();
     out.peak_kv_usage = std::max(out.peak_kv_usage, stats.kv_usage);

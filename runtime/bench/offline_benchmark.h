@@ -23,13 +23,13 @@ struct OfflineRun {
   uint64_t prefix_cache_hit_tokens = 0;
   uint64_t prefix_cache_query_tokens = 0;
   // Where the engine's steps spent their time (StepTiming), summed over the
-  // steps that ran a batch, and each idle gap of the executor between
+  // steps that ran a batch, and the executor's idle gaps between
   // back-to-back steps.
   uint64_t steps = 0;
   double schedule_s = 0.0;
   double execute_s = 0.0;
   double postprocess_s = 0.0;
-  std::vector<double> step_gaps_s;
+  double idle_s = 0.0;
 };
 
 // Submits every request at once (greedy, max_tokens = output_len) to an

@@ -11,10 +11,6 @@
 namespace llmserve {
 namespace {
 
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 KvPool make_pool(const Executor &executor, const EngineConfig &config) {
   KvCacheSpec spec = executor.kv_cache_spec();
   if (config.block_size != 0 && config.block_size != spec.block_size)

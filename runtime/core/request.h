@@ -20,6 +20,11 @@ struct RadixNode;
 
 using Clock = std::chrono::steady_clock;
 
+// Seconds from `a` to `b`.
+inline double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
 // waiting -> running -> finished; running -> preempted (back in line, its
 // blocks freed, to be recomputed) -> running. Any state -> finished on abort.
 enum class RequestStatus { kWaiting, kRunning, kPreempted, kFinished };

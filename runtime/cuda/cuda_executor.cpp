@@ -2,10 +2,10 @@
 
 #include "bundle/entry_inputs.h"
 #include "bundle/step_batch.h"
+#include "core/request.h" // Clock, seconds_between
 #include "cuda/decode_padding.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -347,7 +347,6 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
     throw std::logic_error(bundle_dir_ + ": the bundle has no step entry point");
   if (num_kv_blocks_ == 0)
     throw std::logic_error("execute() before allocate_kv_cache()");
-  using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   check_step_batch(batch, manifest_.step_bounds(num_kv_blocks_));
   const StepLimits &l = options_.limits;
@@ -410,24 +409,6 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
   const Clock::time_point enqueued = Clock::now();
   CU_CALL(cuStreamSynchronize, stream_);
   const Clock::time_point done = Clock::now();
-  // The results are copied out on every path below.
-  struct Record {
-    HostTiming &timing;
-    bool on;
-    Clock::time_point start, prepared, enqueued, done;
-    ~Record() {
-      if (!on)
-        return;
-      auto seconds = [](Clock::time_point a, Clock::time_point b) {
-        return std::chrono::duration<double>(b - a).count();
-      };
-      ++timing.steps;
-      timing.prepare_s += seconds(start, prepared);
-      timing.enqueue_s += seconds(prepared, enqueued);
-      timing.wait_s += seconds(enqueued, done);
-      timing.results_s += seconds(done, Clock::now());
-    }
-  } record{host_timing_, events == nullptr, start, prepared, enqueued, done};
   const size_t S = static_cast<size_t>(batch.num_seqs);
   const auto result = [&](int i) { return host + results.offsets[i]; };
   const auto *next = reinterpret_cast<const int32_t *>(result(0));
@@ -435,14 +416,21 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
   out.token_logprobs.clear();
   out.top_logprob_tokens.clear();
   out.top_logprobs.clear();
-  if (!logprobs)
-    return;
-  const auto *logprob = reinterpret_cast<const float *>(result(1));
-  const auto *top_tokens = reinterpret_cast<const int32_t *>(result(2));
-  const auto *top = reinterpret_cast<const float *>(result(3));
-  out.token_logprobs.assign(logprob, logprob + S);
-  out.top_logprob_tokens.assign(top_tokens, top_tokens + S * abi::kMaxTopLogprobs);
-  out.top_logprobs.assign(top, top + S * abi::kMaxTopLogprobs);
+  if (logprobs) {
+    const auto *logprob = reinterpret_cast<const float *>(result(1));
+    const auto *top_tokens = reinterpret_cast<const int32_t *>(result(2));
+    const auto *top = reinterpret_cast<const float *>(result(3));
+    out.token_logprobs.assign(logprob, logprob + S);
+    out.top_logprob_tokens.assign(top_tokens, top_tokens + S * abi::kMaxTopLogprobs);
+    out.top_logprobs.assign(top, top + S * abi::kMaxTopLogprobs);
+  }
+  if (!events) {
+    ++host_timing_.steps;
+    host_timing_.prepare_s += seconds_between(start, prepared);
+    host_timing_.enqueue_s += seconds_between(prepared, enqueued);
+    host_timing_.wait_s += seconds_between(enqueued, done);
+    host_timing_.results_s += seconds_between(done, Clock::now());
+  }
 }
 
 std::vector<HostTensor> CudaExecutor::run_entry(std::string_view name, Symbols symbols,

@@ -5,10 +5,6 @@
 namespace llmserve {
 namespace {
 
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 std::string number(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.9g", v);
@@ -103,20 +99,20 @@ void Metrics::observe(const std::vector<RequestOutput> &outputs) {
     if (o.token >= 0) {
       auto last = last_token_time_.find(o.id);
       if (last == last_token_time_.end()) {
-        const double ttft = seconds(o.time - o.times.arrival);
+        const double ttft = seconds_between(o.times.arrival, o.time);
         time_to_first_token_.observe(ttft);
         vllm_time_to_first_token_.observe(ttft);
         prompt_tokens_ += o.num_prompt_tokens;
         last_token_time_.emplace(o.id, o.time);
       } else {
-        const double gap = seconds(o.time - last->second);
+        const double gap = seconds_between(last->second, o.time);
         inter_token_latency_.observe(gap);
         vllm_inter_token_latency_.observe(gap);
         last->second = o.time;
       }
     }
     if (o.finished) {
-      const double e2e = seconds(o.time - o.times.arrival);
+      const double e2e = seconds_between(o.times.arrival, o.time);
       e2e_request_latency_.observe(e2e);
       vllm_e2e_request_latency_.observe(e2e);
       last_token_time_.erase(o.id);

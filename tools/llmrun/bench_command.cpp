@@ -394,9 +394,6 @@ int offline(const Options &o) {
             ? static_cast<double>(r.prefix_cache_hit_tokens) / r.prefix_cache_query_tokens
             : 0.0;
     const double steps = std::max<double>(1.0, static_cast<double>(r.steps));
-    double idle_s = 0.0;
-    for (double gap : r.step_gaps_s)
-      idle_s += gap;
     m.extra = {{"Peak KV cache usage (%)", 100 * r.peak_kv_usage},
                {"Prefix cache hit rate (%)", 100 * hit_rate},
                {"Process CPU time (s)", r.cpu_s},
@@ -406,7 +403,7 @@ int offline(const Options &o) {
                {"Mean execute time (ms)", 1e3 * r.execute_s / steps},
                {"Mean host time after execute (us)", 1e6 * r.postprocess_s / steps},
                {"Executor idle between steps (% of wall)",
-                r.run.duration_s > 0 ? 100 * idle_s / r.run.duration_s : 0.0}};
+                r.run.duration_s > 0 ? 100 * r.idle_s / r.run.duration_s : 0.0}};
     return m;
   };
   // Warm-up: one request first, so the first measured run does not pay for
