@@ -341,6 +341,8 @@ void HttpListener::accept() {
     beast::error_code address_error;
     const std::string client =
         socket.remote_endpoint(address_error).address().to_string(address_error);
+    // Stream chunks go out as written, not held back for a full segment.
+    socket.set_option(tcp::no_delay(true), address_error);
     const bool admitted = admit(client);
     auto session = std::make_shared<Session>(*this, std::move(socket), client);
     if (admitted) {

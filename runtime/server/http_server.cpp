@@ -69,10 +69,6 @@ int64_t unix_seconds() {
 
 std::string sse(const json &event) { return "data: " + dump(event) + "\n\n"; }
 
-bool is_post(const HttpRequest &request) {
-  return request.message.method() == boost::beast::http::verb::post;
-}
-
 } // namespace
 
 HttpServer::HttpServer(ModelInfo model, EngineLoop &loop, HttpServerConfig config)
@@ -110,8 +106,9 @@ std::optional<HttpResponse> HttpServer::screen(const HttpRequest &request) const
 }
 
 HttpRoute HttpServer::route(const HttpRequest &request) {
+  using boost::beast::http::verb;
   const std::string path = request.path();
-  if (is_post(request)) {
+  if (request.message.method() == verb::post) {
     // The body as JSON, whatever Content-Type says (`curl -d` calls JSON
     // form data unless told otherwise).
     auto post = [this](auto handler) {
@@ -137,7 +134,7 @@ HttpRoute HttpServer::route(const HttpRequest &request) {
             parse_detokenize_request(parse_json_object(e.request().message.body()), model_);
         e.respond(json_response(200, {{"prompt", model_.tokenizer->decode(tokens, false)}}));
       });
-  } else if (request.message.method() == boost::beast::http::verb::get) {
+  } else if (request.message.method() == verb::get) {
     if (path == "/v1/models") {
       json card = {{"id", model_.name},      {"object", "model"},
                    {"created", start_time_}, {"owned_by", "llmserve"},

@@ -254,7 +254,7 @@ private:
   }
 
   /// The item of warp-uniform `slot`; its warp stores its q as f32 in the
-  /// query tile (read after the first tile's barriers).
+  /// query tile (read after the first gather's barriers).
   Item item(const Sequence &seq, Value valid, Value row, Value head, Value slot) {
     Item item{valid, row, head, Value(), Value(), slot};
     Value position = seq.positionOf(a, row);
