@@ -42,6 +42,8 @@ std::optional<std::string> dtypeName(Type type) {
     return "i32";
   if (type.isInteger(64))
     return "i64";
+  if (type.isInteger(8))
+    return "i8";
   return std::nullopt;
 }
 
@@ -256,6 +258,12 @@ private:
         op->getAttrOfType<StringAttr>(LlmserveDialect::kLayoutAttrName);
     if (layout)
       key += "#" + layout.str();
+    std::optional<WeightQuantization> quantization = op.getQuantization();
+    if (quantization)
+      key += llvm::formatv("#{0}.{1}",
+                           stringifyWeightQuantization(*quantization),
+                           stringifyQuantizedPart(*op.getPart()))
+                 .str();
     auto it = weightBuffers.find(key);
     if (it != weightBuffers.end()) {
       bufferOf[op.getResult()] = it->second;
@@ -271,6 +279,10 @@ private:
       buffer["rows"] = json::Array{(*rows)[0], (*rows)[1]};
     if (layout)
       buffer["layout"] = layout.str();
+    if (quantization) {
+      buffer["quantization"] = stringifyWeightQuantization(*quantization);
+      buffer["part"] = stringifyQuantizedPart(*op.getPart());
+    }
     FailureOr<Shape> shape = shapeFrom(op.getResult(), {});
     if (failed(shape) ||
         failed(bindValue(op.getResult(), *shape, std::move(buffer))))

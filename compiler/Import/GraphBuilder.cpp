@@ -120,7 +120,8 @@ Value GraphBuilder::weight(const std::string &name, ArrayRef<int64_t> shape,
   if (rowBegin)
     rows = b.getDenseI64ArrayAttr({*rowBegin, *rowBegin + shape[0]});
   return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), name,
-                          transposed, rows);
+                          transposed, rows, /*quantization=*/nullptr,
+                          /*part=*/nullptr);
 }
 
 Value GraphBuilder::embedding(Value table, llvm::StringRef indices,

@@ -96,6 +96,11 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
                                      const CompileOptions &options) {
   MLIRContext *context = module.getContext();
   PassManager outline(context);
+  if (options.quantize) {
+    QuantizeWeightsOptions quantize;
+    quantize.scheme = "int8_channel";
+    outline.addPass(createQuantizeWeights(quantize));
+  }
   outline.addPass(createLlmserveToLinalg());
   outline.addPass(createFormDispatchRegions());
   outline.addPass(createLlmserveToCpuKernels());
@@ -185,6 +190,14 @@ mlir::llmserve::verifyCompileOptions(MLIRContext *context,
     return emitUnlocatedError(context)
            << "--dtype applies to target " << abi::kCudaTarget
            << " (CPU kernels compute in f32)";
+  if (options.quantize && *options.quantize != "int8")
+    return emitUnlocatedError(context) << "unknown --quantize '"
+                                       << *options.quantize
+                                       << "' (supported: int8)";
+  if (nvptx && options.quantize)
+    return emitUnlocatedError(context)
+           << "--quantize applies to target cpu (the " << abi::kCudaTarget
+           << " kernels read bf16, f16 or f32 weights)";
   return success();
 }
 

@@ -35,6 +35,9 @@ struct CompileOptions {
   std::string ptxas;
   /// Copy the checkpoint's model.safetensors into the bundle.
   bool embedWeights = false;
+  /// cpu: "int8" reads the weights of linears as int8 values with a scale
+  /// per output channel, quantized by the runtime at load.
+  std::optional<std::string> quantize;
 };
 
 /// Registers what compileBundle needs of a context: the llmserve dialect, the

@@ -53,8 +53,9 @@ SmallVector<LinearOp> fusableLinears(linalg::GenericOp g) {
         !llvm::all_of(linear->getUsers(),
                       [&](Operation *user) { return user == g; }))
       continue;
+    // The fused kernel reads float weights in panels.
     Value weight = linear.getWeight();
-    if (!weight.getDefiningOp<WeightOp>() ||
+    if (!weight.getDefiningOp<WeightOp>() || linear.getScales() ||
         cast<RankedTensorType>(weight.getType()).getDimSize(0) % LlmserveDialect::kPanelWidth != 0)
       continue;
     if (!linears.empty() &&

@@ -101,4 +101,21 @@ def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {
   ];
 }
 
+def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
+  let summary = "Read the weights of linears quantized";
+  let description = [{
+    Linears read their weights quantized: each unquantized `llmserve.weight`
+    that a linear reads as its weight gets two weight ops of one quantized
+    weight, its values and its scales, which those linears read instead;
+    the runtime quantizes the checkpoint tensor when it loads it. Other
+    uses of the weight (the embedding table of tied word embeddings, a
+    linear's input) keep the float weight.
+  }];
+  let options = [
+    Option<"scheme", "scheme", "std::string", /*default=*/"\"int8_channel\"",
+           "Quantization scheme: int8_channel (int8 values, one f32 scale "
+           "per output channel)">
+  ];
+}
+
 #endif

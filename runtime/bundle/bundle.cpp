@@ -2,6 +2,7 @@
 
 #include "llmserve/abi.h"
 #include "model/convert.h"
+#include "model/quantize.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -116,17 +117,11 @@ void *Bundle::bind_weight(const Buffer &b) {
   std::vector<int64_t> want; // the buffer's shape
   for (const Expression &dim : b.shape)
     want.push_back(dim.evaluate(Symbols{}));
-  const bool sliced = b.rows_end >= 0;
+  if (b.quantization)
+    return bind_quantized_weight(b, t, want);
   check_weight_shape(b, t, want);
 
-  // Rows of an untransposed tensor are a contiguous part of it.
-  TensorView source = t;
-  if (sliced && !b.transpose) {
-    const size_t row_bytes = t.nbytes / static_cast<size_t>(t.shape[0]);
-    source.shape[0] = b.rows_end - b.rows_begin;
-    source.data += static_cast<size_t>(b.rows_begin) * row_bytes;
-    source.nbytes = static_cast<size_t>(source.shape[0]) * row_bytes;
-  }
+  const TensorView source = rows_of(b, t);
   size_t bytes = dtype_size(b.dtype);
   for (int64_t d : want)
     bytes *= static_cast<size_t>(d);
@@ -135,30 +130,80 @@ void *Bundle::bind_weight(const Buffer &b) {
     mapped_weight_bytes_ += bytes;
     return const_cast<uint8_t *>(source.data); // mapped read-only
   }
+  AlignedBuffer dst = converted(b, t, b.dtype, want);
+  if (b.panels16)
+    dst = pack_panels16(dst, want[0], want[1], dtype_size(b.dtype));
+  return keep_converted(t, std::move(dst));
+}
 
+void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
+                                    const std::vector<int64_t> &want) {
+  // The matrix the scheme quantizes: [N, K] after transform and rows.
+  if (t.shape.size() != 2)
+    throw std::runtime_error("tensor '" + b.tensor + "' in " + weights_source_ +
+                             " has shape " + dims_text(t.shape) + ", but " +
+                             quantization_name(*b.quantization) +
+                             " quantizes a 2-D matrix");
+  const int64_t cols = b.transpose ? t.shape[0] : t.shape[1];
+  const std::vector<int64_t> matrix = {want[0], cols};
+  check_weight_shape(b, t, matrix);
+  const AlignedBuffer weights = converted(b, t, DType::F32, matrix);
+  const auto *w = static_cast<const float *>(weights.data());
+  const bool values = b.part == QuantizedPart::Values;
+  AlignedBuffer dst(values ? static_cast<size_t>(matrix[0] * matrix[1])
+                           : static_cast<size_t>(matrix[0]) * sizeof(float));
+  try {
+    quantize_int8_channel(w, matrix[0], matrix[1],
+                          values ? static_cast<int8_t *>(dst.data()) : nullptr,
+                          values ? nullptr : static_cast<float *>(dst.data()));
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error("tensor '" + b.tensor + "': " + e.what());
+  }
+  return keep_converted(t, std::move(dst));
+}
+
+TensorView Bundle::rows_of(const Buffer &b, const TensorView &t) {
+  // Rows of an untransposed tensor are a contiguous part of it.
+  TensorView source = t;
+  if (b.rows_end >= 0 && !b.transpose) {
+    const size_t row_bytes = t.nbytes / static_cast<size_t>(t.shape[0]);
+    source.shape[0] = b.rows_end - b.rows_begin;
+    source.data += static_cast<size_t>(b.rows_begin) * row_bytes;
+    source.nbytes = static_cast<size_t>(source.shape[0]) * row_bytes;
+  }
+  return source;
+}
+
+AlignedBuffer Bundle::converted(const Buffer &b, const TensorView &t,
+                                DType dtype, const std::vector<int64_t> &want) {
+  size_t bytes = dtype_size(dtype);
+  for (int64_t d : want)
+    bytes *= static_cast<size_t>(d);
   AlignedBuffer dst(bytes);
-  if (sliced && b.transpose) {
+  if (b.rows_end >= 0 && b.transpose) {
     // Transposed rows are columns of the stored tensor: transpose it all,
     // then keep the rows.
-    AlignedBuffer all(static_cast<size_t>(t.numel()) * dtype_size(b.dtype));
-    convert_tensor(t, b.dtype, true, all.data());
+    AlignedBuffer all(static_cast<size_t>(t.numel()) * dtype_size(dtype));
+    convert_tensor(t, dtype, true, all.data());
     const size_t row_bytes = bytes / static_cast<size_t>(want[0]);
     std::memcpy(dst.data(),
                 static_cast<uint8_t *>(all.data()) +
                     static_cast<size_t>(b.rows_begin) * row_bytes,
                 bytes);
   } else {
-    convert_tensor(source, b.dtype, b.transpose, dst.data());
+    convert_tensor(rows_of(b, t), dtype, b.transpose, dst.data());
   }
-  if (b.panels16)
-    dst = pack_panels16(dst, want[0], want[1], dtype_size(b.dtype));
+  return dst;
+}
+
+void *Bundle::keep_converted(const TensorView &t, AlignedBuffer converted) {
   // The converted copy is what kernels read; drop the file's pages.
   if (checkpoint_)
     checkpoint_->release(t);
   else
     embedded_->release(t);
-  converted_weight_bytes_ += bytes;
-  converted_.push_back(std::move(dst));
+  converted_weight_bytes_ += converted.size();
+  converted_.push_back(std::move(converted));
   return converted_.back().data();
 }
 

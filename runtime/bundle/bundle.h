@@ -46,6 +46,16 @@ private:
   const TensorView &find_tensor(const std::string &name) const;
   // Base address of weight buffer `b`: in the mapped file or converted.
   void *bind_weight(const Buffer &b);
+  // A part of a weight the runtime quantizes; `want` is the part's shape.
+  void *bind_quantized_weight(const Buffer &b, const TensorView &t,
+                              const std::vector<int64_t> &want);
+  // The rows of `t` that `b` holds, when they are contiguous (untransposed).
+  static TensorView rows_of(const Buffer &b, const TensorView &t);
+  // `t` transformed and sliced as `b` says, as `dtype` of shape `want`.
+  static AlignedBuffer converted(const Buffer &b, const TensorView &t,
+                                 DType dtype, const std::vector<int64_t> &want);
+  // Keeps `converted` as a weight buffer, dropping `t`'s file pages.
+  void *keep_converted(const TensorView &t, AlignedBuffer converted);
   void check_weight_shape(const Buffer &b, const TensorView &t,
                           const std::vector<int64_t> &want) const;
 

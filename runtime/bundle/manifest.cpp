@@ -239,9 +239,6 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
     else if (transform != "none")
       r.fail(p + ".transform", "unknown transform '" + transform +
                                    "' (expected none or transpose)");
-    if (buf.transpose && buf.shape.size() != 2)
-      r.fail(p + ".transform", "transpose needs a 2-D shape, got [" +
-                                   shape_text(buf.shape) + "]");
     for (const Expression &dim : buf.shape)
       if (!dim.is_constant())
         r.fail(p + ".shape", "a weight's shape must be constant, got [" +
@@ -255,6 +252,34 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
                                   shape_text(buf.shape) + "]");
       buf.panels16 = true;
     }
+    if (const json *quantization = r.optional_field(b, "quantization")) {
+      const std::string scheme = r.string(*quantization, p + ".quantization");
+      buf.quantization = parse_quantization(scheme);
+      if (!buf.quantization)
+        r.fail(p + ".quantization", "unknown quantization '" + scheme +
+                                        "' (expected int8_channel)");
+      const std::string part = r.string(b, p, "part");
+      std::optional<QuantizedPart> parsed = parse_quantized_part(part);
+      if (!parsed)
+        r.fail(p + ".part", "unknown part '" + part + "' (expected values or scales)");
+      buf.part = *parsed;
+      if (buf.panels16)
+        r.fail(p + ".layout", "a quantized weight is stored row-major");
+      const bool values = buf.part == QuantizedPart::Values;
+      if (values && (buf.dtype != DType::I8 || buf.shape.size() != 2))
+        r.fail(p, "int8_channel values are a 2-D i8 array, got " +
+                      std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
+      if (!values && (buf.dtype != DType::F32 || buf.shape.size() != 1))
+        r.fail(p, "int8_channel scales are a 1-D f32 array, got " +
+                      std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
+    } else if (r.optional_field(b, "part")) {
+      r.fail(p + ".part", "a part of a weight that is not quantized");
+    }
+    // The scales of a quantized weight are 1-D whatever the matrix's transform.
+    const bool scales = buf.quantization && buf.part == QuantizedPart::Scales;
+    if (buf.transpose && buf.shape.size() != 2 && !scales)
+      r.fail(p + ".transform", "transpose needs a 2-D shape, got [" +
+                                   shape_text(buf.shape) + "]");
     if (const json *rows = r.optional_field(b, "rows")) {
       if (!rows->is_array() || rows->size() != 2)
         r.fail(p + ".rows", "expected [begin, end], got " + rows->dump());
@@ -318,14 +343,18 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
 
 void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
                    const std::optional<KvCacheLayout> &kv) {
-  std::map<std::tuple<std::string, bool, int64_t, int64_t, bool>, size_t> weights;
+  std::map<std::tuple<std::string, bool, int64_t, int64_t, bool,
+                      std::optional<WeightQuantization>, QuantizedPart>,
+           size_t> weights;
   std::set<std::pair<int64_t, char>> kv_pools;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Buffer &b = buffers[i];
     const std::string p = "buffers[" + std::to_string(i) + "]";
     if (b.kind == BufferKind::Weight) {
       auto [it, fresh] = weights.emplace(
-          std::make_tuple(b.tensor, b.transpose, b.rows_begin, b.rows_end, b.panels16), i);
+          std::make_tuple(b.tensor, b.transpose, b.rows_begin, b.rows_end, b.panels16,
+                          b.quantization, b.part),
+          i);
       if (!fresh)
         r.fail(p, "tensor '" + b.tensor + "' with transform " +
                       (b.transpose ? "transpose" : "none") +
@@ -333,6 +362,10 @@ void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
                                       : " rows [" + std::to_string(b.rows_begin) +
                                             ", " + std::to_string(b.rows_end) + "]") +
                       (b.panels16 ? " layout panels16" : "") +
+                      (b.quantization ? std::string(" quantization ") +
+                                            quantization_name(*b.quantization) + " " +
+                                            quantized_part_name(b.part)
+                                      : std::string()) +
                       " is already bound by buffers[" + std::to_string(it->second) + "]");
     } else if (b.kind == BufferKind::KvCache) {
       if (!kv_pools.emplace(b.layer, b.role).second)

@@ -8,6 +8,7 @@
 #include "bundle/expression.h"
 #include "bundle/step_batch.h"
 #include "model/dtype.h"
+#include "model/quantize.h"
 
 #include <array>
 #include <cstdint>
@@ -65,6 +66,10 @@ struct Buffer {
   // (n, k) at [n / 16][k][n % 16], zero-padded), the layout of the compiled
   // linear kernel; otherwise dense row-major.
   bool panels16 = false;
+  // kind == Weight, quantized by the runtime at load: the scheme, and which
+  // of its arrays this buffer holds (the values' [N, K] or the scales' [N]).
+  std::optional<WeightQuantization> quantization;
+  QuantizedPart part = QuantizedPart::Values;
   // kind == KvCache
   int64_t layer = -1;
   char role = 0; // 'k' or 'v'

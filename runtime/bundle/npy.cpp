@@ -14,7 +14,8 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
 
 constexpr std::pair<DType, const char *> kDescrs[] = {
-    {DType::F32, "<f4"}, {DType::F16, "<f2"}, {DType::I32, "<i4"}, {DType::I64, "<i8"}};
+    {DType::F32, "<f4"}, {DType::F16, "<f2"}, {DType::I32, "<i4"},
+    {DType::I64, "<i8"}, {DType::I8, "|i1"}};
 
 // The header is a Python dict literal, e.g.
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }

@@ -114,6 +114,7 @@ template <DType From> Conversion from_float_to(DType to) {
 Conversion conversion(DType from, DType to) {
   if (from == to) {
     switch (dtype_size(from)) {
+    case 1: return kConversion<uint8_t, uint8_t, same<uint8_t>>;
     case 2: return kConversion<uint16_t, uint16_t, same<uint16_t>>;
     case 4: return kConversion<uint32_t, uint32_t, same<uint32_t>>;
     default: return kConversion<uint64_t, uint64_t, same<uint64_t>>;

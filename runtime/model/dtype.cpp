@@ -14,7 +14,7 @@ struct DTypeInfo {
 constexpr DTypeInfo kDTypes[] = {
     {DType::F32, 4, "f32", "F32"},   {DType::F16, 2, "f16", "F16"},
     {DType::BF16, 2, "bf16", "BF16"}, {DType::I32, 4, "i32", "I32"},
-    {DType::I64, 8, "i64", "I64"},
+    {DType::I64, 8, "i64", "I64"},   {DType::I8, 1, "i8", "I8"},
 };
 
 const DTypeInfo &info(DType dtype) { return kDTypes[static_cast<int>(dtype)]; }

@@ -8,12 +8,12 @@
 
 namespace llmserve {
 
-enum class DType { F32, F16, BF16, I32, I64 };
+enum class DType { F32, F16, BF16, I32, I64, I8 };
 
 size_t dtype_size(DType dtype);
-// The bundle's spelling: "f32", "f16", "bf16", "i32", "i64".
+// The bundle's spelling: "f32", "f16", "bf16", "i32", "i64", "i8".
 const char *dtype_name(DType dtype);
-// The safetensors spelling: "F32", "F16", "BF16", "I32", "I64".
+// The safetensors spelling: "F32", "F16", "BF16", "I32", "I64", "I8".
 const char *safetensors_dtype_name(DType dtype);
 // Accepts either spelling; nullopt for anything else.
 std::optional<DType> parse_dtype(std::string_view name);

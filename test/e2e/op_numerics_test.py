@@ -91,6 +91,42 @@ def case_linear_checkpoint(bias, m, k, n):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+def quantize_int8_channel(w):
+    """The int8_channel scheme in numpy (f32 arithmetic): per row, scale =
+    max |w| / 127 (1 for a row of zeros) and values = w / scale rounded to
+    nearest even."""
+    absmax = np.abs(w).max(axis=1)
+    scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1)).astype(np.float32)
+    values = np.clip(np.rint(w / scales[:, None]), -127, 127).astype(np.int8)
+    return values, scales
+
+
+def case_linear_int8(m, k, n, bias=True, transposed=False, dtype=torch.float32):
+    """(x·Qᵀ) * s (+ b) with Q and s quantized by the runtime at load from a
+    checkpoint weight (stored `dtype`; [K, N] with `transposed`, of which
+    rows [8, 8 + n) of the transpose are the weight), against the same
+    quantization in numpy: the dot-product kernel on int8 values."""
+    x = f32(m, k)
+    rows = (8, 8 + n) if transposed else None
+    full = f32(n + 16, k) if transposed else f32(n, k)
+    stored = torch.from_numpy(full.T.copy() if transposed else full).to(dtype)
+    w = stored.float().numpy()
+    w = w.T[rows[0]:rows[1]] if transposed else w
+    values, scales = quantize_int8_channel(np.ascontiguousarray(w))
+    weights = {"w": stored} | ({"b": torch.from_numpy(f32(n))} if bias else {})
+    ty = f"tensor<{m}x{n}xf32>"
+    where = (" transposed rows [8, " + str(8 + n) + "]") if transposed else ""
+    lines = [f'  %v = llmserve.weight "w"{where} quantized int8_channel values : tensor<{n}x{k}xi8>',
+             f'  %s = llmserve.weight "w"{where} quantized int8_channel scales : tensor<{n}xf32>']
+    if bias:
+        lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
+    b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
+    lines.append(f"  %y = llmserve.linear %a0, %v scales %s{b} : {mlir_type(x)}, "
+                 f"tensor<{n}x{k}xi8>{bty} -> {ty}")
+    ref = (t(x) @ t(values.astype(np.float64)).T) * t(scales) + (t(weights["b"]) if bias else 0)
+    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
+
+
 def case_gated_mlp(m, k, n, return_up=False):
     """silu(x·Wgᵀ) * (x·Wuᵀ) with checkpoint weights: llmc puts the two
     linears and silu_mul in one dispatch region (one kernel). With
@@ -574,6 +610,10 @@ CASES = {
     # 256-long chunks with a partial last one.
     "linear_panels": lambda: case_linear_checkpoint(False, m=13, k=40, n=64),
     "linear_panels_bias": lambda: case_linear_checkpoint(True, m=77, k=600, n=176),
+    "linear_int8": lambda: case_linear_int8(m=13, k=600, n=176, bias=False),
+    "linear_int8_bias_edges": lambda: case_linear_int8(m=9, k=37, n=70),
+    "linear_int8_bf16_transposed_rows": lambda: case_linear_int8(
+        m=5, k=64, n=48, transposed=True, dtype=torch.bfloat16),
     "embedding": case_embedding,
     "embedding_scaled": lambda: case_embedding(scale=4.898979485566356),
     "embedding_tied_linear": case_tied_embedding,
@@ -646,7 +686,7 @@ def run(*args):
 
 def compile_and_call(build, directory, inputs, text, weights=None):
     """`text` compiled into <directory>/op.llmb and run on `inputs` (and the
-    checkpoint `weights`, name -> array); the results."""
+    checkpoint `weights`, name -> array or tensor); the results."""
     os.makedirs(directory, exist_ok=True)
     source = os.path.join(directory, "op.mlir")
     with open(source, "w") as f:
@@ -661,7 +701,8 @@ def compile_and_call(build, directory, inputs, text, weights=None):
     checkpoint = []
     if weights:
         write_safetensors(os.path.join(directory, "model.safetensors"),
-                          {name: torch.from_numpy(a) for name, a in weights.items()})
+                          {name: a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
+                           for name, a in weights.items()})
         checkpoint = ["--weights", directory]
     run(os.path.join(build, "bin", "llmrun"), "call", bundle, "--entry", "op",
         "--input", *paths, "--output-dir", out, *checkpoint)

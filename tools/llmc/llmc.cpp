@@ -2,7 +2,7 @@
 //
 //   llmc import <hf-checkpoint-dir> -o model.mlir
 //   llmc compile model.mlir -o model.llmb [--target cpu|sm_90] [--embed-weights]
-//                [--dtype bf16|f16|f32] [--ptxas <path>]
+//                [--dtype bf16|f16|f32] [--quantize int8] [--ptxas <path>]
 //
 // Option parsing around the importer (compiler/Import/HfImporter.h) and the
 // pipelines (compiler/Pipeline/CompileBundle.h). Exit status: 0 on success,
@@ -72,6 +72,11 @@ static cl::opt<std::string>
     compileCpu("cpu", cl::init("native"),
                cl::desc("LLVM CPU name for the CPU kernels (native = host)"),
                cl::sub(compileCommand));
+static cl::opt<std::string> compileQuantize(
+    "quantize",
+    cl::desc("cpu: int8 stores the weights of linears as int8 with one f32 "
+             "scale per output channel, quantized when the bundle loads"),
+    cl::sub(compileCommand));
 static cl::opt<bool> embedWeights(
     "embed-weights",
     cl::desc("Copy the checkpoint's model.safetensors into the bundle"),
@@ -125,6 +130,8 @@ LogicalResult compile(MLIRContext &context) {
   options.cpu = compileCpu;
   options.ptxas = compilePtxas;
   options.embedWeights = embedWeights;
+  if (compileQuantize.getNumOccurrences())
+    options.quantize = compileQuantize;
   {
     ScopedDiagnosticHandler llmcErrors(&context, printAsLlmcError);
     if (failed(mlir::llmserve::verifyCompileOptions(&context, options)))

@@ -57,9 +57,9 @@ Grid buildSampleKernel(CpuKernelEmitter &e);
 
 /// Whether `weight` is stored in the panel layout the linalg linear kernel
 /// reads (and if so marks it, so the bundle writer asks the runtime to pack
-/// it at load): a weight with a whole number of 16-row panels, read as the
-/// weight of a linear op (also inside a dispatch region) and otherwise only
-/// as linear weights or embedding tables.
+/// it at load): an unquantized weight with a whole number of 16-row panels,
+/// read as the weight of a linear op (also inside a dispatch region) and
+/// otherwise only as linear weights or embedding tables.
 bool usePanelLayout(Value weight);
 
 /// The outputs of a panel linear one workgroup computes: rows

@@ -1,8 +1,9 @@
 //===- Linear.cpp - linear on the CPU -------------------------------------===//
 //
-// A weight in panels of 16 columns (usePanelLayout) gets a linalg
+// A float weight in panels of 16 columns (usePanelLayout) gets a linalg
 // contraction that the CPU schedule (cpu-kernels.mlir) tiles into outer
-// products; any other weight a hand-built kernel of dot products. Both
+// products; any other weight, and an int8 one with its scales, a hand-built
+// kernel of dot products. Both
 // compute each output with the same arithmetic wherever its row is in the
 // step (batch invariance).
 //
@@ -42,8 +43,9 @@ void forEachUse(Value value, function_ref<void(OpOperand &)> fn) {
 
 bool mlir::llmserve::usePanelLayout(Value weight) {
   auto op = weight.getDefiningOp<WeightOp>();
-  int64_t rows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  if (!op || rows % LlmserveDialect::kPanelWidth != 0)
+  auto type = cast<RankedTensorType>(weight.getType());
+  if (!op || op.getQuantization() ||
+      type.getDimSize(0) % LlmserveDialect::kPanelWidth != 0)
     return false;
   bool asLinearWeight = false, otherwise = false;
   forEachUse(weight, [&](OpOperand &use) {
@@ -143,6 +145,14 @@ Grid mlir::llmserve::panelGrid(CpuKernelEmitter &e, int rowsBinding,
 
 namespace {
 
+/// The binding of each of `o`'s operands: its position.
+int operandBinding(LinearOp o, Value operand) {
+  for (OpOperand &use : o->getOpOperands())
+    if (use.get() == operand)
+      return use.getOperandNumber();
+  llvm_unreachable("not an operand of the linear");
+}
+
 Grid linearPanels(CpuKernelEmitter &e, LinearOp o) {
   auto weightType = cast<RankedTensorType>(o.getWeight().getType());
   int64_t panels = weightType.getDimSize(0) / kVectorWidth;
@@ -171,7 +181,9 @@ void tiles(CpuKernelEmitter &e, Value begin, Value end, int64_t size,
 }
 
 /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a function
-/// argument, a weight also read otherwise, or N not a multiple of 16): an
+/// argument, a weight also read otherwise, or N not a multiple of 16), or
+/// (x·Qᵀ) * s (+ b) for int8 values Q, converted to f32 as they are read,
+/// and their per-row scales s: an
 /// MR x NR tile of outputs keeps one vector accumulator per output, fed by
 /// VL-wide loads of MR rows of x and NR rows of W along K, and reduces each
 /// accumulator at the end. Edge tiles use the same per-output arithmetic
@@ -180,10 +192,21 @@ void tiles(CpuKernelEmitter &e, Value begin, Value end, int64_t size,
 Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
-  bool hasBias = bool(o.getBias());
   Value x = e.binding(0), w = e.binding(1);
-  Value bias = hasBias ? e.binding(2) : Value();
-  Value y = e.binding(hasBias ? 3 : 2);
+  Value scales = o.getScales() ? e.binding(operandBinding(o, o.getScales()))
+                               : Value();
+  Value bias =
+      o.getBias() ? e.binding(operandBinding(o, o.getBias())) : Value();
+  Value y = e.binding(o->getNumOperands());
+  // An i8 weight is converted to f32 as it is read.
+  auto asF32 = [&](Value weight) -> Value {
+    if (!scales)
+      return weight;
+    Type f32 = b.getF32Type();
+    if (auto vector = dyn_cast<VectorType>(weight.getType()))
+      f32 = vector.clone(f32);
+    return arith::SIToFPOp::create(b, f32, weight);
+  };
   auto weightType = cast<RankedTensorType>(o.getWeight().getType());
   int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
   auto [mBegin, mEnd] = e.rowRange(e.dimSize(0, 0), kLinearRowsPerGroup);
@@ -209,7 +232,8 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
           for (Value r : rows)
             xs.push_back(vector::LoadOp::create(b, vectorType, x, {r, k}));
           for (Value c : cols)
-            ws.push_back(vector::LoadOp::create(b, vectorType, w, {c, k}));
+            ws.push_back(asF32(vector::LoadOp::create(
+                b, vectorType.clone(weightType.getElementType()), w, {c, k})));
           for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j)
               next.push_back(
@@ -226,9 +250,12 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
             e.index(vectorDepth), e.index(depth), 1, {sum},
             [&](Value k, ValueRange s) -> SmallVector<Value> {
               return {math::FmaOp::create(b, a.load(x, {rows[i], k}),
-                                          a.load(w, {cols[j], k}), s[0])};
+                                          asF32(a.load(w, {cols[j], k})),
+                                          s[0])};
             })[0];
-        if (hasBias)
+        if (scales)
+          sum = a.mul(sum, a.load(scales, cols[j]));
+        if (bias)
           sum = a.add(sum, a.load(bias, cols[j]));
         a.store(sum, y, {rows[i], cols[j]});
       }

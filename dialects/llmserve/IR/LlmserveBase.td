@@ -71,6 +71,10 @@ def Llmserve_Float : AnyTypeOf<[F32, F16, BF16]>;
 def Llmserve_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
 def Llmserve_FloatTensor1D : 1DTensorOf<[F32, F16, BF16]>;
 def Llmserve_FloatTensor2D : 2DTensorOf<[F32, F16, BF16]>;
+// What a weight op yields: a float tensor, or one array of a quantized one.
+def Llmserve_WeightTensor : RankedTensorOf<[F32, F16, BF16, I8]>;
+// A linear's weight: float, or int8 with per-row scales.
+def Llmserve_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8]>;
 // A paged KV cache: [num_blocks, block_size, kv_heads, head_dim].
 def Llmserve_KvCache : 4DTensorOf<[F32, F16, BF16]>;
 

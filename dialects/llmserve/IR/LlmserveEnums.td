@@ -52,4 +52,27 @@ def Llmserve_GeluApproximationAttr
     : EnumAttr<Llmserve_Dialect, Llmserve_GeluApproximation,
                "gelu_approximation">;
 
+def Llmserve_WeightQuantization : I32Enum<"WeightQuantization",
+    "how a quantized weight stores an f32 matrix", [
+      // Each row (output channel) n of [N, K]: int8 values q and one f32
+      // scale s, with w[n, k] ~ q[n, k] * s[n]; s[n] = max_k |w[n, k]| / 127
+      // (1 for an all-zero row) and q rounded to nearest, ties to even.
+      I32EnumCase<"int8_channel", 0>
+    ]> {
+  let cppNamespace = "::mlir::llmserve";
+}
+def Llmserve_WeightQuantizationAttr
+    : EnumAttr<Llmserve_Dialect, Llmserve_WeightQuantization,
+               "weight_quantization">;
+
+def Llmserve_QuantizedPart : I32Enum<"QuantizedPart",
+    "which array of a quantized weight a weight op reads", [
+      I32EnumCase<"values", 0>,
+      I32EnumCase<"scales", 1>
+    ]> {
+  let cppNamespace = "::mlir::llmserve";
+}
+def Llmserve_QuantizedPartAttr
+    : EnumAttr<Llmserve_Dialect, Llmserve_QuantizedPart, "quantized_part">;
+
 #endif // LLMSERVE_IR_LLMSERVEENUMS_TD

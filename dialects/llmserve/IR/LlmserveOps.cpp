@@ -128,7 +128,9 @@ LogicalResult WeightOp::verify() {
   auto type = cast<RankedTensorType>(getType());
   if (!type.hasStaticShape())
     return emitOpError() << "result must be statically shaped, got " << type;
-  if (getTransposed() && type.getRank() != 2)
+  // A quantized weight's scales are 1-D, whatever the stored tensor.
+  if (getTransposed() && type.getRank() != 2 &&
+      getPart() != QuantizedPart::scales)
     return emitOpError() << "a transposed weight must be 2-D, got rank "
                          << type.getRank();
   if (std::optional<ArrayRef<int64_t>> rows = getRows()) {
@@ -142,6 +144,28 @@ LogicalResult WeightOp::verify() {
                            << " rows but the result has "
                            << type.getDimSize(0);
   }
+  std::optional<WeightQuantization> quantization = getQuantization();
+  std::optional<QuantizedPart> part = getPart();
+  if (quantization.has_value() != part.has_value())
+    return emitOpError("quantization and part go together");
+  if (!quantization) {
+    if (!isa<FloatType>(type.getElementType()))
+      return emitOpError() << "an unquantized weight must be a float tensor, "
+                              "got "
+                           << type;
+    return success();
+  }
+  if (*part == QuantizedPart::values &&
+      (type.getRank() != 2 || !type.getElementType().isInteger(8)))
+    return emitOpError() << "the values of an "
+                         << stringifyWeightQuantization(*quantization)
+                         << " weight are a 2-D i8 tensor, got " << type;
+  if (*part == QuantizedPart::scales &&
+      (type.getRank() != 1 || !type.getElementType().isF32()))
+    return emitOpError() << "the scales of an "
+                         << stringifyWeightQuantization(*quantization)
+                         << " weight are a 1-D f32 tensor (one per row), got "
+                         << type;
   return success();
 }
 
@@ -239,9 +263,14 @@ LogicalResult LinearOp::verify() {
   Operation *op = getOperation();
   Value input = getInput(), weight = getWeight(), bias = getBias();
   Value result = getResult();
+  bool quantized = cast<ShapedType>(weight.getType()).getElementType().isInteger(8);
+  if (quantized != bool(getScales()))
+    return emitOpError(quantized ? "an i8 weight needs scales"
+                                 : "scales go with an i8 weight only");
   // A narrow (f16/bf16) linear may produce f32: the logits that sample reads.
   Type resultElement = cast<ShapedType>(result.getType()).getElementType();
-  if (failed(verifySameElementType(op, "weight", weight, "input", input)) ||
+  if ((!quantized &&
+       failed(verifySameElementType(op, "weight", weight, "input", input))) ||
       (!resultElement.isF32() &&
        failed(verifySameElementType(op, "result", result, "input", input))) ||
       failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 1)) ||

@@ -34,20 +34,29 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     (transposed) tensor: one part of a fused projection such as GPT-2's
     `c_attn`, whose q, k and v are row blocks.
 
+    With `quantized <scheme> <part>`, the runtime quantizes the (transposed,
+    sliced) 2-D tensor by `scheme` when it loads it, and the result is one
+    of its arrays: for `int8_channel`, `values` is the i8 [N, K] matrix and
+    `scales` the f32 [N] scale of each row.
+
     Example:
 
     ```mlir
     %w = llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
     %c = llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
     %q = llmserve.weight "h.0.attn.c_attn.weight" transposed rows [0, 64] : tensor<64x64xf32>
+    %v = llmserve.weight "lm_head.weight" quantized int8_channel values : tensor<512x64xi8>
+    %s = llmserve.weight "lm_head.weight" quantized int8_channel scales : tensor<512xf32>
     ```
   }];
   let arguments = (ins StrAttr:$tensor_name, UnitAttr:$transposed,
-                       OptionalAttr<DenseI64ArrayAttr>:$rows);
-  let results = (outs Llmserve_FloatTensor:$result);
+                       OptionalAttr<DenseI64ArrayAttr>:$rows,
+                       OptionalAttr<Llmserve_WeightQuantizationAttr>:$quantization,
+                       OptionalAttr<Llmserve_QuantizedPartAttr>:$part);
+  let results = (outs Llmserve_WeightTensor:$result);
   let assemblyFormat = [{
-    $tensor_name (`transposed` $transposed^)? (`rows` $rows^)? attr-dict `:`
-    type($result)
+    $tensor_name (`transposed` $transposed^)? (`rows` $rows^)?
+    (`quantized` `` $quantization^ `` $part)? attr-dict `:` type($result)
   }];
 }
 
@@ -174,7 +183,11 @@ def Llmserve_LayerNormOp : Llmserve_NormOp<"layer_norm"> {
 // Linear algebra and position encoding
 //===----------------------------------------------------------------------===//
 
-def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure]> {
+def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
+    OptionalTypesMatchWith<"scales has one f32 per row of weight",
+        "weight", "scales",
+        "RankedTensorType::get({::llvm::cast<ShapedType>($_self).getDimSize(0)}, "
+        "Float32Type::get($_self.getContext()))">]> {
   let summary = "x·Wᵀ + b";
   let description = [{
     `result[m, n] = sum_k input[m, k] * weight[n, k] + bias[n]`, with `input`
@@ -183,22 +196,35 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure]> {
     result has the input's element type, or f32 when the input is f16 or
     bf16 (the logits of a model stored narrow).
 
+    An i8 `weight` comes with `scales` [N], one f32 per row:
+    `result[m, n] = (sum_k input[m, k] * weight[n, k]) * scales[n] + bias[n]`
+    (an `int8_channel` quantized weight).
+
     Example:
 
     ```mlir
     %y = llmserve.linear %x, %w : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
     %z = llmserve.linear %x, %w bias %b
         : tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32> -> tensor<?x128xf32>
+    %q = llmserve.linear %x, %v scales %s
+        : tensor<?x64xf32>, tensor<128x64xi8> -> tensor<?x128xf32>
     ```
   }];
   let arguments = (ins Llmserve_FloatTensor2D:$input,
-                       Llmserve_FloatTensor2D:$weight,
+                       Llmserve_LinearWeight:$weight,
+                       Optional<Llmserve_F32Tensor1D>:$scales,
                        Optional<Llmserve_FloatTensor1D>:$bias);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,`
-    type($weight) (`,` type($bias)^)? `->` type($result)
+    $input `,` $weight (`scales` $scales^)? (`bias` $bias^)? attr-dict `:`
+    type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Value":$input, "Value":$weight,
+                   "Value":$bias), [{
+      build($_builder, $_state, result, input, weight, /*scales=*/Value(), bias);
+    }]>
+  ];
 }
 
 def Llmserve_RopeOp : Llmserve_Op<"rope",

@@ -53,6 +53,26 @@ func.func @linear_bias_gelu(%x: tensor<?x32xf32>) -> tensor<?x128xf32> {
 
 // -----
 
+// Quantized gate and up projections stay apart: the fused kernel reads
+// float weights in panels.
+// CHECK-LABEL: func.func @quantized_gated_mlp
+//   CHECK-NOT:   llmserve.dispatch_region
+//       CHECK:   llmserve.linear %{{.+}}, %{{.+}} scales
+//       CHECK:   llmserve.linear %{{.+}}, %{{.+}} scales
+//       CHECK:   linalg.generic
+func.func @quantized_gated_mlp(%x: tensor<?x64xf32>) -> tensor<?x128xf32> {
+  %gv = llmserve.weight "gate" quantized int8_channel values : tensor<128x64xi8>
+  %gs = llmserve.weight "gate" quantized int8_channel scales : tensor<128xf32>
+  %uv = llmserve.weight "up" quantized int8_channel values : tensor<128x64xi8>
+  %us = llmserve.weight "up" quantized int8_channel scales : tensor<128xf32>
+  %gate = llmserve.linear %x, %gv scales %gs : tensor<?x64xf32>, tensor<128x64xi8> -> tensor<?x128xf32>
+  %up = llmserve.linear %x, %uv scales %us : tensor<?x64xf32>, tensor<128x64xi8> -> tensor<?x128xf32>
+  %h = llmserve.silu_mul %gate, %up : tensor<?x128xf32>
+  return %h : tensor<?x128xf32>
+}
+
+// -----
+
 // Only the linears that can join: %up has a second user, so the region holds
 // the gate projection and reads %up as an input.
 // CHECK-LABEL: func.func @shared_output

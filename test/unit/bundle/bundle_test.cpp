@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace llmserve {
@@ -98,6 +99,80 @@ TEST(Bundle, PacksPanelsOfSixteenColumns) {
   test::write_file(dir / "manifest.json", m.dump());
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[10].layout: unknown layout \"tiles8\" "
                                          "(expected \"panels16\")"));
+}
+
+TEST(Bundle, QuantizesWeightsAtLoad) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  auto part = [](const std::string &name, const char *dtype, json shape,
+                 const char *transform, const char *which) {
+    return json{{"kind", "weight"},   {"name", name},         {"dtype", dtype},
+                {"shape", shape},     {"tensor", "proj"},     {"transform", transform},
+                {"quantization", "int8_channel"}, {"part", which}};
+  };
+  m["buffers"].push_back(part("proj.values", "i8", {3, 4}, "none", "values"));    // 10
+  m["buffers"].push_back(part("proj.scales", "f32", {3}, "none", "scales"));      // 11
+  m["buffers"].push_back(part("projT.values", "i8", {4, 3}, "transpose", "values")); // 12
+  m["buffers"].push_back(part("projT.scales", "f32", {4}, "transpose", "scales"));   // 13
+  test::write_bundle(dir, m);
+  test::write_weights(dir / "weights.safetensors", test::ops_weights());
+  {
+    const Bundle bundle(dir.string());
+    // proj rows {1,0,0,0}, {0,1,1,0}, {2,0,0,-1}: scales 1/127, 1/127, 2/127.
+    std::vector<int8_t> values(12);
+    std::memcpy(values.data(), bundle.weight(10), 12);
+    EXPECT_EQ(values, (std::vector<int8_t>{127, 0, 0, 0, 0, 127, 127, 0, 127, 0, 0, -64}));
+    EXPECT_EQ(floats(bundle.weight(11), 3),
+              (std::vector<float>{1.0f / 127, 1.0f / 127, 2.0f / 127}));
+    // proj^T rows {1,0,2}, {0,1,0}, {0,1,0}, {0,0,-1}.
+    std::memcpy(values.data(), bundle.weight(12), 12);
+    EXPECT_EQ(values, (std::vector<int8_t>{64, 0, 127, 0, 127, 0, 0, 127, 0, 0, 0, -127}));
+    EXPECT_EQ(floats(bundle.weight(13), 4),
+              (std::vector<float>{2.0f / 127, 1.0f / 127, 1.0f / 127, 1.0f / 127}));
+  }
+
+  const std::string where = "buffers[10]";
+  json bad = m;
+  bad["buffers"][10]["quantization"] = "q4_k";
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr(where + ".quantization: unknown quantization 'q4_k' "
+                                                 "(expected int8_channel)"));
+  bad = m;
+  bad["buffers"][10].erase("part");
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr(where + ": missing field 'part'"));
+  bad = m;
+  bad["buffers"][10]["dtype"] = "f32";
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir),
+              HasSubstr(where + ": int8_channel values are a 2-D i8 array, got f32 [3,4]"));
+  bad = m;
+  bad["buffers"][11]["shape"] = {3, 1};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("buffers[11]: int8_channel scales are a 1-D f32 array, got f32 [3,1]"));
+  bad = m;
+  bad["buffers"][5]["part"] = "values";
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[5].part: a part of a weight that is not quantized"));
+  bad = m;
+  bad["buffers"][11]["shape"] = {5};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[11] (weight 'proj.scales'): tensor 'proj' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         " has shape [3, 4], expected [5, 4]"));
+  bad = m;
+  bad["buffers"][11]["tensor"] = "gain";
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("tensor 'gain' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         " has shape [4], but int8_channel quantizes a 2-D matrix"));
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights[2] = test::f32_tensor("proj", {3, 4}, {1, 0, 0, 0, 0, NAN, 1, 0, 2, 0, 0, -1});
+  test::write_bundle(dir, m);
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'proj.values'): tensor 'proj': row 1 "
+                                         "holds nan, which int8_channel cannot quantize"));
 }
 
 TEST(Bundle, ConvertsUnalignedTensors) {

@@ -66,6 +66,32 @@ func.func @linear_partial_panel(%x: tensor<?x32xf32>) -> tensor<?x120xf32> {
 
 // -----
 
+// An int8 weight keeps its row-major layout: the dot-product kernel converts
+// each 16-byte load of it to f32, and scales each sum by its row's scale
+// before the bias. Bindings x, values, scales, bias, y.
+// CHECK-LABEL: func.func @linear_int8
+//       CHECK:   llmserve.weight "w" quantized int8_channel values : tensor<64x32xi8>
+//       CHECK: func.func @llmserve_d0_linear
+//       CHECK:   to memref<64x32xi8>
+//       CHECK:   to memref<64xf32>
+//       CHECK:   %[[Q:.+]] = vector.load %{{.+}} : memref<64x32xi8>, vector<16xi8>
+//       CHECK:   %[[W:.+]] = arith.sitofp %[[Q]] : vector<16xi8> to vector<16xf32>
+//       CHECK:   vector.fma %{{.+}}, %[[W]], %{{.+}} : vector<16xf32>
+//       CHECK:   vector.reduction <add>
+//       CHECK:   %[[SCALE:.+]] = memref.load %{{.+}} : memref<64xf32>
+//       CHECK:   %[[SCALED:.+]] = arith.mulf %{{.+}}, %[[SCALE]]
+//       CHECK:   %[[BIAS:.+]] = memref.load %{{.+}} : memref<64xf32>
+//       CHECK:   arith.addf %[[SCALED]], %[[BIAS]]
+func.func @linear_int8(%x: tensor<?x32xf32>) -> tensor<?x64xf32> {
+  %v = llmserve.weight "w" quantized int8_channel values : tensor<64x32xi8>
+  %s = llmserve.weight "w" quantized int8_channel scales : tensor<64xf32>
+  %b = llmserve.weight "b" : tensor<64xf32>
+  %y = llmserve.linear %x, %v scales %s bias %b : tensor<?x32xf32>, tensor<64x32xi8>, tensor<64xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
 // A weight read as an embedding table and as a linear weight (tied word
 // embeddings) is stored in panels too: the embedding kernel reads row r as
 // lane r % 16 of panel r / 16, and the linear is the linalg kernel.

@@ -61,6 +61,38 @@ func.func @weight_rows_empty() {
 
 // -----
 
+func.func @weight_unquantized_integer() {
+  // expected-error @+1 {{'llmserve.weight' op an unquantized weight must be a float tensor, got 'tensor<4x4xi8>'}}
+  %w = llmserve.weight "w" : tensor<4x4xi8>
+  return
+}
+
+// -----
+
+func.func @weight_quantization_without_part() {
+  // expected-error @+1 {{'llmserve.weight' op quantization and part go together}}
+  %w = "llmserve.weight"() {tensor_name = "w", quantization = #llmserve<weight_quantization int8_channel>} : () -> tensor<4x4xi8>
+  return
+}
+
+// -----
+
+func.func @weight_quantized_values_type() {
+  // expected-error @+1 {{'llmserve.weight' op the values of an int8_channel weight are a 2-D i8 tensor, got 'tensor<4x4xf32>'}}
+  %w = llmserve.weight "w" quantized int8_channel values : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_quantized_scales_type() {
+  // expected-error @+1 {{'llmserve.weight' op the scales of an int8_channel weight are a 1-D f32 tensor (one per row), got 'tensor<4x1xf32>'}}
+  %w = llmserve.weight "w" quantized int8_channel scales : tensor<4x1xf32>
+  return
+}
+
+// -----
+
 func.func @weight_rows_size() {
   // expected-error @+1 {{'llmserve.weight' op rows [0, 8] select 8 rows but the result has 4}}
   %w = llmserve.weight "w" transposed rows [0, 8] : tensor<4x4xf32>
@@ -70,7 +102,7 @@ func.func @weight_rows_size() {
 // -----
 
 func.func @weight_not_float() {
-  // expected-error @+1 {{'llmserve.weight' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'llmserve.weight' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values, but got 'tensor<4xi32>'}}
   %w = llmserve.weight "w" : tensor<4xi32>
   return
 }
@@ -266,6 +298,30 @@ func.func @linear_weight_type(%x: tensor<?x8xf32>, %w: tensor<4x8xf16>) {
 func.func @linear_result_type(%x: tensor<?x8xf16>, %w: tensor<4x8xf16>) {
   // expected-error @+1 {{'llmserve.linear' op result element type 'bf16' must equal input element type 'f16'}}
   %y = llmserve.linear %x, %w : tensor<?x8xf16>, tensor<4x8xf16> -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_i8_without_scales(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>) {
+  // expected-error @+1 {{'llmserve.linear' op an i8 weight needs scales}}
+  %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xi8> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_scales_without_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op scales go with an i8 weight only}}
+  %y = llmserve.linear %x, %w scales %s : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of weight}}
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (tensor<?x8xf32>, tensor<4x8xi8>, tensor<8xf32>) -> tensor<?x4xf32>
   return
 }
 

@@ -20,6 +20,19 @@ func.func @weight() -> (tensor<128x64xf32>, tensor<192x64xf16>, tensor<64xbf16>,
 
 // -----
 
+// CHECK-LABEL: func @quantized_weight
+func.func @quantized_weight() -> (tensor<128x64xi8>, tensor<128xf32>, tensor<64x64xi8>) {
+  // CHECK: llmserve.weight "lm_head.weight" quantized int8_channel values : tensor<128x64xi8>
+  %v = llmserve.weight "lm_head.weight" quantized int8_channel values : tensor<128x64xi8>
+  // CHECK: llmserve.weight "lm_head.weight" quantized int8_channel scales : tensor<128xf32>
+  %s = llmserve.weight "lm_head.weight" quantized int8_channel scales : tensor<128xf32>
+  // CHECK: llmserve.weight "c_attn" transposed rows [0, 64] quantized int8_channel values : tensor<64x64xi8>
+  %q = llmserve.weight "c_attn" transposed rows [0, 64] quantized int8_channel values : tensor<64x64xi8>
+  return %v, %s, %q : tensor<128x64xi8>, tensor<128xf32>, tensor<64x64xi8>
+}
+
+// -----
+
 // CHECK-LABEL: func @embedding
 // CHECK-SAME: (%[[TABLE:.*]]: tensor<1000x64xf16>, %[[IDS:.*]]: tensor<?xi32>, %[[IDS4:.*]]: tensor<4xi32>)
 func.func @embedding(%table: tensor<1000x64xf16>, %ids: tensor<?xi32>, %ids4: tensor<4xi32>)
@@ -95,6 +108,20 @@ func.func @linear_f32_result(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>) -> 
   // CHECK: llmserve.linear %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xf32>
   %y = llmserve.linear %x, %w : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
+}
+
+// -----
+
+// An i8 weight with its per-row scales; the scales' type follows the weight's.
+// CHECK-LABEL: func @linear_quantized
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[V:.*]]: tensor<128x64xi8>, %[[S:.*]]: tensor<128xf32>, %[[B:.*]]: tensor<128xf32>)
+func.func @linear_quantized(%x: tensor<?x64xf32>, %v: tensor<128x64xi8>, %s: tensor<128xf32>, %b: tensor<128xf32>)
+    -> (tensor<?x128xf32>, tensor<?x128xf32>) {
+  // CHECK: llmserve.linear %[[X]], %[[V]] scales %[[S]] : tensor<?x64xf32>, tensor<128x64xi8> -> tensor<?x128xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x64xf32>, tensor<128x64xi8> -> tensor<?x128xf32>
+  // CHECK: llmserve.linear %[[X]], %[[V]] scales %[[S]] bias %[[B]] : tensor<?x64xf32>, tensor<128x64xi8>, tensor<128xf32> -> tensor<?x128xf32>
+  %z = llmserve.linear %x, %v scales %s bias %b : tensor<?x64xf32>, tensor<128x64xi8>, tensor<128xf32> -> tensor<?x128xf32>
+  return %y, %z : tensor<?x128xf32>, tensor<?x128xf32>
 }
 
 // -----

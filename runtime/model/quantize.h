@@ -1,0 +1,35 @@
+// Weight quantization done at load, as the bundle asks (docs/bundle.md).
+#ifndef LLMSERVE_MODEL_QUANTIZE_H
+#define LLMSERVE_MODEL_QUANTIZE_H
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace llmserve {
+
+enum class WeightQuantization {
+  // Per row (output channel) of an [N, K] matrix: int8 values and one f32
+  // scale, w[n, k] ~ values[n, k] * scales[n].
+  Int8Channel,
+};
+
+// Which array of a quantized weight a bundle buffer holds.
+enum class QuantizedPart { Values, Scales };
+
+// The bundle's spellings: "int8_channel"; "values", "scales".
+const char *quantization_name(WeightQuantization q);
+std::optional<WeightQuantization> parse_quantization(std::string_view name);
+const char *quantized_part_name(QuantizedPart p);
+std::optional<QuantizedPart> parse_quantized_part(std::string_view name);
+
+// int8_channel of the row-major [rows, cols] matrix `w`: scales[n] is
+// max_k |w[n, k]| / 127 (1 for a row of zeros) and values[n, k] is
+// w[n, k] / scales[n] rounded to nearest, ties to even, in [-127, 127].
+// Either output may be null. Throws if `w` holds a NaN or an infinity.
+void quantize_int8_channel(const float *w, int64_t rows, int64_t cols,
+                           int8_t *values, float *scales);
+
+} // namespace llmserve
+
+#endif // LLMSERVE_MODEL_QUANTIZE_H

@@ -1,0 +1,45 @@
+// RUN: %llmserve-opt %s -llmserve-quantize-weights -split-input-file -verify-diagnostics | FileCheck %s
+
+// Weights only linears read become int8_channel values and scales, with
+// their transpose and rows; the linears keep their bias.
+// CHECK-LABEL: func.func @linears
+//   CHECK-DAG:   %[[V:.*]] = llmserve.weight "up" quantized int8_channel values : tensor<32x16xi8>
+//   CHECK-DAG:   %[[S:.*]] = llmserve.weight "up" quantized int8_channel scales : tensor<32xf32>
+//   CHECK-DAG:   %[[CV:.*]] = llmserve.weight "c_attn" transposed rows [16, 32] quantized int8_channel values : tensor<16x16xi8>
+//   CHECK-DAG:   %[[CS:.*]] = llmserve.weight "c_attn" transposed rows [16, 32] quantized int8_channel scales : tensor<16xf32>
+//       CHECK:   llmserve.linear %{{.*}}, %[[V]] scales %[[S]] : tensor<?x16xf32>, tensor<32x16xi8> -> tensor<?x32xf32>
+//       CHECK:   llmserve.linear %{{.*}}, %[[V]] scales %[[S]] : tensor<?x16xf32>, tensor<32x16xi8> -> tensor<?x32xf32>
+//       CHECK:   llmserve.linear %{{.*}}, %[[CV]] scales %[[CS]] bias %{{.*}} : tensor<?x16xf32>, tensor<16x16xi8>, tensor<16xf32> -> tensor<?x16xf32>
+//   CHECK-NOT:   llmserve.weight "up" :
+func.func @linears(%x: tensor<?x16xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x16xf32>) {
+  %w = llmserve.weight "up" : tensor<32x16xf32>
+  %c = llmserve.weight "c_attn" transposed rows [16, 32] : tensor<16x16xf32>
+  %b = llmserve.weight "c_attn.bias" rows [16, 32] : tensor<16xf32>
+  %y = llmserve.linear %x, %w : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x32xf32>
+  %z = llmserve.linear %x, %w : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x32xf32>
+  %k = llmserve.linear %x, %c bias %b : tensor<?x16xf32>, tensor<16x16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  return %y, %z, %k : tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x16xf32>
+}
+
+// -----
+
+// An embedding table that is also the output head (tied weights): the
+// embedding reads the float table and the head its quantized copy. A weight
+// that is a linear's input stays float.
+// CHECK-LABEL: func.func @tied
+//   CHECK-DAG:   %[[E:.*]] = llmserve.weight "emb" : tensor<32x16xf32>
+//   CHECK-DAG:   %[[EV:.*]] = llmserve.weight "emb" quantized int8_channel values : tensor<32x16xi8>
+//   CHECK-DAG:   %[[ES:.*]] = llmserve.weight "emb" quantized int8_channel scales : tensor<32xf32>
+//       CHECK:   llmserve.embedding %[[E]]
+//       CHECK:   llmserve.linear %{{.*}}, %[[EV]] scales %[[ES]] : tensor<?x16xf32>, tensor<32x16xi8> -> tensor<?x32xf32>
+//       CHECK:   %[[A:.*]] = llmserve.weight "a" : tensor<4x32xf32>
+//       CHECK:   llmserve.linear %[[A]], %{{.*}} scales
+func.func @tied(%ids: tensor<?xi32>) -> (tensor<?x32xf32>, tensor<4x8xf32>) {
+  %e = llmserve.weight "emb" : tensor<32x16xf32>
+  %x = llmserve.embedding %e, %ids : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %logits = llmserve.linear %x, %e : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x32xf32>
+  %a = llmserve.weight "a" : tensor<4x32xf32>
+  %w = llmserve.weight "w" : tensor<8x32xf32>
+  %y = llmserve.linear %a, %w : tensor<4x32xf32>, tensor<8x32xf32> -> tensor<4x8xf32>
+  return %logits, %y : tensor<?x32xf32>, tensor<4x8xf32>
+}
