@@ -21,6 +21,11 @@ def LlmserveToCpuKernels : Pass<"llmserve-to-cpu-kernels", "ModuleOp"> {
     cache operand in place); push constants are the bindings' dynamic sizes
     in binding order; grid expressions name push constant k as `$k`.
   }];
+  let options = [
+    Option<"vnni", "vnni", "bool", /*default=*/"false",
+           "int8 linears with K a multiple of 64 quantize x to int8 in blocks "
+           "of 64 and multiply with AVX-512 VNNI (vpdpbusd)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",

@@ -95,6 +95,12 @@ LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundleDir,
 FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
                                      const CompileOptions &options) {
   MLIRContext *context = module.getContext();
+  CpuTargetOptions cpuOptions;
+  cpuOptions.cpu = options.cpu;
+  FailureOr<bool> vnni =
+      cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512vnni,+avx512bw");
+  if (failed(vnni))
+    return failure();
   PassManager outline(context);
   if (options.quantize) {
     QuantizeWeightsOptions quantize;
@@ -103,7 +109,9 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   }
   outline.addPass(createLlmserveToLinalg());
   outline.addPass(createFormDispatchRegions());
-  outline.addPass(createLlmserveToCpuKernels());
+  LlmserveToCpuKernelsOptions kernelOptions;
+  kernelOptions.vnni = *vnni;
+  outline.addPass(createLlmserveToCpuKernels(kernelOptions));
   if (failed(outline.run(module)))
     return failure();
   FailureOr<std::string> manifest = writeManifest(module, "cpu");
@@ -116,8 +124,6 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   if (failed(lower.run(kernels)) ||
       failed(createBundleDirectory(context, bundleDir)))
     return failure();
-  CpuTargetOptions cpuOptions;
-  cpuOptions.cpu = options.cpu;
   if (failed(emitCpuSharedObject(
           kernels, pathIn(bundleDir, abi::kCpuKernelsFile), cpuOptions)))
     return failure();

@@ -110,6 +110,20 @@ AlignedBuffer pack_panels16(const AlignedBuffer &matrix, int64_t rows,
   return packed;
 }
 
+// The [rows, cols] int8 matrix in rows8x64 (Buffer::rows8x64): element
+// (n, k) at [n / 8][k / 64][n % 8][k % 64].
+AlignedBuffer pack_rows8x64(const AlignedBuffer &matrix, int64_t rows, int64_t cols) {
+  AlignedBuffer packed(static_cast<size_t>(rows * cols));
+  const auto *from = static_cast<const uint8_t *>(matrix.data());
+  auto *to = static_cast<uint8_t *>(packed.data());
+  const int64_t blocks = cols / 64;
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t block = 0; block < blocks; ++block)
+      std::memcpy(to + (((n / 8) * blocks + block) * 8 + n % 8) * 64,
+                  from + n * cols + block * 64, 64);
+  return packed;
+}
+
 } // namespace
 
 void *Bundle::bind_weight(const Buffer &b) {
@@ -159,6 +173,8 @@ void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
   } catch (const std::runtime_error &e) {
     throw std::runtime_error("tensor '" + b.tensor + "': " + e.what());
   }
+  if (b.rows8x64)
+    dst = pack_rows8x64(dst, matrix[0], matrix[1]);
   return keep_converted(t, std::move(dst));
 }
 

@@ -243,14 +243,17 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (!dim.is_constant())
         r.fail(p + ".shape", "a weight's shape must be constant, got [" +
                                  shape_text(buf.shape) + "]");
-    if (const json *layout = r.optional_field(b, "layout")) {
-      if (!layout->is_string() || layout->get<std::string>() != "panels16")
+    const json *layout = r.optional_field(b, "layout");
+    if (layout) {
+      const std::string name = layout->is_string() ? layout->get<std::string>() : "";
+      if (name != "panels16" && name != "rows8x64")
         r.fail(p + ".layout", "unknown layout " + layout->dump() +
-                                  " (expected \"panels16\")");
+                                  " (expected \"panels16\" or \"rows8x64\")");
       if (buf.shape.size() != 2)
-        r.fail(p + ".layout", "panels16 needs a 2-D shape, got [" +
+        r.fail(p + ".layout", name + " needs a 2-D shape, got [" +
                                   shape_text(buf.shape) + "]");
-      buf.panels16 = true;
+      buf.panels16 = name == "panels16";
+      buf.rows8x64 = name == "rows8x64";
     }
     if (const json *quantization = r.optional_field(b, "quantization")) {
       const std::string scheme = r.string(*quantization, p + ".quantization");
@@ -263,17 +266,24 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (!parsed)
         r.fail(p + ".part", "unknown part '" + part + "' (expected values or scales)");
       buf.part = *parsed;
-      if (buf.panels16)
-        r.fail(p + ".layout", "a quantized weight is stored row-major");
       const bool values = buf.part == QuantizedPart::Values;
+      if (buf.panels16 || (buf.rows8x64 && !values))
+        r.fail(p + ".layout", "quantized " + part + " are not stored in " +
+                                  layout->get<std::string>());
       if (values && (buf.dtype != DType::I8 || buf.shape.size() != 2))
         r.fail(p, "int8_channel values are a 2-D i8 array, got " +
                       std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
       if (!values && (buf.dtype != DType::F32 || buf.shape.size() != 1))
         r.fail(p, "int8_channel scales are a 1-D f32 array, got " +
                       std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
+      if (buf.rows8x64 && (buf.shape[0].evaluate({}) % 8 != 0 ||
+                           buf.shape[1].evaluate({}) % 64 != 0))
+        r.fail(p + ".layout", "rows8x64 needs rows a multiple of 8 and columns of 64, got [" +
+                                  shape_text(buf.shape) + "]");
     } else if (r.optional_field(b, "part")) {
       r.fail(p + ".part", "a part of a weight that is not quantized");
+    } else if (buf.rows8x64) {
+      r.fail(p + ".layout", "rows8x64 holds quantized values only");
     }
     // The scales of a quantized weight are 1-D whatever the matrix's transform.
     const bool scales = buf.quantization && buf.part == QuantizedPart::Scales;

@@ -66,6 +66,9 @@ struct Buffer {
   // (n, k) at [n / 16][k][n % 16], zero-padded), the layout of the compiled
   // linear kernel; otherwise dense row-major.
   bool panels16 = false;
+  // The quantized [N, K] int8 values as groups of 8 rows whose 64-byte blocks
+  // interleave: element (n, k) at [n / 8][k / 64][n % 8][k % 64].
+  bool rows8x64 = false;
   // kind == Weight, quantized by the runtime at load: the scheme, and which
   // of its arrays this buffer holds (the values' [N, K] or the scales' [N]).
   std::optional<WeightQuantization> quantization;

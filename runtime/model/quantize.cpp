@@ -36,23 +36,28 @@ void quantize_int8_channel(const float *w, int64_t rows, int64_t cols,
                            int8_t *values, float *scales) {
   for (int64_t n = 0; n < rows; ++n) {
     const float *row = w + n * cols;
+    // Branch-free loops, so that they vectorize.
     float absmax = 0;
+    bool finite = true;
     for (int64_t k = 0; k < cols; ++k) {
-      if (!std::isfinite(row[k]))
-        throw std::runtime_error("row " + std::to_string(n) + " holds " +
-                                 std::to_string(row[k]) +
-                                 ", which int8_channel cannot quantize");
+      finite &= std::isfinite(row[k]);
       absmax = std::fmax(absmax, std::fabs(row[k]));
     }
+    if (!finite)
+      for (int64_t k = 0; k < cols; ++k)
+        if (!std::isfinite(row[k]))
+          throw std::runtime_error("row " + std::to_string(n) + " holds " +
+                                   std::to_string(row[k]) +
+                                   ", which int8_channel cannot quantize");
     const float scale = absmax > 0 ? absmax / 127.0f : 1.0f;
     if (scales)
       scales[n] = scale;
     if (values)
       for (int64_t k = 0; k < cols; ++k)
-        // |row[k] / scale| <= 127 up to rounding; nearbyint rounds half to
-        // even in the default rounding mode.
+        // |row[k] / scale| <= 127 up to rounding; rint rounds half to even
+        // in the default rounding mode.
         values[n * cols + k] = static_cast<int8_t>(
-            std::fmax(-127.0f, std::fmin(127.0f, std::nearbyint(row[k] / scale))));
+            std::fmax(-127.0f, std::fmin(127.0f, std::rint(row[k] / scale))));
   }
 }
 

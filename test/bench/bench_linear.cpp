@@ -1,6 +1,7 @@
 // llmc-bench-linear: GFLOP/s of the compiled `linear` kernel next to OpenBLAS
 // sgemm, and at M = 1 as a fraction of the memory-bandwidth roofline, all
-// measured in the same run on the same threads.
+// measured in the same run on the same threads; then the kernel on int8
+// weights against the f32 one.
 //
 //   llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]
 #include "cli/command_line.h"
@@ -184,6 +185,29 @@ int run(int argc, char **argv) {
       std::printf(" %.0f%% (ours), %.0f%% (BLAS) of %.1f GB/s",
                   100 * bytes / c.ours / bandwidth,
                   100 * bytes / c.blas / bandwidth, bandwidth / 1e9);
+    }
+    std::printf("\n");
+  }
+
+  // int8_channel weights against our f32 kernel at the same M.
+  std::printf("\nint8 weights (int8_channel, quantized at load) against the f32 kernel above\n");
+  std::printf("%6s %6s %6s | %10s %10s | %s\n", "M", "N", "K", "int8 GF/s", "int8/f32",
+              "M=1: share of the read-bandwidth roofline");
+  for (const Case &c : cases) {
+    if (c.M > 16)
+      continue;
+    const std::string entry =
+        "linear_int8_m" + std::to_string(c.M) + "_n" + std::to_string(c.N);
+    const double seconds = time_it(
+        [&] { executor.run_entry(entry, Symbols{}, c.inputs); }, budget);
+    std::printf("%6ld %6ld %6ld | %10.1f %10.2f |", c.M, c.N, K,
+                2.0 * c.M * c.N * K / seconds / 1e9, c.ours / seconds);
+    if (c.M == 1) {
+      // One byte per weight, a scale per row, x and y in f32.
+      const double bytes = c.N * K + (K + 2 * c.N) * sizeof(float);
+      const double bandwidth = read_bandwidth(c.N * K, threads, budget);
+      std::printf(" %.0f%% of %.1f GB/s", 100 * bytes / seconds / bandwidth,
+                  bandwidth / 1e9);
     }
     std::printf("\n");
   }

@@ -101,11 +101,35 @@ def quantize_int8_channel(w):
     return values, scales
 
 
+def host_has_vnni():
+    """Whether llmc compiles for AVX-512 VNNI here (it targets the host)."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split() for line in f if line.startswith("flags")), [])
+    return "avx512_vnni" in flags and "avx512bw" in flags
+
+
+def int8_linear_reference(x, values, scales):
+    """(x·Qᵀ) * s in float64 as the CPU computes it: with VNNI (N a multiple
+    of 8, K of 64), x's rows quantized to int8 in blocks of 64 first (scale
+    absmax / 127, rounded to nearest even), the integer block sums exact."""
+    m, k = x.shape
+    if not (host_has_vnni() and len(values) % 8 == 0 and k % 64 == 0):
+        return (t(x) @ t(values.astype(np.float64)).T) * t(scales)
+    blocks = x.reshape(m, k // 64, 64)
+    absmax = np.abs(blocks).max(axis=2)
+    x_scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1)).astype(np.float32)
+    x_values = np.rint(blocks / x_scales[:, :, None]).astype(np.int64)
+    q = values.astype(np.int64).reshape(-1, k // 64, 64)
+    sums = np.einsum("mbk,nbk->mnb", x_values, q).astype(np.float64)
+    return t((sums * x_scales[:, None, :].astype(np.float64)).sum(axis=2)) * t(scales)
+
+
 def case_linear_int8(m, k, n, bias=True, transposed=False, dtype=torch.float32):
     """(x·Qᵀ) * s (+ b) with Q and s quantized by the runtime at load from a
     checkpoint weight (stored `dtype`; [K, N] with `transposed`, of which
     rows [8, 8 + n) of the transpose are the weight), against the same
-    quantization in numpy: the dot-product kernel on int8 values."""
+    quantization in numpy: the VNNI kernel where N is a multiple of 8, K of
+    64 and the CPU has VNNI, else the dot-product kernel on int8 values."""
     x = f32(m, k)
     rows = (8, 8 + n) if transposed else None
     full = f32(n + 16, k) if transposed else f32(n, k)
@@ -123,7 +147,7 @@ def case_linear_int8(m, k, n, bias=True, transposed=False, dtype=torch.float32):
     b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
     lines.append(f"  %y = llmserve.linear %a0, %v scales %s{b} : {mlir_type(x)}, "
                  f"tensor<{n}x{k}xi8>{bty} -> {ty}")
-    ref = (t(x) @ t(values.astype(np.float64)).T) * t(scales) + (t(weights["b"]) if bias else 0)
+    ref = int8_linear_reference(x, values, scales) + (t(weights["b"]) if bias else 0)
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
@@ -438,12 +462,23 @@ def linear_invariance_pair():
     return (inputs, text), (few, linear_module(few))
 
 
+def int8_linear_invariance_pair():
+    """The same 3 rows of an int8 linear (the VNNI kernel where the CPU has
+    it) in a 70-row step, which tiles them 4 rows at a time, and alone:
+    ((inputs, module, weights) of 70 rows, (inputs, module, weights) of 3)."""
+    inputs, text, _, weights = case_linear_int8(m=70, k=256, n=40)
+    few_text = text.replace("tensor<70x", "tensor<3x")
+    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
+
+
 def invariance_pairs():
     """Every (name, pair) whose rows must be bitwise equal in the larger step
-    and alone: decode rows with and without a window, and linear rows."""
+    and alone: decode rows with and without a window, linear rows, and int8
+    linear rows."""
     return ([(f"attention_window_{window}", decode_invariance_pair(window))
              for window in (None, 200)] +
-            [("linear_split_k", linear_invariance_pair())])
+            [("linear_split_k", linear_invariance_pair()),
+             ("linear_int8", int8_linear_invariance_pair())])
 
 
 def case_sample_greedy():
@@ -614,6 +649,9 @@ CASES = {
     "linear_int8_bias_edges": lambda: case_linear_int8(m=9, k=37, n=70),
     "linear_int8_bf16_transposed_rows": lambda: case_linear_int8(
         m=5, k=64, n=48, transposed=True, dtype=torch.bfloat16),
+    "linear_int8_blocks": lambda: case_linear_int8(m=13, k=640, n=296, bias=False),
+    "linear_int8_blocks_ragged_n": lambda: case_linear_int8(m=3, k=640, n=300),
+    "linear_int8_blocks_bias": lambda: case_linear_int8(m=70, k=128, n=40),
     "embedding": case_embedding,
     "embedding_scaled": lambda: case_embedding(scale=4.898979485566356),
     "embedding_tied_linear": case_tied_embedding,
@@ -715,8 +753,8 @@ def check_invariance(build, work):
     ok = True
     for name, pair in invariance_pairs():
         larger, alone = (compile_and_call(build, os.path.join(work, "invariance", name, kind),
-                                          inputs, text)
-                         for kind, (inputs, text) in zip(("larger", "alone"), pair))
+                                          inputs, text, *weights)
+                         for kind, (inputs, text, *weights) in zip(("larger", "alone"), pair))
         rows = len(alone[0])
         passed = all(np.array_equal(m[:rows], d) for m, d in zip(larger, alone))
         print(f"{'ok' if passed else 'FAIL'} rows bitwise equal in a larger step and alone "

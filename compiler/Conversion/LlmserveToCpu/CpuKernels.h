@@ -38,8 +38,14 @@ Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 // Elementwise.cpp
 FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
                                        linalg::GenericOp op);
-// Linear.cpp
-Grid buildLinearKernel(CpuKernelEmitter &e, LinearOp op);
+// Linear.cpp: with `vnni`, int8 linears that useVnniLinear take the VNNI
+// kernel.
+Grid buildLinearKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
+// LinearVnni.cpp: whether the VNNI kernel takes `op` (int8 values of a
+// weight op, N a multiple of 8 and K of 64), and if so marks the weight for
+// the rows8x64 layout.
+bool useVnniLinear(LinearOp op);
+Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op);
 // DispatchRegion.cpp
 FailureOr<Grid> buildDispatchRegionKernel(CpuKernelEmitter &e,
                                           DispatchRegionOp op);
@@ -86,6 +92,11 @@ Value contractPanels(CpuKernelEmitter &e, int xBinding, int wBinding,
                      std::optional<int> biasBinding, int64_t panels,
                      int64_t depth, const PanelBlock &block,
                      function_ref<Value()> destination);
+
+/// `body(i, size)` on full `size`-wide tiles of [begin, end), then
+/// `body(i, 1)` on the rest one at a time.
+void forEachTile(CpuKernelEmitter &e, Value begin, Value end, int64_t size,
+                 const std::function<void(Value, int64_t)> &body);
 
 /// The grid of the blocks over the rows of binding `rowsBinding` and
 /// `panels` panels.

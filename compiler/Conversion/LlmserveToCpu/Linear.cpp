@@ -170,16 +170,6 @@ Grid linearPanels(CpuKernelEmitter &e, LinearOp o) {
   return panelGrid(e, 0, panels);
 }
 
-/// Full `size`-wide tiles of [begin, end), then the rest one at a time.
-void tiles(CpuKernelEmitter &e, Value begin, Value end, int64_t size,
-           const std::function<void(Value, int64_t)> &body) {
-  Arith &a = e.arith();
-  Value full = a.addi(
-      begin, a.muli(a.divui(a.subi(end, begin), e.index(size)), e.index(size)));
-  e.forLoop(begin, full, size, [&](Value i) { body(i, size); });
-  e.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
-}
-
 /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a function
 /// argument, a weight also read otherwise, or N not a multiple of 16), or
 /// (x·Qᵀ) * s (+ b) for int8 values Q, converted to f32 as they are read,
@@ -262,8 +252,8 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
     }
   };
   // Full MR x NR tiles, then the row and column edges one at a time.
-  tiles(e, mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
-    tiles(e, nBegin, nEnd, kMicroColumns,
+  forEachTile(e, mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
+    forEachTile(e, nBegin, nEnd, mr == 1 ? 8 : kMicroColumns,
           [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
   });
   Grid grid = e.rowGrid(0, kLinearRowsPerGroup);
@@ -274,6 +264,19 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
 
 } // namespace
 
-Grid mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e, LinearOp o) {
+void mlir::llmserve::forEachTile(
+    CpuKernelEmitter &e, Value begin, Value end, int64_t size,
+    const std::function<void(Value, int64_t)> &body) {
+  Arith &a = e.arith();
+  Value full = a.addi(
+      begin, a.muli(a.divui(a.subi(end, begin), e.index(size)), e.index(size)));
+  e.forLoop(begin, full, size, [&](Value i) { body(i, size); });
+  e.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
+}
+
+Grid mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e, LinearOp o,
+                                       bool vnni) {
+  if (vnni && useVnniLinear(o))
+    return buildLinearVnniKernel(e, o);
   return usePanelLayout(o.getWeight()) ? linearPanels(e, o) : linearDot(e, o);
 }

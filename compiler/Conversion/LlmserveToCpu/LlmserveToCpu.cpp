@@ -38,7 +38,7 @@ using namespace mlir::llmserve;
 
 namespace {
 
-FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op) {
+FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
   for (Type type : op->getOperandTypes())
     if (auto element = cast<RankedTensorType>(type).getElementType();
         isa<FloatType>(element) && !element.isF32())
@@ -49,7 +49,7 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op) {
           [&](auto) { return buildGatherKernel(e, op); })
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
-      .Case([&](LinearOp o) { return buildLinearKernel(e, o); })
+      .Case([&](LinearOp o) { return buildLinearKernel(e, o, vnni); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
@@ -72,6 +72,8 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op) {
 struct LlmserveToCpuKernelsPass
     : public mlir::llmserve::impl::LlmserveToCpuKernelsBase<
           LlmserveToCpuKernelsPass> {
+  using LlmserveToCpuKernelsBase::LlmserveToCpuKernelsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     ModuleOp kernels = getOrCreateKernelModule(module);
@@ -82,7 +84,7 @@ struct LlmserveToCpuKernelsPass
       std::string name = dispatchKernelName(op, counter++);
       CpuKernelEmitter emitter(kernels, dispatchSymbol(name), op->getLoc(),
                                dispatchBindingTypes(op));
-      FailureOr<Grid> grid = buildKernel(emitter, op);
+      FailureOr<Grid> grid = buildKernel(emitter, op, vnni);
       if (failed(grid)) {
         emitter.function().erase();
         return signalPassFailure();

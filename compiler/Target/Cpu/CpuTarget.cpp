@@ -8,6 +8,7 @@
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -37,21 +38,11 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
       .run(module, mam);
 }
 
-LogicalResult
-mlir::llmserve::emitCpuSharedObject(ModuleOp kernels, StringRef path,
-                                    const CpuTargetOptions &options) {
-  Location loc = kernels.getLoc();
+/// The target machine of the host's triple for `options.cpu`.
+static FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(Location loc, const llmserve::CpuTargetOptions &options) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-
-  registerBuiltinDialectTranslation(*kernels.getContext());
-  registerLLVMDialectTranslation(*kernels.getContext());
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> module =
-      translateModuleToLLVMIR(kernels, llvmContext, "llmserve_kernels");
-  if (!module)
-    return emitError(loc, "failed to translate the kernels to LLVM IR");
-
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
   const llvm::Target *target =
@@ -72,8 +63,38 @@ mlir::llmserve::emitCpuSharedObject(ModuleOp kernels, StringRef path,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     return emitError(loc, "cannot create a target machine for ") << cpu;
+  return machine;
+}
+
+FailureOr<bool> mlir::llmserve::cpuHasFeatures(Location loc,
+                                               const CpuTargetOptions &options,
+                                               StringRef features) {
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(loc, options);
+  if (failed(machine))
+    return failure();
+  return (*machine)->getMCSubtargetInfo()->checkFeatures(features);
+}
+
+LogicalResult
+mlir::llmserve::emitCpuSharedObject(ModuleOp kernels, StringRef path,
+                                    const CpuTargetOptions &options) {
+  Location loc = kernels.getLoc();
+  registerBuiltinDialectTranslation(*kernels.getContext());
+  registerLLVMDialectTranslation(*kernels.getContext());
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> module =
+      translateModuleToLLVMIR(kernels, llvmContext, "llmserve_kernels");
+  if (!module)
+    return emitError(loc, "failed to translate the kernels to LLVM IR");
+
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> target =
+      createTargetMachine(loc, options);
+  if (failed(target))
+    return failure();
+  llvm::TargetMachine *machine = target->get();
   module->setDataLayout(machine->createDataLayout());
-  module->setTargetTriple(triple);
+  module->setTargetTriple(machine->getTargetTriple());
   optimize(*module, *machine);
 
   // Object file next to the output, then `ld.lld -shared`.

@@ -17,6 +17,11 @@ struct CpuTargetOptions {
   std::string linker = LLMSERVE_LLD_PATH;
 };
 
+/// Whether the CPU of `options` has every feature of `features`, written as
+/// LLVM spells them ("+avx512vnni,+avx512bw").
+FailureOr<bool> cpuHasFeatures(Location loc, const CpuTargetOptions &options,
+                               StringRef features);
+
 /// Translates a module in the LLVM dialect to LLVM IR, optimises it at -O3
 /// for the target CPU and links it into the shared object `path`.
 LogicalResult emitCpuSharedObject(ModuleOp kernels, StringRef path,

@@ -61,6 +61,11 @@ def Llmserve_Dialect : Dialect {
     /// weights of a whole number of panels.
     static constexpr ::llvm::StringLiteral kLayoutAttrName = "llmserve.layout";
     static constexpr ::llvm::StringLiteral kPanelLayout = "panels16";
+    /// The int8 values of a quantized [N, K] weight as groups of 8 rows
+    /// whose 64-byte blocks interleave: element (n, k) at
+    /// [n / 8][k / 64][n % 8][k % 64], for N a multiple of 8 and K of 64
+    /// (what the VNNI linear streams).
+    static constexpr ::llvm::StringLiteral kRowBlockLayout = "rows8x64";
     static constexpr int64_t kPanelWidth = 16;
   }];
 }

@@ -1,4 +1,5 @@
 #include "bundle/bundle.h"
+#include "model/quantize.h"
 
 #include "support/test_bundle.h"
 
@@ -98,7 +99,7 @@ TEST(Bundle, PacksPanelsOfSixteenColumns) {
   m["buffers"][10]["layout"] = "tiles8";
   test::write_file(dir / "manifest.json", m.dump());
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[10].layout: unknown layout \"tiles8\" "
-                                         "(expected \"panels16\")"));
+                                         "(expected \"panels16\" or \"rows8x64\")"));
 }
 
 TEST(Bundle, QuantizesWeightsAtLoad) {
@@ -173,6 +174,47 @@ TEST(Bundle, QuantizesWeightsAtLoad) {
   test::write_weights(dir / "weights.safetensors", weights);
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'proj.values'): tensor 'proj': row 1 "
                                          "holds nan, which int8_channel cannot quantize"));
+}
+
+TEST(Bundle, PacksQuantizedValuesInRowGroups) {
+  // A [16, 128] matrix whose element (n, k) is (n * 128 + k) % 97 - 48: its
+  // int8_channel values in rows8x64, element (n, k) at
+  // [n / 8][k / 64][n % 8][k % 64].
+  std::vector<float> matrix(16 * 128);
+  for (int i = 0; i < 16 * 128; ++i)
+    matrix[i] = static_cast<float>(i % 97 - 48);
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  m["buffers"].push_back({{"kind", "weight"}, {"name", "m.values"}, {"dtype", "i8"},
+                          {"shape", {16, 128}}, {"tensor", "m"}, {"transform", "none"},
+                          {"quantization", "int8_channel"}, {"part", "values"},
+                          {"layout", "rows8x64"}}); // 10
+  test::write_bundle(dir, m);
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back(test::f32_tensor("m", {16, 128}, matrix));
+  test::write_weights(dir / "weights.safetensors", weights);
+  {
+    const Bundle bundle(dir.string());
+    std::vector<int8_t> row(128), packed(16 * 128);
+    std::memcpy(packed.data(), bundle.weight(10), packed.size());
+    for (int n = 0; n < 16; ++n) {
+      quantize_int8_channel(matrix.data() + n * 128, 1, 128, row.data(), nullptr);
+      for (int k = 0; k < 128; ++k)
+        ASSERT_EQ(packed[((n / 8 * 2 + k / 64) * 8 + n % 8) * 64 + k % 64], row[k])
+            << n << "," << k;
+    }
+  }
+  json bad = m;
+  bad["buffers"][10]["shape"] = {12, 128};
+  bad["buffers"][10]["rows"] = {0, 12};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10].layout: rows8x64 needs rows a multiple of 8 "
+                                         "and columns of 64, got [12,128]"));
+  bad = m;
+  bad["buffers"][5]["layout"] = "rows8x64";
+  bad["buffers"][5]["shape"] = {4, 1};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[5].layout: rows8x64 holds quantized values only"));
 }
 
 TEST(Bundle, ConvertsUnalignedTensors) {

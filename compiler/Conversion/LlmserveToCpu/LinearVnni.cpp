@@ -1,0 +1,226 @@
+//===- LinearVnni.cpp - int8 linear on AVX-512 VNNI -----------------------===//
+//
+// (x·Qᵀ) * s (+ b) for int8 values Q [N, K] and their per-row scales s, on
+// CPUs with AVX-512 VNNI: each row of x is quantized to int8 in blocks of 64
+// (one f32 scale per block, absmax / 127, rounded to nearest even), and
+// vpdpbusd multiplies 64 bytes of Q with 64 of x into 16 int32 lanes. It
+// takes unsigned bytes on one side, so Q is read as Q + 128 (its sign bit
+// flipped) and each block starts from -128 * (the block's sum of x's int8
+// values) in lane 0: the block's integer sum is exact. Each lane then
+// accumulates its block sums times the block's scale in f32, in block order;
+// the lanes are reduced at the end, times s. Q is stored in rows8x64
+// (LlmserveBase.td), so a tile of 8 columns streams one contiguous run of
+// memory. Every output gets the same
+// arithmetic whatever its tile, and x's rows are quantized one by one, so a
+// row's result does not depend on the rows beside it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/LlmserveToCpu/CpuKernels.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+namespace {
+
+/// Bytes of a row that one vpdpbusd reads, and the elements of x one
+/// activation scale covers.
+constexpr int64_t kBlock = 64;
+/// Columns of a workgroup: quantizing a row of x is repeated per group.
+constexpr int64_t kColumnsPerGroup = 256;
+/// Register tiles: 4 rows by 4 columns, or 1 row by 8 (one group of the
+/// rows8x64 layout, read as one stream).
+constexpr int64_t kMicroRows = 4;
+constexpr int64_t kMicroColumns = 4;
+constexpr int64_t kSingleRowColumns = 8;
+/// Rows of a group of the rows8x64 layout.
+constexpr int64_t kRowGroup = 8;
+/// How far ahead a tile prefetches its weights, in blocks of 8 x 64 bytes.
+constexpr int64_t kPrefetchBlocks = 8;
+
+class VnniLinear {
+public:
+  VnniLinear(CpuKernelEmitter &e, LinearOp o)
+      : e(e), a(e.arith()), b(e.builder()) {
+    auto weightType = cast<RankedTensorType>(o.getWeight().getType());
+    n = weightType.getDimSize(0);
+    depth = weightType.getDimSize(1);
+    blocks = depth / kBlock;
+    x = e.binding(0);
+    // Q in rows8x64: [N / 8][K / 64][8][64].
+    w = e.binding(1, {e.index(n / kRowGroup), e.index(blocks),
+                      e.index(kRowGroup), e.index(kBlock)});
+    scales = e.binding(2);
+    if (o.getBias())
+      bias = e.binding(3);
+    y = e.binding(o->getNumOperands());
+    // Scratch for one tile's rows of x, made once at the kernel's entry.
+    auto scratch = [&](ArrayRef<int64_t> shape, Type element) {
+      return memref::AllocaOp::create(b, MemRefType::get(shape, element));
+    };
+    xValues = scratch({kMicroRows, depth}, b.getI8Type());
+    xScales = scratch({kMicroRows, blocks}, b.getF32Type());
+    xOffsets = scratch({kMicroRows, blocks}, b.getI32Type());
+  }
+
+  Grid build() {
+    auto [mBegin, mEnd] = e.rowRange(e.dimSize(0, 0), kLinearRowsPerGroup);
+    Value nBegin = a.muli(e.workgroupId(1), e.index(kColumnsPerGroup));
+    Value nEnd = arith::MinSIOp::create(
+        b, a.addi(nBegin, e.index(kColumnsPerGroup)), e.index(n));
+    forEachTile(e, mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
+      for (int64_t i = 0; i < mr; ++i)
+        quantizeRow(a.addi(m0, e.index(i)), i);
+      forEachTile(e, nBegin, nEnd, mr == 1 ? kSingleRowColumns : kMicroColumns,
+            [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
+    });
+    Grid grid = e.rowGrid(0, kLinearRowsPerGroup);
+    grid[1] = std::to_string((n + kColumnsPerGroup - 1) / kColumnsPerGroup);
+    return grid;
+  }
+
+private:
+  VectorType vector(int64_t lanes, Type element) {
+    return VectorType::get({lanes}, element);
+  }
+  Value splat(VectorType type, Value scalar) {
+    return vector::BroadcastOp::create(b, type, scalar);
+  }
+
+  /// Row `row` of x as int8 blocks into scratch row `slot`: values, the
+  /// block's scale, and -128 times the block's sum of values.
+  void quantizeRow(Value row, int64_t slot) {
+    VectorType f32x16 = vector(16, b.getF32Type());
+    VectorType i32x16 = vector(16, b.getI32Type());
+    Value slotIndex = e.index(slot);
+    e.forLoop(e.index(0), e.index(blocks), 1, [&](Value block) {
+      Value k0 = a.muli(block, e.index(kBlock));
+      SmallVector<Value> xs;
+      Value absmax;
+      for (int64_t j = 0; j < kBlock / 16; ++j) {
+        xs.push_back(vector::LoadOp::create(b, f32x16, x,
+                                            {row, a.addi(k0, e.index(16 * j))}));
+        Value magnitude = math::AbsFOp::create(b, xs.back());
+        absmax = absmax ? arith::MaximumFOp::create(b, absmax, magnitude)
+                        : magnitude;
+      }
+      Value largest = vector::ReductionOp::create(
+          b, vector::CombiningKind::MAXIMUMF, absmax);
+      Value scale = a.select(a.cmpf(arith::CmpFPredicate::OGT, largest, e.f32(0)),
+                             a.div(largest, e.f32(127)), e.f32(1));
+      Value scales = splat(f32x16, scale);
+      Value sum = e.i32(0);
+      for (int64_t j = 0; j < kBlock / 16; ++j) {
+        Value q = arith::FPToSIOp::create(
+            b, i32x16,
+            math::RoundEvenOp::create(b, arith::DivFOp::create(b, xs[j], scales)));
+        sum = a.addi(sum, vector::ReductionOp::create(
+                              b, vector::CombiningKind::ADD, q));
+        vector::StoreOp::create(
+            b, arith::TruncIOp::create(b, vector(16, b.getI8Type()), q),
+            xValues, {slotIndex, a.addi(k0, e.index(16 * j))});
+      }
+      a.store(scale, xScales, {slotIndex, block});
+      a.store(a.muli(sum, e.i32(-128)), xOffsets, {slotIndex, block});
+    });
+  }
+
+  /// Outputs (m0 + i, n0 + j) for i < mr, j < nr.
+  void microkernel(Value m0, int64_t mr, Value n0, int64_t nr) {
+    VectorType f32x16 = vector(16, b.getF32Type());
+    VectorType i32x16 = vector(16, b.getI32Type());
+    VectorType i8x64 = vector(kBlock, b.getI8Type());
+    Value zeros = arith::ConstantOp::create(
+        b, f32x16, DenseElementsAttr::get(f32x16, 0.0f));
+    Value intZeros = arith::ConstantOp::create(
+        b, i32x16, DenseElementsAttr::get(i32x16, int32_t(0)));
+    Value signBits = arith::ConstantOp::create(
+        b, i8x64, DenseElementsAttr::get(i8x64, int8_t(-128)));
+    StringAttr vpdpbusd = b.getStringAttr("llvm.x86.avx512.vpdpbusd.512");
+    SmallVector<Value> cols;
+    for (int64_t j = 0; j < nr; ++j)
+      cols.push_back(a.addi(n0, e.index(j)));
+    SmallVector<Value> acc = e.forLoop(
+        e.index(0), e.index(blocks), 1, SmallVector<Value>(mr * nr, zeros),
+        [&](Value block, ValueRange acc) -> SmallVector<Value> {
+          Value k0 = a.muli(block, e.index(kBlock));
+          SmallVector<Value> xq, xScale, start, wq, next;
+          for (int64_t i = 0; i < mr; ++i) {
+            Value slot = e.index(i);
+            xq.push_back(vector::LoadOp::create(b, i8x64, xValues, {slot, k0}));
+            xScale.push_back(splat(f32x16, a.load(xScales, {slot, block})));
+            start.push_back(vector::InsertOp::create(
+                b, a.load(xOffsets, {slot, block}), intZeros, int64_t(0)));
+          }
+          for (Value c : cols) {
+            Value group = a.divui(c, e.index(kRowGroup));
+            Value lane = a.remui(c, e.index(kRowGroup));
+            // The single-row tile (decode) streams its group: fetch ahead.
+            if (mr == 1)
+              memref::PrefetchOp::create(
+                  b, w,
+                  ValueRange{group, a.addi(block, e.index(kPrefetchBlocks)),
+                             lane, e.index(0)},
+                  /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+            wq.push_back(arith::XOrIOp::create(
+                b,
+                vector::LoadOp::create(b, i8x64, w,
+                                       {group, block, lane, e.index(0)}),
+                signBits));
+          }
+          for (int64_t i = 0; i < mr; ++i)
+            for (int64_t j = 0; j < nr; ++j) {
+              Value dot = LLVM::CallIntrinsicOp::create(
+                              b, i32x16, vpdpbusd,
+                              ValueRange{start[i], wq[j], xq[i]})
+                              .getResult(0);
+              next.push_back(vector::FMAOp::create(
+                  b, arith::SIToFPOp::create(b, f32x16, dot), xScale[i],
+                  acc[i * nr + j]));
+            }
+          return next;
+        });
+    for (int64_t i = 0; i < mr; ++i) {
+      Value row = a.addi(m0, e.index(i));
+      for (int64_t j = 0; j < nr; ++j) {
+        Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                                acc[i * nr + j],
+                                                arith::FastMathFlags::reassoc);
+        sum = a.mul(sum, a.load(scales, cols[j]));
+        if (bias)
+          sum = a.add(sum, a.load(bias, cols[j]));
+        a.store(sum, y, {row, cols[j]});
+      }
+    }
+  }
+
+  CpuKernelEmitter &e;
+  Arith &a;
+  ImplicitLocOpBuilder &b;
+  int64_t n, depth, blocks;
+  Value x, w, scales, bias, y;
+  Value xValues, xScales, xOffsets;
+};
+
+} // namespace
+
+bool mlir::llmserve::useVnniLinear(LinearOp o) {
+  auto type = cast<RankedTensorType>(o.getWeight().getType());
+  auto weight = o.getWeight().getDefiningOp<WeightOp>();
+  if (!o.getScales() || !weight || type.getDimSize(0) % kRowGroup != 0 ||
+      type.getDimSize(1) % kBlock != 0)
+    return false;
+  weight->setAttr(LlmserveDialect::kLayoutAttrName,
+                  StringAttr::get(o.getContext(),
+                                  LlmserveDialect::kRowBlockLayout));
+  return true;
+}
+
+Grid mlir::llmserve::buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp o) {
+  return VnniLinear(e, o).build();
+}

@@ -1,0 +1,65 @@
+// RUN: %llmserve-opt %s -llmserve-to-cpu-kernels=vnni=true -split-input-file | FileCheck %s
+
+// With VNNI, an int8 linear whose K is a multiple of 64 quantizes each row
+// of x in blocks of 64 into scratch made at the kernel's entry (values, the
+// block's scale, -128 times the block's sum), then per block multiplies the
+// weight's 64 bytes, sign bit flipped, with x's 64 by vpdpbusd, starting
+// from the block's offset, and accumulates the lanes times the block's
+// scale; the reduced sum is scaled by the row's scale, then the bias added.
+// The weight is asked for in rows8x64 ([N/8][K/64][8][64]); a single-row
+// tile prefetches its group 8 blocks ahead. Workgroups cover 256 columns.
+// CHECK-LABEL: func.func @linear_int8_vnni
+//       CHECK:   llmserve.weight "w" quantized int8_channel values {llmserve.layout = "rows8x64"}
+//       CHECK:   llmserve.dispatch = {grid = ["ceildiv($0,64)", "2", "1"]
+//       CHECK: func.func @llmserve_d0_linear
+//       CHECK:   %[[XQ:.+]] = memref.alloca() : memref<4x128xi8>
+//       CHECK:   %[[XS:.+]] = memref.alloca() : memref<4x2xf32>
+//       CHECK:   %[[XO:.+]] = memref.alloca() : memref<4x2xi32>
+//       CHECK:   vector.reduction <maximumf>
+//       CHECK:   math.roundeven
+//       CHECK:   arith.fptosi %{{.+}} : vector<16xf32> to vector<16xi32>
+//       CHECK:   arith.trunci %{{.+}} : vector<16xi32> to vector<16xi8>
+//       CHECK:   vector.store %{{.+}}, %[[XQ]]
+//       CHECK:   memref.store %{{.+}}, %[[XS]]
+//       CHECK:   memref.store %{{.+}}, %[[XO]]
+//       CHECK:   vector.load %[[XQ]]{{.+}} : memref<4x128xi8>, vector<64xi8>
+//       CHECK:   vector.insert %{{.+}}, %{{.+}} [0] : i32 into vector<16xi32>
+//       CHECK:   memref.prefetch %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}], read, locality<3>, data : memref<37x2x8x64xi8>
+//       CHECK:   %[[W:.+]] = vector.load %{{.+}} : memref<37x2x8x64xi8>, vector<64xi8>
+//       CHECK:   %[[WU:.+]] = arith.xori %[[W]], %{{.+}} : vector<64xi8>
+//       CHECK:   %[[DOT:.+]] = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.+}}, %[[WU]], %{{.+}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+//       CHECK:   %[[F:.+]] = arith.sitofp %[[DOT]] : vector<16xi32> to vector<16xf32>
+//       CHECK:   vector.fma %[[F]]
+//       CHECK:   vector.reduction <add>
+//       CHECK:   arith.mulf
+//       CHECK:   arith.addf
+func.func @linear_int8_vnni(%x: tensor<?x128xf32>) -> tensor<?x296xf32> {
+  %v = llmserve.weight "w" quantized int8_channel values : tensor<296x128xi8>
+  %s = llmserve.weight "w" quantized int8_channel scales : tensor<296xf32>
+  %b = llmserve.weight "b" : tensor<296xf32>
+  %y = llmserve.linear %x, %v scales %s bias %b : tensor<?x128xf32>, tensor<296x128xi8>, tensor<296xf32> -> tensor<?x296xf32>
+  return %y : tensor<?x296xf32>
+}
+
+// -----
+
+// K not a multiple of 64, or N not of 8: the dot-product kernel converts the
+// row-major int8 values.
+// CHECK-LABEL: func.func @linear_int8_ragged
+//       CHECK:   llmserve.weight "w" quantized int8_channel values : tensor<32x96xi8>
+//       CHECK:   llmserve.weight "v" quantized int8_channel values : tensor<36x128xi8>
+//       CHECK: func.func @llmserve_d0_linear
+//   CHECK-NOT:   llvm.call_intrinsic
+//       CHECK:   arith.sitofp %{{.+}} : vector<16xi8> to vector<16xf32>
+//       CHECK: func.func @llmserve_d1_linear
+//   CHECK-NOT:   llvm.call_intrinsic
+//       CHECK:   arith.sitofp %{{.+}} : vector<16xi8> to vector<16xf32>
+func.func @linear_int8_ragged(%x: tensor<?x96xf32>, %x2: tensor<?x128xf32>) -> (tensor<?x32xf32>, tensor<?x36xf32>) {
+  %v = llmserve.weight "w" quantized int8_channel values : tensor<32x96xi8>
+  %s = llmserve.weight "w" quantized int8_channel scales : tensor<32xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x96xf32>, tensor<32x96xi8> -> tensor<?x32xf32>
+  %v2 = llmserve.weight "v" quantized int8_channel values : tensor<36x128xi8>
+  %s2 = llmserve.weight "v" quantized int8_channel scales : tensor<36xf32>
+  %z = llmserve.linear %x2, %v2 scales %s2 : tensor<?x128xf32>, tensor<36x128xi8> -> tensor<?x36xf32>
+  return %y, %z : tensor<?x32xf32>, tensor<?x36xf32>
+}
