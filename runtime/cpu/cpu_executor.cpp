@@ -99,6 +99,19 @@ void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
   out.top_logprobs.assign(top, top + S * abi::kMaxTopLogprobs);
 }
 
+std::vector<float> CpuExecutor::logits(const StepBatch &batch) {
+  if (num_kv_blocks_ == 0)
+    throw std::logic_error("logits() before allocate_kv_cache()");
+  const EntryPoint &e = entry("logits");
+  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
+  const Symbols symbols = step_symbols(batch, num_kv_blocks_);
+  const auto arguments = step_argument_data(batch);
+  run(e, symbols, arguments.data());
+  const auto *logits = static_cast<const float *>(buffers_[e.results.at(0)]);
+  return std::vector<float>(
+      logits, logits + static_cast<size_t>(batch.num_seqs) * bundle_.manifest().model->vocab_size);
+}
+
 std::vector<HostTensor>
 CpuExecutor::run_entry(std::string_view name, Symbols symbols,
                        const std::vector<HostTensor> &inputs) {

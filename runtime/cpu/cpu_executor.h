@@ -30,6 +30,11 @@ public:
   // runs.
   void execute(const StepBatch &batch, StepOutput &out) override;
 
+  // Runs the `logits` entry point (llmc import --logits-entry) on `batch`,
+  // checked as execute() checks it, and returns its logits: [S, V],
+  // row-major, row s that of batch.logits_rows[s].
+  std::vector<float> logits(const StepBatch &batch);
+
   // Runs entry point `name` on `inputs` (one per argument, in order, dtype
   // and shape as the manifest gives them for `symbols`) and returns its
   // results. symbols.NB is ignored: it is the allocated KV pool's size.

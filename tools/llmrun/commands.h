@@ -25,6 +25,7 @@ Command add_call_command(CLI::App &llmrun);
 Command add_bench_serve_command(CLI::App &bench, const std::vector<std::string> &command_line);
 Command add_bench_offline_command(CLI::App &bench, const std::vector<std::string> &command_line);
 Command add_bench_decode_command(CLI::App &bench);
+Command add_bench_ppl_command(CLI::App &bench);
 Command add_serve_command(CLI::App &llmrun);
 Command add_generate_command(CLI::App &llmrun);
 

@@ -36,6 +36,7 @@ int main(int argc, char **argv) {
   commands.push_back(llmrun::add_bench_serve_command(bench, command_line));
   commands.push_back(llmrun::add_bench_offline_command(bench, command_line));
   commands.push_back(llmrun::add_bench_decode_command(bench));
+  commands.push_back(llmrun::add_bench_ppl_command(bench));
   commands.push_back(llmrun::add_serve_command(app));
   commands.push_back(llmrun::add_generate_command(app));
 

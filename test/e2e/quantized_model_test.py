@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""The shipped model (examples/kjv-devil-tiny) compiled with --quantize int8
+against the same model in f32:
+
+- `llmrun bench ppl` of the f32 bundle equals the perplexity the torch
+  reference computes on the same windows (so the scoring is right);
+- the int8 bundle's perplexity on a text the model did not train on is
+  within 1% of the f32 bundle's, with a small mean KL divergence;
+- its greedy continuations of the end-to-end prompts equal the f32 bundle's
+  up to the first step where the reference's two best logits are closer than
+  MARGIN (a near-tie that a rounding error may flip);
+- bench ppl refuses a bundle without a `logits` entry point, a baseline of
+  another vocabulary (the llama fixture's), a context past the model's and a
+  text of fewer than 2 tokens.
+
+Usage: quantized_model_test.py <build-dir> <work-dir>
+"""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+import torch_reference  # noqa: E402
+
+MODEL = os.path.join(ROOT, "examples", "kjv-devil-tiny")
+TEXT = "/usr/share/games/fortunes/fortunes"  # Debian's fortunes: held out
+PROMPTS = ["And it came to pass", "In the beginning", "LAWYER, n."]
+STEPS = 32
+CONTEXT = 64
+MAX_TOKENS = 600
+MARGIN = 0.25
+
+
+def run(*args, stdin=None, fail=False):
+    result = subprocess.run(args, capture_output=True, text=True, input=stdin)
+    if (result.returncode != 0) != fail:
+        sys.exit(f"FAILED: {' '.join(args)} (exit {result.returncode})\n"
+                 f"{result.stdout}{result.stderr}")
+    return result.stdout + result.stderr
+
+
+def report(output, name):
+    match = re.search(rf"^{name}\s+([-+0-9.]+)", output, re.MULTILINE)
+    if not match:
+        sys.exit(f"FAILED: no '{name}' in\n{output}")
+    return float(match.group(1))
+
+
+def reference_perplexity(model, tokens, bos):
+    """bench ppl's windows (BOS, then CONTEXT - 1 tokens), in float64."""
+    nll, scored = 0.0, 0
+    for begin in range(0, len(tokens), CONTEXT - 1):
+        window = [bos] + tokens[begin:begin + CONTEXT - 1]
+        logits = torch_reference.logits(model, window)
+        logprobs = torch.log_softmax(logits, dim=-1)
+        for t in range(len(window) - 1):
+            nll -= float(logprobs[t, window[t + 1]])
+            scored += 1
+    return math.exp(nll / scored)
+
+
+def main():
+    build, work = (os.path.abspath(a) for a in sys.argv[1:3])
+    os.makedirs(work, exist_ok=True)
+    llmc, llmrun = (os.path.join(build, "bin", name) for name in ("llmc", "llmrun"))
+    driver = os.path.join(build, "bin", "llmserve-step-driver")
+    mlir, plain_mlir = os.path.join(work, "model.mlir"), os.path.join(work, "plain.mlir")
+    f32, int8 = os.path.join(work, "f32.llmb"), os.path.join(work, "int8.llmb")
+    plain = os.path.join(work, "plain.llmb")
+    run(llmc, "import", MODEL, "-o", mlir, "--logits-entry")
+    run(llmc, "compile", mlir, "-o", f32)
+    run(llmc, "compile", mlir, "-o", int8, "--quantize", "int8")
+    torch.set_num_threads(1)
+    model = torch_reference.load_model(MODEL)
+    failed = 0
+
+    def check(ok, what):
+        nonlocal failed
+        failed += not ok
+        print(f"{'ok' if ok else 'FAIL'} {what}")
+
+    ppl = ["bench", "ppl", "--text", TEXT, "--context", str(CONTEXT),
+           "--max-tokens", str(MAX_TOKENS), "--threads", "2"]
+    ours = report(run(llmrun, *ppl[:2], f32, *ppl[2:]), "perplexity")
+    with open(TEXT, encoding="utf-8") as f:
+        text = f.read()
+    tokens = json.loads(run(llmrun, "tokenize", "--tokenizer", MODEL, "--no-special-tokens",
+                            stdin=json.dumps(text) + "\n"))[:MAX_TOKENS]
+    with open(os.path.join(MODEL, "config.json")) as f:
+        bos = json.load(f)["bos_token_id"]
+    with torch.no_grad():
+        want = reference_perplexity(model, tokens, bos)
+    check(abs(ours / want - 1) < 1e-4,
+          f"f32 perplexity {ours:.4f} equals the reference's {want:.4f}")
+
+    out = run(llmrun, *ppl[:2], int8, "--baseline", f32, *ppl[2:])
+    quantized, baseline, kl = (report(out, n) for n in ("perplexity", "baseline ppl", "mean KL"))
+    check(baseline == ours, "the baseline is scored as the f32 bundle alone")
+    check(abs(quantized / baseline - 1) < 0.01,
+          f"int8 perplexity {quantized:.4f} within 1% of f32's {baseline:.4f}")
+    check(0 < kl < 0.01, f"mean KL(f32 || int8) {kl:.6f} nats")
+
+    encoded = run(llmrun, "tokenize", "--tokenizer", MODEL,
+                  stdin="".join(json.dumps(p) + "\n" for p in PROMPTS)).splitlines()
+    for text, line in zip(PROMPTS, encoded):
+        prompt = json.loads(line)
+        with torch.no_grad():
+            _, margins = torch_reference.greedy(model, prompt, STEPS)
+        confident = next((i for i, m in enumerate(margins) if m < MARGIN), STEPS)
+        f32_tokens, int8_tokens = (
+            json.loads(run(driver, bundle, "--greedy", str(STEPS), "--prompt",
+                           ",".join(map(str, prompt))))
+            for bundle in (f32, int8))
+        same = next((i for i, (a, b) in enumerate(zip(f32_tokens, int8_tokens)) if a != b), STEPS)
+        check(same >= confident,
+              f"{text!r}: int8 greedy equals f32 for {same} of {STEPS} tokens "
+              f"(the first near-tie is at {confident})")
+
+    run(llmc, "import", MODEL, "-o", plain_mlir)
+    run(llmc, "compile", plain_mlir, "-o", plain)
+    out = run(llmrun, "bench", "ppl", plain, "--text", TEXT, fail=True)
+    check("no 'logits' entry point (import the model with llmc import --logits-entry)" in out,
+          "bench ppl refuses a bundle without a logits entry point")
+    other_mlir, other = os.path.join(work, "other.mlir"), os.path.join(work, "other.llmb")
+    run(llmc, "import", os.path.join(build, "fixtures", "llama"), "-o", other_mlir,
+        "--logits-entry")
+    run(llmc, "compile", other_mlir, "-o", other)
+    empty = os.path.join(work, "empty.txt")
+    open(empty, "w").close()
+    for args, message in [
+            ((f32, "--baseline", other, "--text", TEXT),
+             "the baseline's vocabulary has 300 tokens, the model's 4096"),
+            ((f32, "--text", TEXT, "--context", "300"), "context 300 is not in [2, 256]"),
+            ((f32, "--text", empty), "the text is 0 token(s); scoring needs at least 2")]:
+        out = run(llmrun, "bench", "ppl", *args, fail=True)
+        check(f"llmrun bench ppl: error: {message}" in out, f"bench ppl refuses: {message}")
+    print(f"{failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
