@@ -71,7 +71,7 @@ int bench_ppl(const Options &o) {
     std::printf("%-12s %.4f\n", "baseline ppl", *r.baseline_perplexity);
     std::printf("%-12s %+.3f%%\n", "ppl change",
                 100 * (r.perplexity / *r.baseline_perplexity - 1));
-    std::printf("%-12s %.6f nats\n", "mean KL", *r.mean_kl);
+    std::printf("%-12s %.4g nats\n", "mean KL", *r.mean_kl);
     std::printf("%-12s %.2f%%\n", "same top-1", 100 * *r.top1_agreement);
   }
   return 0;
