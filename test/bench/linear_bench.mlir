@@ -1,7 +1,7 @@
 // The linear shapes of llmc-bench-linear: M rows against 2048x2048 and
 // 5632x2048 f32 weights (TinyLlama's attention and MLP projections), read
 // from a checkpoint as a served model's are (so in the packed panel layout),
-// and at M = 1 and 16 the same weights quantized to int8 at load.
+// and the same weights quantized to int8 at load.
 
 func.func @linear_m1_n2048(%x: tensor<1x2048xf32>) -> tensor<1x2048xf32> {
   %w = llmserve.weight "w2048" : tensor<2048x2048xf32>
@@ -77,4 +77,32 @@ func.func @linear_int8_m16_n5632(%x: tensor<16x2048xf32>) -> tensor<16x5632xf32>
   %s = llmserve.weight "w5632" quantized int8_channel scales : tensor<5632xf32>
   %y = llmserve.linear %x, %v scales %s : tensor<16x2048xf32>, tensor<5632x2048xi8> -> tensor<16x5632xf32>
   return %y : tensor<16x5632xf32>
+}
+
+func.func @linear_int8_m64_n2048(%x: tensor<64x2048xf32>) -> tensor<64x2048xf32> {
+  %v = llmserve.weight "w2048" quantized int8_channel values : tensor<2048x2048xi8>
+  %s = llmserve.weight "w2048" quantized int8_channel scales : tensor<2048xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<64x2048xf32>, tensor<2048x2048xi8> -> tensor<64x2048xf32>
+  return %y : tensor<64x2048xf32>
+}
+
+func.func @linear_int8_m64_n5632(%x: tensor<64x2048xf32>) -> tensor<64x5632xf32> {
+  %v = llmserve.weight "w5632" quantized int8_channel values : tensor<5632x2048xi8>
+  %s = llmserve.weight "w5632" quantized int8_channel scales : tensor<5632xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<64x2048xf32>, tensor<5632x2048xi8> -> tensor<64x5632xf32>
+  return %y : tensor<64x5632xf32>
+}
+
+func.func @linear_int8_m512_n2048(%x: tensor<512x2048xf32>) -> tensor<512x2048xf32> {
+  %v = llmserve.weight "w2048" quantized int8_channel values : tensor<2048x2048xi8>
+  %s = llmserve.weight "w2048" quantized int8_channel scales : tensor<2048xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<512x2048xf32>, tensor<2048x2048xi8> -> tensor<512x2048xf32>
+  return %y : tensor<512x2048xf32>
+}
+
+func.func @linear_int8_m512_n5632(%x: tensor<512x2048xf32>) -> tensor<512x5632xf32> {
+  %v = llmserve.weight "w5632" quantized int8_channel values : tensor<5632x2048xi8>
+  %s = llmserve.weight "w5632" quantized int8_channel scales : tensor<5632xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<512x2048xf32>, tensor<5632x2048xi8> -> tensor<512x5632xf32>
+  return %y : tensor<512x5632xf32>
 }
