@@ -116,6 +116,14 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
   if (!object)
     return makeError(configPath + ": not a JSON object");
   Config config(*object, configPath.str().str());
+  // A checkpoint stored quantized (AWQ, GPTQ, FP8, bitsandbytes) holds packed
+  // tensors under other names; say so rather than miss its weights.
+  if (const json::Object *quantization = config.nested("quantization_config"))
+    return config.error(
+        "quantization_config.quant_method '" +
+        quantization->getString("quant_method").value_or("(none)") +
+        "' is not read: llmc imports unquantized f32, f16 and bf16 "
+        "checkpoints (llmc compile --quantize int8 quantizes one)");
 
   std::string modelType = config.string("model_type", "");
   auto read = familyOf(config, modelType);
