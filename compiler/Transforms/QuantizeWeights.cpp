@@ -57,22 +57,22 @@ struct QuantizeWeightsPass
     MLIRContext *ctx = b.getContext();
     auto type = cast<RankedTensorType>(weight.getType());
     auto part = [&](QuantizedPart which, RankedTensorType partType) {
-      return WeightOp::create(
-          b, weight.getLoc(), partType, weight.getTensorNameAttr(),
-          weight.getTransposedAttr(), weight.getRowsAttr(),
-          WeightQuantizationAttr::get(ctx, quantization),
-          QuantizedPartAttr::get(ctx, which));
+      return WeightOp::create(b, weight.getLoc(), partType,
+                              weight.getTensorNameAttr(),
+                              weight.getTransposedAttr(), weight.getRowsAttr(),
+                              WeightQuantizationAttr::get(ctx, quantization),
+                              QuantizedPartAttr::get(ctx, which));
     };
-    WeightOp values = part(QuantizedPart::values,
-                           type.clone(IntegerType::get(ctx, 8)));
+    WeightOp values =
+        part(QuantizedPart::values, type.clone(IntegerType::get(ctx, 8)));
     WeightOp scales = part(
         QuantizedPart::scales,
         RankedTensorType::get({type.getDimSize(0)}, Float32Type::get(ctx)));
     for (LinearOp linear : linears) {
       OpBuilder at(linear);
-      auto quantized = LinearOp::create(
-          at, linear.getLoc(), linear.getType(), linear.getInput(), values,
-          scales, linear.getBias());
+      auto quantized =
+          LinearOp::create(at, linear.getLoc(), linear.getType(),
+                           linear.getInput(), values, scales, linear.getBias());
       quantized->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
       linear.replaceAllUsesWith(quantized.getResult());
       linear.erase();

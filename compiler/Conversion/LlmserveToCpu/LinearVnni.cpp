@@ -10,9 +10,9 @@
 // accumulates its block sums times the block's scale in f32, in block order;
 // the lanes are reduced at the end, times s. Q is stored in rows8x64
 // (LlmserveBase.td), so a tile of 8 columns streams one contiguous run of
-// memory. Every output gets the same
-// arithmetic whatever its tile, and x's rows are quantized one by one, so a
-// row's result does not depend on the rows beside it.
+// memory. Every output gets the same arithmetic whatever its tile, and x's
+// rows are quantized one by one, so a row's result does not depend on the
+// rows beside it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,13 +33,13 @@ namespace {
 constexpr int64_t kBlock = 64;
 /// Columns of a workgroup: quantizing a row of x is repeated per group.
 constexpr int64_t kColumnsPerGroup = 256;
-/// Register tiles: 4 rows by 4 columns, or 1 row by 8 (one group of the
-/// rows8x64 layout, read as one stream).
-constexpr int64_t kMicroRows = 4;
-constexpr int64_t kMicroColumns = 4;
-constexpr int64_t kSingleRowColumns = 8;
 /// Rows of a group of the rows8x64 layout.
 constexpr int64_t kRowGroup = 8;
+/// Register tiles: 4 rows by 4 columns, or 1 row by a group of the rows8x64
+/// layout, read as one stream.
+constexpr int64_t kMicroRows = 4;
+constexpr int64_t kMicroColumns = 4;
+constexpr int64_t kSingleRowColumns = kRowGroup;
 /// How far ahead a tile prefetches its weights, in blocks of 8 x 64 bytes.
 constexpr int64_t kPrefetchBlocks = 8;
 
@@ -77,7 +77,7 @@ public:
       for (int64_t i = 0; i < mr; ++i)
         quantizeRow(a.addi(m0, e.index(i)), i);
       forEachTile(e, nBegin, nEnd, mr == 1 ? kSingleRowColumns : kMicroColumns,
-            [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
+                  [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
     });
     Grid grid = e.rowGrid(0, kLinearRowsPerGroup);
     grid[1] = std::to_string((n + kColumnsPerGroup - 1) / kColumnsPerGroup);
@@ -103,24 +103,26 @@ private:
       SmallVector<Value> xs;
       Value absmax;
       for (int64_t j = 0; j < kBlock / 16; ++j) {
-        xs.push_back(vector::LoadOp::create(b, f32x16, x,
-                                            {row, a.addi(k0, e.index(16 * j))}));
+        xs.push_back(vector::LoadOp::create(
+            b, f32x16, x, {row, a.addi(k0, e.index(16 * j))}));
         Value magnitude = math::AbsFOp::create(b, xs.back());
         absmax = absmax ? arith::MaximumFOp::create(b, absmax, magnitude)
                         : magnitude;
       }
       Value largest = vector::ReductionOp::create(
           b, vector::CombiningKind::MAXIMUMF, absmax);
-      Value scale = a.select(a.cmpf(arith::CmpFPredicate::OGT, largest, e.f32(0)),
-                             a.div(largest, e.f32(127)), e.f32(1));
+      Value scale =
+          a.select(a.cmpf(arith::CmpFPredicate::OGT, largest, e.f32(0)),
+                   a.div(largest, e.f32(127)), e.f32(1));
       Value scales = splat(f32x16, scale);
       Value sum = e.i32(0);
       for (int64_t j = 0; j < kBlock / 16; ++j) {
         Value q = arith::FPToSIOp::create(
             b, i32x16,
-            math::RoundEvenOp::create(b, arith::DivFOp::create(b, xs[j], scales)));
-        sum = a.addi(sum, vector::ReductionOp::create(
-                              b, vector::CombiningKind::ADD, q));
+            math::RoundEvenOp::create(b,
+                                      arith::DivFOp::create(b, xs[j], scales)));
+        sum = a.addi(
+            sum, vector::ReductionOp::create(b, vector::CombiningKind::ADD, q));
         vector::StoreOp::create(
             b, arith::TruncIOp::create(b, vector(16, b.getI8Type()), q),
             xValues, {slotIndex, a.addi(k0, e.index(16 * j))});
@@ -175,10 +177,10 @@ private:
           }
           for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j) {
-              Value dot = LLVM::CallIntrinsicOp::create(
-                              b, i32x16, vpdpbusd,
-                              ValueRange{start[i], wq[j], xq[i]})
-                              .getResult(0);
+              Value dot =
+                  LLVM::CallIntrinsicOp::create(
+                      b, i32x16, vpdpbusd, ValueRange{start[i], wq[j], xq[i]})
+                      .getResult(0);
               next.push_back(vector::FMAOp::create(
                   b, arith::SIToFPOp::create(b, f32x16, dot), xScale[i],
                   acc[i * nr + j]));
@@ -215,9 +217,9 @@ bool mlir::llmserve::useVnniLinear(LinearOp o) {
   if (!o.getScales() || !weight || type.getDimSize(0) % kRowGroup != 0 ||
       type.getDimSize(1) % kBlock != 0)
     return false;
-  weight->setAttr(LlmserveDialect::kLayoutAttrName,
-                  StringAttr::get(o.getContext(),
-                                  LlmserveDialect::kRowBlockLayout));
+  weight->setAttr(
+      LlmserveDialect::kLayoutAttrName,
+      StringAttr::get(o.getContext(), LlmserveDialect::kRowBlockLayout));
   return true;
 }
 
