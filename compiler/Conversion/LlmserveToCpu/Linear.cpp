@@ -3,9 +3,8 @@
 // A float weight in panels of 16 columns (usePanelLayout) gets a linalg
 // contraction that the CPU schedule (cpu-kernels.mlir) tiles into outer
 // products; any other weight, and an int8 one with its scales, a hand-built
-// kernel of dot products. Both
-// compute each output with the same arithmetic wherever its row is in the
-// step (batch invariance).
+// kernel of dot products. Both compute each output with the same arithmetic
+// wherever its row is in the step (batch invariance).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +24,7 @@ namespace {
 constexpr int64_t kLinearColumnsPerGroup = 64;
 constexpr int64_t kMicroRows = 4;
 constexpr int64_t kMicroColumns = 4;
+constexpr int64_t kSingleRowColumns = 8;
 
 /// `fn` on every use of `value`, and inside a dispatch region on every use
 /// of the block argument the region reads `value` through.
@@ -173,18 +173,18 @@ Grid linearPanels(CpuKernelEmitter &e, LinearOp o) {
 /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a function
 /// argument, a weight also read otherwise, or N not a multiple of 16), or
 /// (x·Qᵀ) * s (+ b) for int8 values Q, converted to f32 as they are read,
-/// and their per-row scales s: an
-/// MR x NR tile of outputs keeps one vector accumulator per output, fed by
-/// VL-wide loads of MR rows of x and NR rows of W along K, and reduces each
-/// accumulator at the end. Edge tiles use the same per-output arithmetic
+/// and their per-row scales s: an MR x NR tile of outputs (1 x 8 for a
+/// single row, which decode steps are) keeps one vector accumulator per output,
+/// fed by VL-wide loads of MR rows of x and NR rows of W along K, and reduces
+/// each accumulator at the end. Edge tiles use the same per-output arithmetic
 /// with MR or NR of 1, so a row's result does not depend on the rows beside
 /// it.
 Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   Value x = e.binding(0), w = e.binding(1);
-  Value scales = o.getScales() ? e.binding(operandBinding(o, o.getScales()))
-                               : Value();
+  Value scales =
+      o.getScales() ? e.binding(operandBinding(o, o.getScales())) : Value();
   Value bias =
       o.getBias() ? e.binding(operandBinding(o, o.getBias())) : Value();
   Value y = e.binding(o->getNumOperands());
@@ -236,13 +236,12 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
                                                 acc[i * nr + j],
                                                 arith::FastMathFlags::reassoc);
         // The K % VL tail, in order, after the vector part.
-        sum = e.forLoop(
-            e.index(vectorDepth), e.index(depth), 1, {sum},
-            [&](Value k, ValueRange s) -> SmallVector<Value> {
-              return {math::FmaOp::create(b, a.load(x, {rows[i], k}),
-                                          asF32(a.load(w, {cols[j], k})),
-                                          s[0])};
-            })[0];
+        sum = e.forLoop(e.index(vectorDepth), e.index(depth), 1, {sum},
+                        [&](Value k, ValueRange s) -> SmallVector<Value> {
+                          return {math::FmaOp::create(
+                              b, a.load(x, {rows[i], k}),
+                              asF32(a.load(w, {cols[j], k})), s[0])};
+                        })[0];
         if (scales)
           sum = a.mul(sum, a.load(scales, cols[j]));
         if (bias)
@@ -253,8 +252,8 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
   };
   // Full MR x NR tiles, then the row and column edges one at a time.
   forEachTile(e, mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
-    forEachTile(e, nBegin, nEnd, mr == 1 ? 8 : kMicroColumns,
-          [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
+    forEachTile(e, nBegin, nEnd, mr == 1 ? kSingleRowColumns : kMicroColumns,
+                [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
   });
   Grid grid = e.rowGrid(0, kLinearRowsPerGroup);
   grid[1] =
