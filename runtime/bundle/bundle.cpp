@@ -79,6 +79,7 @@ void Bundle::bind_weights(const std::string &checkpoint_dir) {
       throw std::runtime_error(where + e.what());
     }
   }
+  quantized_.clear(); // arrays no buffer asked for
 }
 
 const TensorView &Bundle::find_tensor(const std::string &name) const {
@@ -161,18 +162,28 @@ void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
   const int64_t cols = b.transpose ? t.shape[0] : t.shape[1];
   const std::vector<int64_t> matrix = {want[0], cols};
   check_weight_shape(b, t, matrix);
-  const AlignedBuffer weights = converted(b, t, DType::F32, matrix);
-  const auto *w = static_cast<const float *>(weights.data());
-  const bool values = b.part == QuantizedPart::Values;
-  AlignedBuffer dst(values ? static_cast<size_t>(matrix[0] * matrix[1])
-                           : static_cast<size_t>(matrix[0]) * sizeof(float));
-  try {
-    quantize_int8_channel(w, matrix[0], matrix[1],
-                          values ? static_cast<int8_t *>(dst.data()) : nullptr,
-                          values ? nullptr : static_cast<float *>(dst.data()));
-  } catch (const std::runtime_error &e) {
-    throw std::runtime_error("tensor '" + b.tensor + "': " + e.what());
+
+  // Both arrays come from one pass over the matrix; the first of its
+  // buffers to bind quantizes it, the other takes what is left.
+  const auto key = std::make_tuple(b.tensor, b.transpose, b.rows_begin, b.rows_end,
+                                   *b.quantization);
+  auto [it, fresh] = quantized_.try_emplace(key);
+  QuantizedMatrix &q = it->second;
+  if (fresh) {
+    const AlignedBuffer weights = converted(b, t, DType::F32, matrix);
+    q.values = AlignedBuffer(static_cast<size_t>(matrix[0] * matrix[1]));
+    q.scales = AlignedBuffer(static_cast<size_t>(matrix[0]) * sizeof(float));
+    try {
+      quantize_int8_channel(static_cast<const float *>(weights.data()), matrix[0], matrix[1],
+                            static_cast<int8_t *>(q.values.data()),
+                            static_cast<float *>(q.scales.data()));
+    } catch (const std::runtime_error &e) {
+      quantized_.erase(it);
+      throw std::runtime_error("tensor '" + b.tensor + "': " + e.what());
+    }
   }
+  AlignedBuffer dst =
+      std::move(b.part == QuantizedPart::Values ? q.values : q.scales);
   if (b.rows8x64)
     dst = pack_rows8x64(dst, matrix[0], matrix[1]);
   return keep_converted(t, std::move(dst));

@@ -10,7 +10,9 @@
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 
+#include <map>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,14 @@ private:
   std::optional<SafetensorsFile> embedded_;
   std::string weights_source_;
   std::vector<AlignedBuffer> converted_;
+  // Quantized matrices whose other array a later buffer takes, by (tensor,
+  // transpose, rows, scheme); empty after loading.
+  struct QuantizedMatrix {
+    AlignedBuffer values, scales;
+  };
+  std::map<std::tuple<std::string, bool, int64_t, int64_t, WeightQuantization>,
+           QuantizedMatrix>
+      quantized_;
   std::vector<void *> weights_; // by buffer id
   size_t mapped_weight_bytes_ = 0;
   size_t converted_weight_bytes_ = 0;
