@@ -70,17 +70,21 @@ const EntryPoint &CpuExecutor::entry(std::string_view name) const {
                               std::string(name) + "'");
 }
 
-void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
+const EntryPoint &CpuExecutor::run_step_entry(std::string_view name, const StepBatch &batch,
+                                              const char *caller) {
   if (num_kv_blocks_ == 0)
-    throw std::logic_error("execute() before allocate_kv_cache()");
-  const EntryPoint &step = entry("step");
+    throw std::logic_error(std::string(caller) + "() before allocate_kv_cache()");
+  const EntryPoint &e = entry(name);
   check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
-
   const Symbols symbols = step_symbols(batch, num_kv_blocks_);
   // Kernels only read arguments, so they use the batch's arrays in place.
   const auto arguments = step_argument_data(batch);
-  run(step, symbols, arguments.data());
+  run(e, symbols, arguments.data());
+  return e;
+}
 
+void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
+  const EntryPoint &step = run_step_entry("step", batch, "execute");
   const size_t S = static_cast<size_t>(batch.num_seqs);
   const auto result = [&](int i) { return buffers_[step.results[i]]; };
   const auto *next = static_cast<const int32_t *>(result(0));
@@ -100,13 +104,7 @@ void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
 }
 
 std::vector<float> CpuExecutor::logits(const StepBatch &batch) {
-  if (num_kv_blocks_ == 0)
-    throw std::logic_error("logits() before allocate_kv_cache()");
-  const EntryPoint &e = entry("logits");
-  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
-  const Symbols symbols = step_symbols(batch, num_kv_blocks_);
-  const auto arguments = step_argument_data(batch);
-  run(e, symbols, arguments.data());
+  const EntryPoint &e = run_step_entry("logits", batch, "logits");
   const auto *logits = static_cast<const float *>(buffers_[e.results.at(0)]);
   return std::vector<float>(
       logits, logits + static_cast<size_t>(batch.num_seqs) * bundle_.manifest().model->vocab_size);

@@ -46,6 +46,11 @@ public:
 
 private:
   const EntryPoint &entry(std::string_view name) const;
+  // Checks `batch` and runs entry point `name` (`step` or `logits`) on it
+  // for the public method `caller`; returns the entry point, whose results
+  // are in buffers_.
+  const EntryPoint &run_step_entry(std::string_view name, const StepBatch &batch,
+                                   const char *caller);
   // Binds `arguments` (one pointer per argument of `e`), lays out the
   // activations and results for `symbols`, and runs the dispatches.
   void run(const EntryPoint &e, const Symbols &symbols, const void *const *arguments);
