@@ -86,6 +86,9 @@ struct NarrowStoragePass
     for (Operation &op : body.without_terminator()) {
       if (!isa<LlmserveDialect>(op.getDialect()))
         continue;
+      // A quantized weight's arrays have the types its scheme fixes.
+      if (auto weight = dyn_cast<WeightOp>(op); weight && weight.getQuantization())
+        continue;
       for (OpResult result : op.getResults()) {
         if (!isF32Tensor(result.getType()))
           continue;

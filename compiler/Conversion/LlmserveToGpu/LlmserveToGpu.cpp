@@ -97,7 +97,13 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
           [&](auto) { return buildGatherKernel(e, op); })
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
-      .Case([&](LinearOp o) { return buildLinearKernel(e, o); })
+      .Case([&](LinearOp o) -> FailureOr<Grid> {
+        if (o.getScales())
+          return o.emitOpError("has no sm_90 kernel for int8 weights "
+                               "(llmc compile --quantize int8 targets the CPU)"),
+                 failure();
+        return buildLinearKernel(e, o);
+      })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })

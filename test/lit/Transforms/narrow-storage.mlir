@@ -112,3 +112,20 @@ func.func @returned_norm(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) 
   %h = llmserve.rms_norm %x, %ln epsilon 1.0e-05 : tensor<?x16xf32>, tensor<16xf32>
   return %h : tensor<?x16xf32>
 }
+
+// -----
+
+// A quantized weight's arrays keep the types its scheme fixes (i8 values,
+// f32 scales); the linear reading them takes the narrowed input.
+// CHECK-LABEL: func.func @quantized
+//       CHECK:   llmserve.weight "w" quantized int8_channel values : tensor<32x16xi8>
+//       CHECK:   llmserve.weight "w" quantized int8_channel scales : tensor<32xf32>
+//       CHECK:   llmserve.linear {{.*}} : tensor<?x16xbf16>, tensor<32x16xi8> -> tensor<?x32xf32>
+func.func @quantized(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x32xf32> {
+  %e = llmserve.weight "emb" : tensor<32x16xf32>
+  %v = llmserve.weight "w" quantized int8_channel values : tensor<32x16xi8>
+  %s = llmserve.weight "w" quantized int8_channel scales : tensor<32xf32>
+  %x = llmserve.embedding %e, %ids : tensor<32x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x16xf32>, tensor<32x16xi8> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
