@@ -452,12 +452,13 @@ def decode_invariance_pair(window=None):
     return (inputs, text), (decode, attention_module(decode, heads, 1 / math.sqrt(d), window))
 
 
-def linear_invariance_pair():
-    """The same 3 rows of x·Wᵀ + b in an 80-row step and alone, with K cut
-    into 8 splits: ((inputs, module) of 80 rows, (inputs, module) of 3). On
-    sm_90 the large-tile and the small-M kernel run them, whose results for
-    those rows must be bitwise equal (test/gpu/gpu_checks.py)."""
-    inputs, text, _ = case_linear(True, m=80, k=1024, n=256)
+def linear_invariance_pair(m):
+    """The same 3 rows of x·Wᵀ + b in an m-row step and alone, with K cut
+    into 8 splits: ((inputs, module) of m rows, (inputs, module) of 3). On
+    sm_90 the large-tile (m > 64) or the 64-row kernel (m > 16), and the
+    small-M kernel run them, whose results for those rows must be bitwise
+    equal (test/gpu/gpu_checks.py)."""
+    inputs, text, _ = case_linear(True, m=m, k=1024, n=256)
     few = [inputs[0][:3]] + inputs[1:]
     return (inputs, text), (few, linear_module(few))
 
@@ -473,11 +474,12 @@ def int8_linear_invariance_pair():
 
 def invariance_pairs():
     """Every (name, pair) whose rows must be bitwise equal in the larger step
-    and alone: decode rows with and without a window, linear rows, and int8
-    linear rows."""
+    and alone: decode rows with and without a window, linear rows (the
+    three sm_90 kernels), and int8 linear rows."""
     return ([(f"attention_window_{window}", decode_invariance_pair(window))
              for window in (None, 200)] +
-            [("linear_split_k", linear_invariance_pair()),
+            [("linear_split_k", linear_invariance_pair(80)),
+             ("linear_split_k_medium_rows", linear_invariance_pair(40)),
              ("linear_int8", int8_linear_invariance_pair())])
 
 
@@ -635,11 +637,15 @@ CASES = {
     # More than 64 rows: on sm_90 the large-tile kernel, where the cases above
     # (K a multiple of 8) run the small-M one.
     "linear_many_rows": lambda: case_linear(True, m=80, k=64, n=40),
+    # 17 to 64 rows: on sm_90 the 64-row kernel, one split and a column edge
+    # tile.
+    "linear_medium_rows": lambda: case_linear(True, m=40, k=64, n=40),
     # On sm_90 K in 8 splits (16 column tiles, the last split short): the
     # small-M kernel's cluster reduction, and the large-tile kernel's sum of
     # the same splits.
     "linear_split_k": lambda: case_linear(True, m=5, k=1016, n=256),
     "linear_split_k_many_rows": lambda: case_linear(True, m=80, k=1016, n=256),
+    "linear_split_k_medium_rows": lambda: case_linear(True, m=33, k=1016, n=256),
     # Checkpoint weights in panels: 8-row and 3-panel tiles with rows and
     # panels left over, blocks of rows and panels that end mid-tile, and k in
     # 256-long chunks with a partial last one.

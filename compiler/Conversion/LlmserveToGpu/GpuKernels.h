@@ -30,12 +30,16 @@ Grid buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp op);
 Grid buildSoftcapKernel(GpuKernelEmitter &e, SoftcapOp op);
 Grid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
 Grid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
-/// Whether `op` also has the kernel for small M (f16/bf16, K a multiple of
-/// 8), which a step of at most kSmallBatchLinearRows rows runs instead.
+/// Whether `op` also has the kernels for decode-sized steps (f16/bf16, K a
+/// multiple of 8): one for at most kSmallBatchLinearRows rows, one for up to
+/// kMediumBatchLinearRows; buildLinearKernel's runs larger steps.
 bool hasSmallBatchLinearKernel(LinearOp op);
 Grid buildSmallBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
-inline constexpr int64_t kSmallBatchLinearRows = 64;
+Grid buildMediumBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
+inline constexpr int64_t kSmallBatchLinearRows = 16;
+inline constexpr int64_t kMediumBatchLinearRows = 64;
 inline constexpr int64_t kSmallBatchLinearBlockSize = 64;
+inline constexpr int64_t kMediumBatchLinearBlockSize = 128;
 /// paged_attention for any mix of prefill chunks and decode rows (no blocks
 /// when T = S), and for decode-only steps the split-context kernel and the
 /// merge of its chunks (docs/compiler.md). All three bind the op's values

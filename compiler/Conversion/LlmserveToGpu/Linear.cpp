@@ -38,8 +38,9 @@ constexpr int64_t kWarpTileM = 32, kWarpTileN = 32;
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
 // Elements per 128-bit load.
 constexpr int64_t kChunk = 8;
-// The small-M kernel's tile, and its step along K (the unit of a split).
-constexpr int64_t kSmallTileM = 16, kSmallTileN = 16, kStepK = 128;
+// The small-M kernel's column tile (the unit KSplit aims its block count
+// with), and the step along K that splits are whole numbers of.
+constexpr int64_t kSmallTileN = 16, kStepK = 128;
 // Splits are the CTAs of one cluster, which reduce through distributed
 // shared memory: at most the portable cluster size.
 constexpr int64_t kMaxSplits = 8;
@@ -320,14 +321,32 @@ public:
   }
 };
 
-/// The f16/bf16 kernel for small M (decode steps): the 64x64 tiles above
+/// The shape of a kernel for decode-sized M: a block computes tileM rows x
+/// tileN columns over one split of K, a warp per 16 rows by tileN / warpsN
+/// columns, streaming x and W through `stages` shared-memory stages of
+/// stepK elements of K.
+struct SmallBatchTile {
+  int64_t tileM, tileN, stepK, stages, warps;
+};
+
+/// M <= 16: 2 warps on 16 x 16, so W is spread over N / 16 column tiles
+/// times the splits (about kSmallBatchTargetBlocks blocks for any N); 4
+/// stages of 128 k keep 3 steps of weight loads in flight per block.
+constexpr SmallBatchTile kSmallTile = {kMmaM, kSmallTileN, kStepK, 4,
+                                       kSmallBatchLinearBlockSize / llmserve::kWarpSize};
+/// 16 < M <= 64: 4 warps on 64 x 32, each warp 16 rows, so one block reads a
+/// W tile once for up to 64 rows (the 16-row tile above reads it once per 16
+/// rows, and x once per 16 columns: 8 times the weight's bytes through L2 at
+/// M = 64, against 3 times here). 3 stages of 64 k fit 48 KB.
+constexpr SmallBatchTile kMediumTile = {kMediumBatchLinearRows, 32, 64, 3,
+                                        kMediumBatchLinearBlockSize / llmserve::kWarpSize};
+
+/// The f16/bf16 kernels for M <= 64 (decode steps): the 64x64 tiles above
 /// give a 2048-wide projection 32 blocks, too few to stream W from every SM.
-/// Here a block of 2 warps computes 16 rows x 16 columns over one split of K,
-/// each warp one m16n8 tile, so W is spread over N / 16 column tiles times
-/// the splits (about kSmallBatchTargetBlocks blocks for any N). Within a
-/// split, x and W stream through shared memory in steps of 128 k, 4 stages
-/// deep with cp.async (16-byte copies, zero-filled outside the matrices), so
-/// 3 steps of loads are in flight while the warps compute on the fourth. The
+/// Here a block computes one `SmallBatchTile` over one split of K, each warp
+/// m16n8 mmas. Within a split, x and W stream through shared memory by
+/// cp.async (16-byte copies, zero-filled outside the matrices), stages - 1
+/// steps of loads in flight while the warps compute on the last. The
 /// splits of a tile are one cluster (grid z, `nvvm.cluster_dim`): each block
 /// leaves its sums in its shared memory and the cluster's first block adds
 /// them in split order, reading the others' through distributed shared
@@ -336,98 +355,113 @@ public:
 /// by side and share it through L2.
 class SmallBatchLinear : TensorCoreLinear {
 public:
-  static constexpr int64_t kStages = 4;
-  // Elements per staged row: kStepK plus 8 of padding, so the fragment loads
-  // of a warp (rows g, words t) hit 32 distinct banks.
-  static constexpr int64_t kRowElements = kStepK + 8;
-
-  using TensorCoreLinear::TensorCoreLinear;
+  SmallBatchLinear(GpuKernelEmitter &e, LinearOp op, const SmallBatchTile &tile)
+      : TensorCoreLinear(e, op), tile(tile) {
+    assert(tile.warps * llmserve::kWarpSize == e.blockSize() && "one warp per tile part");
+    assert(kStepK % tile.stepK == 0 && "a split is whole stages");
+  }
 
   Grid build() {
+    // Elements per staged row: stepK plus 8 of padding, so the fragment loads
+    // of a warp (rows g, words t) hit 32 distinct banks.
+    int64_t rowElements = tile.stepK + 8;
+    int64_t warpsM = tile.tileM / kMmaM, warpsN = tile.warps / warpsM;
+    int64_t warpTileN = tile.tileN / warpsN, tilesN = warpTileN / kMmaN;
     Value x = e.binding(0), w = e.binding(1);
     Value bias = hasBias ? e.binding(2) : Value();
     Value y = e.binding(hasBias ? 3 : 2);
     Value m = e.dimSize(0, 0);
-    Value xs = e.sharedBuffer({kStages, kSmallTileM, kRowElements}, element);
-    Value ws = e.sharedBuffer({kStages, kSmallTileN, kRowElements}, element);
-    Value m0 = a.muli(e.blockId(0), e.index(kSmallTileM));
-    Value n0 = a.muli(e.blockId(1), e.index(kSmallTileN));
-    Value lane = e.laneId();
+    Value xs = e.sharedBuffer({tile.stages, tile.tileM, rowElements}, element);
+    Value ws = e.sharedBuffer({tile.stages, tile.tileN, rowElements}, element);
+    Value m0 = a.muli(e.blockId(0), e.index(tile.tileM));
+    Value n0 = a.muli(e.blockId(1), e.index(tile.tileN));
+    Value lane = e.laneId(), warp = e.warpId();
     Value group = a.divui(lane, e.index(4)), pairInGroup = a.remui(lane, e.index(4));
-    Value warpCol = a.muli(e.warpId(), e.index(kMmaN));
+    Value warpRow = a.muli(a.divui(warp, e.index(warpsN)), e.index(kMmaM));
+    Value warpCol = a.muli(a.remui(warp, e.index(warpsN)), e.index(warpTileN));
 
-    // This block's split: steps [firstStep, firstStep + steps) of K.
-    int64_t totalSteps = (depth + kStepK - 1) / kStepK;
-    Value firstStep = a.muli(e.blockId(2), e.index(split.steps));
-    Value steps = a.mini(e.index(split.steps),
-                         a.subi(e.index(totalSteps), firstStep));
-    auto kOf = [&](Value step) {
-      return a.muli(a.addi(firstStep, step), e.index(kStepK));
+    // This block's split: stages [first, first + count) of K.
+    int64_t stagesPerSplit = split.steps * (kStepK / tile.stepK);
+    int64_t totalStages = (depth + tile.stepK - 1) / tile.stepK;
+    Value first = a.muli(e.blockId(2), e.index(stagesPerSplit));
+    Value count = a.mini(e.index(stagesPerSplit), a.subi(e.index(totalStages), first));
+    auto kOf = [&](Value stage) {
+      return a.muli(a.addi(first, stage), e.index(tile.stepK));
     };
-    auto issue = [&](Value step, Value slot) {
-      copyAsync(x, xs, slot, m0, m, kOf(step), kSmallTileM, kStepK);
-      copyAsync(w, ws, slot, n0, e.index(n), kOf(step), kSmallTileN, kStepK);
+    auto copyX = [&](Value stage, Value slot) {
+      copyAsync(x, xs, slot, m0, m, kOf(stage), tile.tileM, tile.stepK);
     };
-    // The first steps' weights do not depend on earlier kernels: their copies
-    // start before the wait, x's after it (commit group s holds x's step s;
-    // group 0 also every early W copy).
-    for (int64_t s = 0; s < std::min(kStages - 1, split.steps); ++s)
-      e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps), [&] {
-        copyAsync(w, ws, e.index(s), n0, e.index(n), kOf(e.index(s)), kSmallTileN, kStepK);
-      });
+    auto copyW = [&](Value stage, Value slot) {
+      copyAsync(w, ws, slot, n0, e.index(n), kOf(stage), tile.tileN, tile.stepK);
+    };
+    // The first stages' weights do not depend on earlier kernels: their
+    // copies start before the wait, x's after it (commit group s holds x's
+    // stage s; group 0 also every early W copy).
+    int64_t early = std::min(tile.stages - 1, stagesPerSplit);
+    for (int64_t s = 0; s < early; ++s)
+      e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), count),
+               [&] { copyW(e.index(s), e.index(s)); });
     e.waitForPrerequisites();
-    for (int64_t s = 0; s < kStages - 1; ++s) {
-      if (s < split.steps)
-        e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), steps), [&] {
-          copyAsync(x, xs, e.index(s), m0, m, kOf(e.index(s)), kSmallTileM, kStepK);
-        });
+    for (int64_t s = 0; s < tile.stages - 1; ++s) {
+      if (s < early)
+        e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), count),
+                 [&] { copyX(e.index(s), e.index(s)); });
       NVVM::CpAsyncCommitGroupOp::create(b);
     }
-    SmallVector<Value> init(4, e.f32(0));
+    SmallVector<Value> init(tilesN * 4, e.f32(0));
     SmallVector<Value> acc = e.forLoop(
-        e.index(0), steps, 1, init,
-        [&](Value step, ValueRange acc) -> SmallVector<Value> {
-          // Step `step`'s group is complete once at most kStages - 2 newer
+        e.index(0), count, 1, init,
+        [&](Value stage, ValueRange acc) -> SmallVector<Value> {
+          // This stage's group is complete once at most stages - 2 newer
           // ones are pending; the barrier makes every thread's copies
           // visible and frees the slot the last iteration read.
-          NVVM::CpAsyncWaitGroupOp::create(b, kStages - 2);
+          NVVM::CpAsyncWaitGroupOp::create(b, tile.stages - 2);
           e.barrier();
-          Value next = a.addi(step, e.index(kStages - 1));
-          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, steps), [&] {
-            issue(next, a.remui(next, e.index(kStages)));
+          Value next = a.addi(stage, e.index(tile.stages - 1));
+          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, count), [&] {
+            Value slot = a.remui(next, e.index(tile.stages));
+            copyX(next, slot);
+            copyW(next, slot);
           });
           NVVM::CpAsyncCommitGroupOp::create(b);
-          Value slot = a.remui(step, e.index(kStages));
+          Value slot = a.remui(stage, e.index(tile.stages));
           SmallVector<Value> c(acc);
-          for (int64_t kw = 0; kw < kStepK / 2; kw += kMmaK / 2) {
+          Value r = a.addi(warpRow, group), r8 = a.addi(r, e.index(8));
+          for (int64_t kw = 0; kw < tile.stepK / 2; kw += kMmaK / 2) {
             Value word = a.addi(pairInGroup, e.index(kw));
             Value wordHigh = a.addi(word, e.index(4));
-            Value r8 = a.addi(group, e.index(8));
-            Value col = a.addi(warpCol, group);
-            SmallVector<Value> fa = {wordAt(xs, slot, group, word), wordAt(xs, slot, r8, word),
-                                     wordAt(xs, slot, group, wordHigh),
+            SmallVector<Value> fa = {wordAt(xs, slot, r, word), wordAt(xs, slot, r8, word),
+                                     wordAt(xs, slot, r, wordHigh),
                                      wordAt(xs, slot, r8, wordHigh)};
-            SmallVector<Value> fb = {wordAt(ws, slot, col, word), wordAt(ws, slot, col, wordHigh)};
-            c = mma(b, element, fa, fb, c);
+            for (int64_t j = 0; j < tilesN; ++j) {
+              Value col = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
+              SmallVector<Value> fb = {wordAt(ws, slot, col, word),
+                                       wordAt(ws, slot, col, wordHigh)};
+              SmallVector<Value> d = mma(b, element, fa, fb, ArrayRef(c).slice(j * 4, 4));
+              std::copy(d.begin(), d.end(), c.begin() + j * 4);
+            }
           }
           return c;
         });
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-    // c0, c1 are (row g, cols 2t, 2t+1) of the warp's 16x8 tile; c2, c3 row g + 8.
-    Value c = a.addi(a.addi(n0, warpCol), a.muli(pairInGroup, e.index(2)));
+    // Per m16n8 tile j: c0, c1 are (row g, cols 2t, 2t+1); c2, c3 row g + 8.
     auto store = [&](ArrayRef<Value> sums) {
-      for (int64_t q = 0; q < 4; ++q) {
-        Value row = a.addi(a.addi(m0, group), e.index(q < 2 ? 0 : 8));
-        Value col = a.addi(c, e.index(q % 2));
-        Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
-                              a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
-        e.ifThen(inside, [&] {
-          Value v = sums[q];
-          if (hasBias)
-            v = a.add(v, e.loadF32(bias, col));
-          e.storeF32(v, y, {row, col});
-        });
+      for (int64_t j = 0; j < tilesN; ++j) {
+        Value c = a.addi(a.addi(a.addi(n0, warpCol), e.index(j * kMmaN)),
+                         a.muli(pairInGroup, e.index(2)));
+        for (int64_t q = 0; q < 4; ++q) {
+          Value row = a.addi(a.addi(a.addi(m0, warpRow), group), e.index(q < 2 ? 0 : 8));
+          Value col = a.addi(c, e.index(q % 2));
+          Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
+                                a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
+          e.ifThen(inside, [&] {
+            Value v = sums[j * 4 + q];
+            if (hasBias)
+              v = a.add(v, e.loadF32(bias, col));
+            e.storeF32(v, y, {row, col});
+          });
+        }
       }
     };
     if (split.count == 1) {
@@ -436,61 +470,76 @@ public:
         total.push_back(a.add(e.f32(0), v));
       store(total);
     } else {
-      reduceSplits(acc, store);
+      reduceSplits(acc, xs, store);
     }
-    return {ceilDivExpr(e.dimExpr(0, 0), kSmallTileM),
-            std::to_string((n + kSmallTileN - 1) / kSmallTileN),
+    return {ceilDivExpr(e.dimExpr(0, 0), tile.tileM),
+            std::to_string((n + tile.tileN - 1) / tile.tileN),
             std::to_string(split.count)};
   }
 
 private:
   /// Adds the splits' sums of this block's outputs to zero in split order and
-  /// stores them from the cluster's first block: each block puts its 4 sums
-  /// per thread in shared memory; after a cluster barrier (release/acquire)
-  /// the first block's threads read theirs from every block through
-  /// `mapa`; a second barrier keeps the others' shared memory alive until
-  /// then.
-  void reduceSplits(ArrayRef<Value> acc,
+  /// stores them from the cluster's first block: each block puts its sums
+  /// (quads of f32 per thread) in `ring`, the x stages it no longer reads;
+  /// after a cluster barrier (release/acquire) the first block's threads
+  /// read theirs from every block through `mapa`; a second barrier keeps the
+  /// others' shared memory alive until then.
+  void reduceSplits(ArrayRef<Value> acc, Value ring,
                     const std::function<void(ArrayRef<Value>)> &store) {
     e.function()->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
                           b.getDenseI32ArrayAttr(
                               {1, 1, static_cast<int32_t>(split.count)}));
+    int64_t quads = acc.size() / 4;
+    assert(e.blockSize() * quads * 16 <=
+               cast<MemRefType>(ring.getType()).getNumElements() *
+                   (element.getIntOrFloatBitWidth() / 8) &&
+           "the sums fit in the x stages");
     auto f32 = b.getF32Type();
     auto quad = VectorType::get({4}, f32);
-    Value sums = e.sharedBuffer({e.blockSize(), 4}, f32);
-    Value own = arith::ConstantOp::create(b, quad, b.getZeroAttr(quad));
-    for (auto [q, v] : llvm::enumerate(acc))
-      own = vector::InsertOp::create(b, v, own, ArrayRef<int64_t>{int64_t(q)});
-    vector::StoreOp::create(b, own, sums, ValueRange{e.threadId(), e.index(0)});
+    auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
+    Value address = arith::IndexCastUIOp::create(
+        b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, ring));
+    Value base = LLVM::IntToPtrOp::create(b, sharedPtr, address);
+    // Thread t's quad i: element i * blockSize + t, so that a warp's 16-byte
+    // stores and loads are contiguous.
+    auto quadOf = [&](int64_t i) -> Value {
+      Value at = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      return LLVM::GEPOp::create(
+          b, sharedPtr, quad, base,
+          ArrayRef<LLVM::GEPArg>{
+              arith::IndexCastUIOp::create(b, b.getI32Type(), at).getResult()});
+    };
+    // Every warp is done with the stages before they hold sums.
+    e.barrier();
+    for (int64_t i = 0; i < quads; ++i) {
+      Value own = arith::ConstantOp::create(b, quad, b.getZeroAttr(quad));
+      for (int64_t q = 0; q < 4; ++q)
+        own = vector::InsertOp::create(b, acc[i * 4 + q], own, ArrayRef<int64_t>{q});
+      LLVM::StoreOp::create(b, own, quadOf(i), /*alignment=*/16);
+    }
     NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
     NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
 
     e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.blockId(2), e.index(0)), [&] {
-      auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
-      auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
-      Value address = arith::IndexCastUIOp::create(
-          b, b.getI64Type(),
-          memref::ExtractAlignedPointerAsIndexOp::create(b, sums));
-      Value base = LLVM::IntToPtrOp::create(b, sharedPtr, address);
-      Value mine = LLVM::GEPOp::create(
-          b, sharedPtr, quad, base,
-          ArrayRef<LLVM::GEPArg>{
-              arith::IndexCastUIOp::create(b, b.getI32Type(), e.threadId())
-                  .getResult()});
-      SmallVector<Value> total(4, e.f32(0));
+      SmallVector<Value> total(acc.size(), e.f32(0));
       for (int64_t s = 0; s < split.count; ++s) {
         Value rank = arith::ConstantIntOp::create(b, b.getI32Type(), s);
-        Value peer = NVVM::MapaOp::create(b, clusterPtr, mine, rank);
-        Value v = LLVM::LoadOp::create(b, quad, peer, /*alignment=*/16);
-        for (int64_t q = 0; q < 4; ++q)
-          total[q] = a.add(total[q], vector::ExtractOp::create(
-                                         b, v, ArrayRef<int64_t>{q}));
+        for (int64_t i = 0; i < quads; ++i) {
+          Value peer = NVVM::MapaOp::create(b, clusterPtr, quadOf(i), rank);
+          Value v = LLVM::LoadOp::create(b, quad, peer, /*alignment=*/16);
+          for (int64_t q = 0; q < 4; ++q)
+            total[i * 4 + q] = a.add(total[i * 4 + q],
+                                     vector::ExtractOp::create(b, v, ArrayRef<int64_t>{q}));
+        }
       }
       store(total);
     });
     NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
     NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
   }
+
+  const SmallBatchTile &tile;
 };
 
 /// One warp per output (f32 storage). Columns go on grid x, whose limit
@@ -533,18 +582,25 @@ bool mlir::llmserve::hasSmallBatchLinearKernel(LinearOp op) {
          weightType.getDimSize(0) <= maxColumns;
 }
 
-/// 1 when the step's M (rows of x) exceeds kSmallBatchLinearRows, else 0:
-/// the factor of the M axis of MmaLinear's grid, and one minus it that of
-/// SmallBatchLinear's, so exactly one of the two kernels has work.
-static std::string moreRowsThanSmallBatch(GpuKernelEmitter &e) {
-  return "min(max(" + e.dimExpr(0, 0) + "-" +
-         std::to_string(kSmallBatchLinearRows) + ",0),1)";
+/// 1 when the step's M (rows of x) exceeds `rows`, else 0: the grids of a
+/// linear's kernels multiply their M axis by products of these, so that
+/// exactly one of them has blocks for any M.
+static std::string moreRowsThan(GpuKernelEmitter &e, int64_t rows) {
+  return "min(max(" + e.dimExpr(0, 0) + "-" + std::to_string(rows) + ",0),1)";
 }
 
 Grid mlir::llmserve::buildSmallBatchLinearKernel(GpuKernelEmitter &e,
                                                  LinearOp op) {
-  Grid grid = SmallBatchLinear(e, op).build();
-  grid[0] = grid[0] + "*(1-" + moreRowsThanSmallBatch(e) + ")";
+  Grid grid = SmallBatchLinear(e, op, kSmallTile).build();
+  grid[0] = grid[0] + "*(1-" + moreRowsThan(e, kSmallBatchLinearRows) + ")";
+  return grid;
+}
+
+Grid mlir::llmserve::buildMediumBatchLinearKernel(GpuKernelEmitter &e,
+                                                  LinearOp op) {
+  Grid grid = SmallBatchLinear(e, op, kMediumTile).build();
+  grid[0] = grid[0] + "*" + moreRowsThan(e, kSmallBatchLinearRows) + "*(1-" +
+            moreRowsThan(e, kMediumBatchLinearRows) + ")";
   return grid;
 }
 
@@ -553,6 +609,6 @@ Grid mlir::llmserve::buildLinearKernel(GpuKernelEmitter &e, LinearOp op) {
     return warpDotLinear(e, op);
   Grid grid = MmaLinear(e, op).build();
   if (hasSmallBatchLinearKernel(op))
-    grid[0] = grid[0] + "*" + moreRowsThanSmallBatch(e);
+    grid[0] = grid[0] + "*" + moreRowsThan(e, kMediumBatchLinearRows);
   return grid;
 }

@@ -56,8 +56,8 @@ struct ExtraGpuKernel {
   std::function<Grid(GpuKernelEmitter &)> build;
 };
 
-/// linear's small-M kernel, and attention's decode-only pair: the grids
-/// select by the step's size which kernels have blocks.
+/// linear's kernels for decode-sized steps, and attention's decode-only
+/// pair: the grids select by the step's size which kernels have blocks.
 SmallVector<ExtraGpuKernel> extraKernels(Operation *op) {
   if (auto linear = dyn_cast<LinearOp>(op)) {
     if (!hasSmallBatchLinearKernel(linear))
@@ -65,6 +65,10 @@ SmallVector<ExtraGpuKernel> extraKernels(Operation *op) {
     return {{"_small_m", kSmallBatchLinearBlockSize,
              [linear](GpuKernelEmitter &e) {
                return buildSmallBatchLinearKernel(e, linear);
+             }},
+            {"_medium_m", kMediumBatchLinearBlockSize,
+             [linear](GpuKernelEmitter &e) {
+               return buildMediumBatchLinearKernel(e, linear);
              }}};
   }
   if (auto attention = dyn_cast<PagedAttentionOp>(op))

@@ -60,6 +60,15 @@ func.func @embedding(%ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> t
 // CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK:      cp.async.wait_group 0;
 // CHECK:      cvt.rn.bf16.f32
+// The kernel for 17 to 64 rows: 4 warps, 2 groups in flight of 3 stages.
+// CHECK-LABEL: .visible .entry llmserve_d1_linear_medium_m(
+// CHECK:      .maxntid 128, 1, 1
+// CHECK:      cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
+// CHECK:      cp.async.commit_group;
+// CHECK:      cp.async.wait_group 1;
+// CHECK-NEXT: bar.sync 0;
+// CHECK-COUNT-4: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      cvt.rn.bf16.f32
 func.func @linear(%x: tensor<8x64xbf16>, %b: tensor<96xbf16>) -> tensor<8x96xbf16> {
   %w = llmserve.weight "w" : tensor<96x64xbf16>
   %y = llmserve.linear %x, %w bias %b : tensor<8x64xbf16>, tensor<96x64xbf16>, tensor<96xbf16> -> tensor<8x96xbf16>

@@ -7,12 +7,14 @@
 // accumulators. The first steps' W copies start before the kernel waits
 // for the grids before it.
 // Parameters: one bare pointer (memref<1xT>) per binding, then one i64 per
-// push constant (x's rows, y's rows). A second kernel, for steps of at most
-// 64 rows, binds the same buffers; the grids leave exactly one with blocks.
+// push constant (x's rows, y's rows). Two more kernels, for steps of at most
+// 16 and of 17 to 64 rows, bind the same buffers; the grids leave exactly
+// one of the three with blocks.
 // CHECK-LABEL: func.func @linear
 //       CHECK:   llmserve.linear
 //  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "2", "1"], kernel = "d0_linear", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"},
-//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "8", "1"], kernel = "d0_linear_small_m", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"}]
+//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-16,0),1))", "8", "1"], kernel = "d0_linear_small_m", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"},
+//  CHECK-SAME:                          {block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-16,0),1)*(1-min(max($0-64,0),1))", "4", "1"], kernel = "d0_linear_medium_m", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_medium_m"}]
 //       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
@@ -54,6 +56,22 @@
 //       CHECK:       nvvm.mma.sync
 //       CHECK:     nvvm.cp.async.wait.group 0
 //       CHECK:     arith.truncf %{{.*}} : f32 to bf16
+// The kernel for 17 to 64 rows: 4 warps on a 64x32 tile, a warp per 16 rows
+// and 4 m16n8 tiles, so that a block reads its W columns once for all rows;
+// 3 stages of 64 k (rows padded to 72 elements), 2 commit groups ahead.
+//       CHECK:   gpu.func @llmserve_d0_linear_medium_m(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<3x64x72xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<3x32x72xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1} : memref<128x32xbf16, strided<[32, 1]>> to memref<3x32x72xbf16, #gpu.address_space<workgroup>>
+//       CHECK:     nvvm.griddepcontrol  wait
+//       CHECK:     nvvm.cp.async.commit.group
+//       CHECK:     nvvm.cp.async.commit.group
+//       CHECK:     scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+//  CHECK-NEXT:       nvvm.cp.async.wait.group 1
+//  CHECK-NEXT:       gpu.barrier
+// CHECK-COUNT-4:     nvvm.mma.sync
+//       CHECK:     nvvm.cp.async.wait.group 0
+//       CHECK:     arith.truncf %{{.*}} : f32 to bf16
 func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
   %w = llmserve.weight "w" : tensor<128x32xbf16>
   %y = llmserve.linear %x, %w : tensor<?x32xbf16>, tensor<128x32xbf16> -> tensor<?x128xbf16>
@@ -73,7 +91,8 @@ func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
 // CHECK-LABEL: func.func @linear_split_k
 //       CHECK:   llmserve.linear
 //  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "4", "1"], kernel = "d0_linear"
-//  CHECK-SAME:     grid = ["ceildiv($0,16)*(1-min(max($0-64,0),1))", "16", "8"], kernel = "d0_linear_small_m"
+//  CHECK-SAME:     grid = ["ceildiv($0,16)*(1-min(max($0-16,0),1))", "16", "8"], kernel = "d0_linear_small_m"
+//  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-16,0),1)*(1-min(max($0-64,0),1))", "8", "8"], kernel = "d0_linear_medium_m"
 //       CHECK:   gpu.func @llmserve_d0_linear(
 //       CHECK:     scf.for %[[STEP:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 //       CHECK:       nvvm.mma.sync
@@ -85,16 +104,30 @@ func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
 //       CHECK:       %[[JOINED:.*]] = arith.addf
 //       CHECK:       arith.select %[[ENDS]], %[[JOINED]], %{{.*}} : f32
 //       CHECK:       arith.select %[[ENDS]], %{{cst[_0-9]*}}, %{{.*}} : f32
+// Each block's sums go to the x stages it no longer reads once every warp
+// is past them, a quad of f32 per thread and tile.
 //       CHECK:   gpu.func @llmserve_d0_linear_small_m(
-//  CHECK-SAME:     workgroup({{.*}}, %{{.*}} : memref<64x4xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 8>}
 //       CHECK:     gpu.block_id  z
 //       CHECK:     nvvm.mma.sync
-//       CHECK:     vector.store %{{.*}} : memref<64x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+//       CHECK:     memref.extract_aligned_pointer_as_index %{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>>
+//       CHECK:     gpu.barrier
+//       CHECK:     llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
 //  CHECK-NEXT:     nvvm.cluster.arrive {aligned}
 //  CHECK-NEXT:     nvvm.cluster.wait {aligned}
 //       CHECK:     scf.if
 // CHECK-COUNT-8:     nvvm.mapa
+//       CHECK:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//  CHECK-NEXT:     gpu.return
+//       CHECK:   gpu.func @llmserve_d0_linear_medium_m(
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 8>}
+//       CHECK:     gpu.barrier
+// CHECK-COUNT-4:   llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
+//  CHECK-NEXT:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//       CHECK:     scf.if
+// CHECK-COUNT-32:    nvvm.mapa
 //       CHECK:     nvvm.cluster.arrive {aligned}
 //  CHECK-NEXT:     nvvm.cluster.wait {aligned}
 //  CHECK-NEXT:     gpu.return
