@@ -60,8 +60,7 @@ KvMemory host_kv_memory() {
   return {physical, physical / 10};
 }
 
-EngineConfig make_engine_config(const ServeOptions &o, const ModelConfig &model,
-                                int64_t kv_bytes_per_token, const KvMemory &memory) {
+EngineConfig make_engine_limits(const ServeOptions &o, const ModelConfig &model) {
   EngineConfig c;
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
@@ -71,6 +70,12 @@ EngineConfig make_engine_config(const ServeOptions &o, const ModelConfig &model,
         "--max-model-len " + std::to_string(o.max_model_len) +
         " exceeds the model's max_position_embeddings = " + std::to_string(model_len));
   c.max_model_len = static_cast<int32_t>(o.max_model_len > 0 ? o.max_model_len : model_len);
+  return c;
+}
+
+EngineConfig make_engine_config(const ServeOptions &o, const ModelConfig &model,
+                                int64_t kv_bytes_per_token, const KvMemory &memory) {
+  EngineConfig c = make_engine_limits(o, model);
   if (o.gpu_memory_utilization > 0) {
     if (memory.device_memory <= 0)
       throw std::invalid_argument("--gpu-memory-utilization sizes the KV cache on a GPU; on the "

@@ -82,9 +82,15 @@ struct KvMemory {
 // Physical memory, a tenth of it by default.
 KvMemory host_kv_memory();
 
-// The engine configuration for a model: max_model_len defaults to (and may
-// not exceed) the model's max_position_embeddings; the KV budget as
-// ServeOptions::kv_cache_memory says, out of `memory`.
+// The engine's step limits for a model (max_num_seqs,
+// max_num_batched_tokens, max_model_len, which defaults to and may not
+// exceed the model's max_position_embeddings): what an executor is sized
+// from, before the memory left for the KV cache is known.
+EngineConfig make_engine_limits(const ServeOptions &options, const ModelConfig &model);
+
+// The engine configuration for a model: its limits, and the KV budget as
+// ServeOptions::kv_cache_memory or gpu_memory_utilization says, out of
+// `memory`.
 EngineConfig make_engine_config(const ServeOptions &options,
                                 const ModelConfig &model,
                                 int64_t kv_bytes_per_token,

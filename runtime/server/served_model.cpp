@@ -12,16 +12,15 @@ namespace llmserve {
 namespace {
 
 // The CUDA executor sizes its step memory from the engine's limits, which
-// the model config bounds.
+// the model config bounds; the KV cache is sized after it, from the memory
+// it leaves (ServedModel::engine_config).
 ModelExecutor load(const ServeOptions &options) {
   const Manifest manifest = Bundle::load_manifest(options.bundle_dir);
   if (!manifest.model || !manifest.kv_cache)
     throw std::runtime_error(options.bundle_dir +
                              ": manifest.json has no model or kv_cache section; "
                              "it is not a model bundle");
-  return load_model_executor(
-      options, manifest,
-      make_engine_config(options, *manifest.model, manifest.kv_cache->bytes_per_token));
+  return load_model_executor(options, manifest, make_engine_limits(options, *manifest.model));
 }
 
 std::string model_name(const ServeOptions &options) {

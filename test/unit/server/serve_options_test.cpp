@@ -152,6 +152,19 @@ TEST(ServeOptions, KvMemoryOfTheDevice) {
   EXPECT_EQ(make_engine_config(o, model, 512, gpu).kv_cache_bytes, 5000000);
 }
 
+// The limits an executor is sized from come before the device memory is
+// known, so they leave the KV options alone.
+TEST(ServeOptions, EngineLimitsIgnoreTheKvBudget) {
+  ModelConfig model;
+  model.max_position_embeddings = 256;
+  ServeOptions o = parse({"m.llmb", "--gpu-memory-utilization", "0.9", "--max-num-seqs", "8",
+                          "--max-model-len", "100"});
+  EngineConfig c = make_engine_limits(o, model);
+  EXPECT_EQ(c.max_num_seqs, 8);
+  EXPECT_EQ(c.max_model_len, 100);
+  EXPECT_EQ(c.max_num_batched_tokens, o.max_num_batched_tokens);
+}
+
 // vLLM's --gpu-memory-utilization: of an 80 GiB GPU with 70 GiB free after
 // the model, 0.9 leaves the KV cache 72 - 10 = 62 GiB.
 TEST(ServeOptions, GpuMemoryUtilization) {
