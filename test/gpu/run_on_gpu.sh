@@ -5,7 +5,8 @@
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
 # each op's time, a 2047-token prefill, cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
-# throughput). Run from the repository root after
+# throughput, 512 sequences at once, a KV cache sized by
+# --gpu-memory-utilization). Run from the repository root after
 # `gpu_checks.py prepare build gpu-carry/prepared --tinyllama` made the
 # bundles elsewhere (docs/gpu.md); logs go to $OUT (default gpu-logs/).
 #
@@ -92,12 +93,19 @@ echo "== bench offline (the nano-vllm workload: 256 prompts, 100-1024 tokens in 
 timeout 150 $B bench offline $T --weights $W --kv-cache-gb 40 > "$OUT/offline.log" 2>&1
 echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline.log"
 
-echo "== serve --device cuda, bench serve"
-$B serve $T --weights $W --device cuda --port 8123 --max-num-seqs 64 > "$OUT/serve.log" 2>&1 &
+echo "== bench offline, 512 sequences at once (decode graphs up to 512)"
+timeout 120 $B bench offline $T --weights $W --kv-cache-gb 40 --num-prompts 512 \
+  --random-input-len 128 --random-output-len 128 --max-num-seqs 512 \
+  > "$OUT/offline_512.log" 2>&1
+echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline_512.log"
+
+echo "== serve --device cuda (KV cache by --gpu-memory-utilization), bench serve"
+$B serve $T --weights $W --device cuda --port 8123 --max-num-seqs 64 \
+  --gpu-memory-utilization 0.9 > "$OUT/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 60); do curl -sf localhost:8123/health > /dev/null && break; sleep 1; done
 timeout 100 $B bench serve --url http://127.0.0.1:8123 --tokenizer $T --num-prompts 64 \
   --random-input-len 256 --random-output-len 128 --ignore-eos --max-concurrency 64 \
   > "$OUT/serve_bench.log" 2>&1
 echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/serve_bench.log"
-kill -INT $server; wait $server; echo "server exit $?"
+kill -INT $server; wait $server; echo "server exit $?"; grep -i -m2 "kv cache" "$OUT/serve.log"
