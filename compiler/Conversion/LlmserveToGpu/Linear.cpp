@@ -1,19 +1,20 @@
 //===- Linear.cpp - x·Wᵀ (+ b) on the GPU ----------------------------------===//
 //
-// f16/bf16: tensor cores. A block of 4 warps computes a 64x64 tile of the
-// output; per 32-wide step along K it stages the x and W tiles in shared
-// memory as 32-bit words (pairs of consecutive k), and each warp issues
-// mma.sync m16n8k16 (row.col, f32 accumulate) over its 32x32 quarter. W is
-// [N, K] row-major, which is exactly the column-major B operand `row.col`
-// wants, so both operands' fragments are single 32-bit shared loads. The
-// padded row stride (20 words) makes the fragment loads of a warp hit 32
+// f16/bf16: tensor cores, three kernels chosen by M. A block stages tiles
+// of x and W in shared memory, and each warp issues mma.sync m16n8k16
+// (row.col, f32 accumulate) over its part of the block's tile, reading the
+// fragments as 32-bit words (pairs of consecutive k). W is [N, K] row-major,
+// which is exactly the column-major B operand `row.col` wants. Staged rows
+// are padded by 8 elements so that the fragment loads of a warp hit 32
 // distinct banks.
 //
 // Batch invariance: K is cut into splits fixed by the weight's shape
 // (`KSplit`), each a whole number of 128-wide steps. Every output sums each
 // split's mma.sync m16n8k16 steps from zero in k order, then adds the splits'
-// sums to zero in split order, in both kernels and whatever M is, so a row's
-// result does not depend on the batch or on which kernel ran it.
+// sums to zero in split order, in every kernel and whatever M is, so a row's
+// result does not depend on the batch or on which kernel ran it. The splits
+// of a tile are the blocks of one cluster, which reduce through distributed
+// shared memory.
 //
 // f32: one warp per output; the lanes stride over K (coalesced rows of x and
 // W) and a butterfly sums them.
@@ -49,8 +50,8 @@ constexpr int64_t kMaxSplits = 8;
 constexpr int64_t kSmallBatchTargetBlocks = 512;
 
 /// How K is cut for a weight of `n` rows and `depth` columns: `count`
-/// splits of `steps` kStepK-wide steps each (the last may have fewer). Only
-/// the small-M kernel's shapes are split; one split is the plain loop.
+/// splits of `steps` kStepK-wide steps each (the last may have fewer). A
+/// weight without the small-M kernels (K not a multiple of 8) is not split.
 struct KSplit {
   int64_t count = 1, steps;
 
@@ -165,6 +166,67 @@ protected:
     return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 
+  /// Adds the splits' sums of this block's outputs to zero in split order and
+  /// stores them from the cluster's first block: each block puts its sums
+  /// (quads of f32 per thread) in `ring`, the x stages it no longer reads;
+  /// after a cluster barrier (release/acquire) the first block's threads
+  /// read theirs from every block through `mapa`; a second barrier keeps the
+  /// others' shared memory alive until then.
+  void reduceSplits(ArrayRef<Value> acc, Value ring,
+                    const std::function<void(ArrayRef<Value>)> &store) {
+    e.function()->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                          b.getDenseI32ArrayAttr(
+                              {1, 1, static_cast<int32_t>(split.count)}));
+    int64_t quads = acc.size() / 4;
+    assert(e.blockSize() * quads * 16 <=
+               cast<MemRefType>(ring.getType()).getNumElements() *
+                   (element.getIntOrFloatBitWidth() / 8) &&
+           "the sums fit in the x stages");
+    auto f32 = b.getF32Type();
+    auto quad = VectorType::get({4}, f32);
+    auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
+    Value address = arith::IndexCastUIOp::create(
+        b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, ring));
+    Value base = LLVM::IntToPtrOp::create(b, sharedPtr, address);
+    // Thread t's quad i: element i * blockSize + t, so that a warp's 16-byte
+    // stores and loads are contiguous.
+    auto quadOf = [&](int64_t i) -> Value {
+      Value at = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      return LLVM::GEPOp::create(
+          b, sharedPtr, quad, base,
+          ArrayRef<LLVM::GEPArg>{
+              arith::IndexCastUIOp::create(b, b.getI32Type(), at).getResult()});
+    };
+    // Every warp is done with the stages before they hold sums.
+    e.barrier();
+    for (int64_t i = 0; i < quads; ++i) {
+      Value own = arith::ConstantOp::create(b, quad, b.getZeroAttr(quad));
+      for (int64_t q = 0; q < 4; ++q)
+        own = vector::InsertOp::create(b, acc[i * 4 + q], own, ArrayRef<int64_t>{q});
+      LLVM::StoreOp::create(b, own, quadOf(i), /*alignment=*/16);
+    }
+    NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
+
+    e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.blockId(2), e.index(0)), [&] {
+      SmallVector<Value> total(acc.size(), e.f32(0));
+      for (int64_t s = 0; s < split.count; ++s) {
+        Value rank = arith::ConstantIntOp::create(b, b.getI32Type(), s);
+        for (int64_t i = 0; i < quads; ++i) {
+          Value peer = NVVM::MapaOp::create(b, clusterPtr, quadOf(i), rank);
+          Value v = LLVM::LoadOp::create(b, quad, peer, /*alignment=*/16);
+          for (int64_t q = 0; q < 4; ++q)
+            total[i * 4 + q] = a.add(total[i * 4 + q],
+                                     vector::ExtractOp::create(b, v, ArrayRef<int64_t>{q}));
+        }
+      }
+      store(total);
+    });
+    NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
+  }
+
   GpuKernelEmitter &e;
   Arith &a;
   ImplicitLocOpBuilder &b;
@@ -180,11 +242,13 @@ private:
 };
 
 /// The kernel for M > 64 (prefill and large decode batches): a block of 4
-/// warps computes a 64x64 tile, each warp a 32x32 quarter of 2 x 4 m16n8
-/// tiles. x and W stream through 4 shared-memory stages of 32 k, with
-/// cp.async when K is a multiple of 8 (else plain copies into the same
-/// ring), 3 steps ahead of the mma. The splits of K are walked in one
-/// pipeline: at the end of each split the running sum joins the total.
+/// warps computes a 64x64 tile over one split of K, each warp a 32x32
+/// quarter of 2 x 4 m16n8 tiles. x and W stream through 4 shared-memory
+/// stages of 32 k, with cp.async when K is a multiple of 8 (else plain
+/// copies into the same ring), 3 steps ahead of the mma. The splits of a
+/// tile are one cluster, reduced as in the small-M kernels: a 256-row k
+/// projection has 4 column tiles, which its 8 splits make 32 blocks per
+/// row tile instead of 4.
 class MmaLinear : TensorCoreLinear {
 public:
   static constexpr int64_t kStages = 4;
@@ -208,51 +272,58 @@ public:
     Value warpRow = a.muli(a.divui(warp, e.index(2)), e.index(kWarpTileM));
     Value warpCol = a.muli(a.remui(warp, e.index(2)), e.index(kWarpTileN));
 
+    // This block's split: steps [first, first + count) of K (all of K when
+    // there is one split).
     bool async = depth % kChunk == 0;
-    int64_t steps = (depth + kTileK - 1) / kTileK;
+    int64_t totalSteps = (depth + kTileK - 1) / kTileK;
+    int64_t stepsPerSplit = std::min(totalSteps, split.depth() / kTileK);
+    Value first = a.muli(e.blockId(2), e.index(stepsPerSplit));
+    Value count = a.mini(e.index(stepsPerSplit), a.subi(e.index(totalSteps), first));
     auto copy = [&](Value source, Value tile, Value r0, Value rows, Value step,
                     Value slot) {
-      Value k0 = a.muli(step, e.index(kTileK));
+      Value k0 = a.muli(a.addi(first, step), e.index(kTileK));
       if (async)
         copyAsync(source, tile, slot, r0, rows, k0, kTileM, kTileK);
       else
         copySync(source, tile, slot, r0, rows, k0, kTileM, kTileK);
     };
-    // As in the small-M kernel, the first steps' weights are copied before
+    auto ifStep = [&](int64_t s, const std::function<void()> &body) {
+      e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), count), body);
+    };
+    // As in the small-M kernels, the first steps' weights are copied before
     // the wait for the previous grid (asynchronous copies only).
-    int64_t early = std::min(kStages - 1, steps);
+    int64_t early = std::min(kStages - 1, stepsPerSplit);
     if (async) {
       for (int64_t s = 0; s < early; ++s)
-        copy(w, ws, n0, e.index(n), e.index(s), e.index(s));
+        ifStep(s, [&] { copy(w, ws, n0, e.index(n), e.index(s), e.index(s)); });
       e.waitForPrerequisites();
     }
     for (int64_t s = 0; s < kStages - 1; ++s) {
-      if (s < early) {
-        if (!async)
-          copy(w, ws, n0, e.index(n), e.index(s), e.index(s));
-        copy(x, xs, m0, m, e.index(s), e.index(s));
-      }
+      if (s < early)
+        ifStep(s, [&] {
+          if (!async)
+            copy(w, ws, n0, e.index(n), e.index(s), e.index(s));
+          copy(x, xs, m0, m, e.index(s), e.index(s));
+        });
       NVVM::CpAsyncCommitGroupOp::create(b);
     }
 
     constexpr int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
-    constexpr int64_t sums = tilesM * tilesN * 4;
-    SmallVector<Value> init(2 * sums, e.f32(0)); // the total, then this split's sum
-    int64_t stepsPerSplit = split.depth() / kTileK;
-    SmallVector<Value> state = e.forLoop(
-        e.index(0), e.index(steps), 1, init,
+    SmallVector<Value> init(tilesM * tilesN * 4, e.f32(0));
+    SmallVector<Value> acc = e.forLoop(
+        e.index(0), count, 1, init,
         [&](Value step, ValueRange state) -> SmallVector<Value> {
           NVVM::CpAsyncWaitGroupOp::create(b, kStages - 2);
           e.barrier();
           Value next = a.addi(step, e.index(kStages - 1));
-          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, e.index(steps)), [&] {
+          e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, count), [&] {
             Value slot = a.remui(next, e.index(kStages));
             copy(x, xs, m0, m, next, slot);
             copy(w, ws, n0, e.index(n), next, slot);
           });
           NVVM::CpAsyncCommitGroupOp::create(b);
           Value slot = a.remui(step, e.index(kStages));
-          SmallVector<Value> total(state.take_front(sums)), acc(state.drop_front(sums));
+          SmallVector<Value> acc(state);
           for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
             Value word = a.addi(pairInGroup, e.index(kw));
             Value wordHigh = a.addi(word, e.index(4));
@@ -274,50 +345,41 @@ public:
                 std::copy(d.begin(), d.end(), acc.begin() + at);
               }
           }
-          if (split.count > 1) {
-            // The split ends here: its sum joins the total, the next starts
-            // from zero.
-            Value after = a.addi(step, e.index(1));
-            Value ends = arith::OrIOp::create(
-                b, a.cmpi(arith::CmpIPredicate::eq,
-                          a.remui(after, e.index(stepsPerSplit)), e.index(0)),
-                a.cmpi(arith::CmpIPredicate::eq, after, e.index(steps)));
-            for (int64_t q = 0; q < sums; ++q) {
-              total[q] = a.select(ends, a.add(total[q], acc[q]), total[q]);
-              acc[q] = a.select(ends, e.f32(0), acc[q]);
-            }
-          }
-          SmallVector<Value> result(total);
-          result.append(acc);
-          return result;
+          return acc;
         });
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
-    SmallVector<Value> total(ArrayRef(state).take_front(sums));
-    if (split.count == 1)
-      for (int64_t q = 0; q < sums; ++q)
-        total[q] = a.add(e.f32(0), state[sums + q]);
 
     // c0, c1 are (row g, cols 2t, 2t+1) of the 16x8 tile; c2, c3 row g + 8.
-    for (int64_t i = 0; i < tilesM; ++i)
-      for (int64_t j = 0; j < tilesN; ++j) {
-        Value r = a.addi(a.addi(a.addi(m0, warpRow), e.index(i * kMmaM)), group);
-        Value c = a.addi(a.addi(a.addi(n0, warpCol), e.index(j * kMmaN)),
-                         a.muli(pairInGroup, e.index(2)));
-        for (int64_t q = 0; q < 4; ++q) {
-          Value row = a.addi(r, e.index(q < 2 ? 0 : 8));
-          Value col = a.addi(c, e.index(q % 2));
-          Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
-                                a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
-          e.ifThen(inside, [&] {
-            Value v = total[(i * tilesN + j) * 4 + q];
-            if (hasBias)
-              v = a.add(v, e.loadF32(bias, col));
-            e.storeF32(v, y, {row, col});
-          });
+    auto store = [&](ArrayRef<Value> sums) {
+      for (int64_t i = 0; i < tilesM; ++i)
+        for (int64_t j = 0; j < tilesN; ++j) {
+          Value r = a.addi(a.addi(a.addi(m0, warpRow), e.index(i * kMmaM)), group);
+          Value c = a.addi(a.addi(a.addi(n0, warpCol), e.index(j * kMmaN)),
+                           a.muli(pairInGroup, e.index(2)));
+          for (int64_t q = 0; q < 4; ++q) {
+            Value row = a.addi(r, e.index(q < 2 ? 0 : 8));
+            Value col = a.addi(c, e.index(q % 2));
+            Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
+                                  a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
+            e.ifThen(inside, [&] {
+              Value v = sums[(i * tilesN + j) * 4 + q];
+              if (hasBias)
+                v = a.add(v, e.loadF32(bias, col));
+              e.storeF32(v, y, {row, col});
+            });
+          }
         }
-      }
+    };
+    if (split.count == 1) {
+      SmallVector<Value> total;
+      for (Value v : acc)
+        total.push_back(a.add(e.f32(0), v));
+      store(total);
+    } else {
+      reduceSplits(acc, xs, store);
+    }
     return {ceilDivExpr(e.dimExpr(0, 0), kTileM),
-            std::to_string((n + kTileN - 1) / kTileN), "1"};
+            std::to_string((n + kTileN - 1) / kTileN), std::to_string(split.count)};
   }
 };
 
@@ -475,68 +537,6 @@ public:
     return {ceilDivExpr(e.dimExpr(0, 0), tile.tileM),
             std::to_string((n + tile.tileN - 1) / tile.tileN),
             std::to_string(split.count)};
-  }
-
-private:
-  /// Adds the splits' sums of this block's outputs to zero in split order and
-  /// stores them from the cluster's first block: each block puts its sums
-  /// (quads of f32 per thread) in `ring`, the x stages it no longer reads;
-  /// after a cluster barrier (release/acquire) the first block's threads
-  /// read theirs from every block through `mapa`; a second barrier keeps the
-  /// others' shared memory alive until then.
-  void reduceSplits(ArrayRef<Value> acc, Value ring,
-                    const std::function<void(ArrayRef<Value>)> &store) {
-    e.function()->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
-                          b.getDenseI32ArrayAttr(
-                              {1, 1, static_cast<int32_t>(split.count)}));
-    int64_t quads = acc.size() / 4;
-    assert(e.blockSize() * quads * 16 <=
-               cast<MemRefType>(ring.getType()).getNumElements() *
-                   (element.getIntOrFloatBitWidth() / 8) &&
-           "the sums fit in the x stages");
-    auto f32 = b.getF32Type();
-    auto quad = VectorType::get({4}, f32);
-    auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
-    auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
-    Value address = arith::IndexCastUIOp::create(
-        b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, ring));
-    Value base = LLVM::IntToPtrOp::create(b, sharedPtr, address);
-    // Thread t's quad i: element i * blockSize + t, so that a warp's 16-byte
-    // stores and loads are contiguous.
-    auto quadOf = [&](int64_t i) -> Value {
-      Value at = a.addi(e.threadId(), e.index(i * e.blockSize()));
-      return LLVM::GEPOp::create(
-          b, sharedPtr, quad, base,
-          ArrayRef<LLVM::GEPArg>{
-              arith::IndexCastUIOp::create(b, b.getI32Type(), at).getResult()});
-    };
-    // Every warp is done with the stages before they hold sums.
-    e.barrier();
-    for (int64_t i = 0; i < quads; ++i) {
-      Value own = arith::ConstantOp::create(b, quad, b.getZeroAttr(quad));
-      for (int64_t q = 0; q < 4; ++q)
-        own = vector::InsertOp::create(b, acc[i * 4 + q], own, ArrayRef<int64_t>{q});
-      LLVM::StoreOp::create(b, own, quadOf(i), /*alignment=*/16);
-    }
-    NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
-    NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
-
-    e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.blockId(2), e.index(0)), [&] {
-      SmallVector<Value> total(acc.size(), e.f32(0));
-      for (int64_t s = 0; s < split.count; ++s) {
-        Value rank = arith::ConstantIntOp::create(b, b.getI32Type(), s);
-        for (int64_t i = 0; i < quads; ++i) {
-          Value peer = NVVM::MapaOp::create(b, clusterPtr, quadOf(i), rank);
-          Value v = LLVM::LoadOp::create(b, quad, peer, /*alignment=*/16);
-          for (int64_t q = 0; q < 4; ++q)
-            total[i * 4 + q] = a.add(total[i * 4 + q],
-                                     vector::ExtractOp::create(b, v, ArrayRef<int64_t>{q}));
-        }
-      }
-      store(total);
-    });
-    NVVM::ClusterArriveOp::create(b, /*aligned=*/b.getUnitAttr());
-    NVVM::ClusterWaitOp::create(b, /*aligned=*/b.getUnitAttr());
   }
 
   const SmallBatchTile &tile;

@@ -80,30 +80,33 @@ func.func @linear(%x: tensor<?x32xbf16>) -> tensor<?x128xbf16> {
 
 // -----
 
-// K is split so that the small-M kernel has about 512 blocks per row tile:
+// K is split so that the 16-row kernel has about 512 blocks per row tile:
 // 16 column tiles of a 256-row weight give 8 splits (the most a portable
 // cluster holds) of 2 steps of 128 k. The splits of a tile are one cluster
-// along grid z; each block leaves its sums in shared memory and the first
-// adds them in split order through distributed shared memory. The large-M
-// kernel walks the same splits in one pipeline: after a split's last step
-// (every 8 steps of 32 k, or the last step) its sum joins the total and the
-// next split starts from zero.
+// along grid z, in every kernel; each block leaves its sums in shared memory
+// and the first adds them in split order through distributed shared memory.
+// The large-tile kernel's block walks its split's 8 steps of 32 k.
 // CHECK-LABEL: func.func @linear_split_k
 //       CHECK:   llmserve.linear
-//  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "4", "1"], kernel = "d0_linear"
+//  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "4", "8"], kernel = "d0_linear"
 //  CHECK-SAME:     grid = ["ceildiv($0,16)*(1-min(max($0-16,0),1))", "16", "8"], kernel = "d0_linear_small_m"
 //  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-16,0),1)*(1-min(max($0-64,0),1))", "8", "8"], kernel = "d0_linear_medium_m"
 //       CHECK:   gpu.func @llmserve_d0_linear(
-//       CHECK:     scf.for %[[STEP:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.cluster_dim = array<i32: 1, 1, 8>}
+//       CHECK:     %[[SPLIT:.*]] = gpu.block_id  z
+//       CHECK:     %[[FIRST:.*]] = arith.muli %[[SPLIT]], %{{c8[_0-9]*}}
+//       CHECK:     %[[LEFT:.*]] = arith.subi %{{c64[_0-9]*}}, %[[FIRST]]
+//       CHECK:     %[[COUNT:.*]] = arith.minsi %{{c8[_0-9]*}}, %[[LEFT]]
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %[[COUNT]] step %{{.*}} iter_args
 //       CHECK:       nvvm.mma.sync
-//       CHECK:       %[[AFTER:.*]] = arith.addi %[[STEP]], %{{c1[_0-9]*}}
-//       CHECK:       %[[IN_SPLIT:.*]] = arith.remui %[[AFTER]], %{{c8[_0-9]*}}
-//       CHECK:       %[[SPLIT_ENDS:.*]] = arith.cmpi eq, %[[IN_SPLIT]], %{{c0[_0-9]*}}
-//       CHECK:       %[[LAST:.*]] = arith.cmpi eq, %[[AFTER]], %{{c64[_0-9]*}}
-//       CHECK:       %[[ENDS:.*]] = arith.ori %[[SPLIT_ENDS]], %[[LAST]]
-//       CHECK:       %[[JOINED:.*]] = arith.addf
-//       CHECK:       arith.select %[[ENDS]], %[[JOINED]], %{{.*}} : f32
-//       CHECK:       arith.select %[[ENDS]], %{{cst[_0-9]*}}, %{{.*}} : f32
+// CHECK-COUNT-8:   llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
+//  CHECK-NEXT:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//       CHECK:     scf.if
+// CHECK-COUNT-64:    nvvm.mapa
+//       CHECK:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//  CHECK-NEXT:     gpu.return
 // Each block's sums go to the x stages it no longer reads once every warp
 // is past them, a quad of f32 per thread and tile.
 //       CHECK:   gpu.func @llmserve_d0_linear_small_m(
