@@ -113,6 +113,12 @@ private:
   LogicalResult bindValue(Value value, Shape shape, json::Object buffer) {
     auto type = cast<RankedTensorType>(value.getType());
     std::optional<std::string> dtype = dtypeName(type.getElementType());
+    // int4 values are stored two a byte: an i8 buffer of half the columns.
+    if (type.getElementType().isInteger(4) && type.hasStaticShape() &&
+        type.getShape().back() % 2 == 0) {
+      dtype = "i8";
+      shape.back() = std::to_string(type.getShape().back() / 2);
+    }
     if (!dtype)
       return emitError(value.getLoc(), "unsupported element type ")
              << type.getElementType();

@@ -101,10 +101,14 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
       cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512vnni,+avx512bw");
   if (failed(vnni))
     return failure();
+  if (options.quantize == "int4" && !*vnni)
+    return emitUnlocatedError(context)
+           << "--quantize int4 needs a CPU with AVX-512 VNNI, and --cpu "
+           << options.cpu << " has none (--quantize int8 runs on any CPU)";
   PassManager outline(context);
   if (options.quantize) {
     QuantizeWeightsOptions quantize;
-    quantize.scheme = "int8_channel";
+    quantize.scheme = *options.quantize == "int4" ? "int4_group128" : "int8_channel";
     outline.addPass(createQuantizeWeights(quantize));
   }
   outline.addPass(createLlmserveToLinalg());
@@ -196,10 +200,10 @@ mlir::llmserve::verifyCompileOptions(MLIRContext *context,
     return emitUnlocatedError(context)
            << "--dtype applies to target " << abi::kCudaTarget
            << " (CPU kernels compute in f32)";
-  if (options.quantize && *options.quantize != "int8")
+  if (options.quantize && !llvm::is_contained({"int8", "int4"}, *options.quantize))
     return emitUnlocatedError(context) << "unknown --quantize '"
                                        << *options.quantize
-                                       << "' (supported: int8)";
+                                       << "' (supported: int8, int4)";
   if (nvptx && options.quantize)
     return emitUnlocatedError(context)
            << "--quantize applies to target cpu (the " << abi::kCudaTarget

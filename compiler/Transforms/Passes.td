@@ -114,7 +114,9 @@ def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
   let options = [
     Option<"scheme", "scheme", "std::string", /*default=*/"\"int8_channel\"",
            "Quantization scheme: int8_channel (int8 values, one f32 scale "
-           "per output channel)">
+           "per output channel) or int4_group128 (int4 values, one f32 scale "
+           "per output channel and group of 128 inputs; weights of other "
+           "widths stay float)">
   ];
 }
 

@@ -36,7 +36,7 @@ struct QuantizeWeightsPass
         symbolizeWeightQuantization(scheme);
     if (!quantization) {
       getOperation().emitError("unknown quantization scheme '")
-          << scheme << "' (supported: int8_channel)";
+          << scheme << "' (supported: int8_channel, int4_group128)";
       return signalPassFailure();
     }
     SmallVector<std::pair<WeightOp, SmallVector<LinearOp>>> weights;
@@ -44,11 +44,19 @@ struct QuantizeWeightsPass
       if (weight.getQuantization())
         return;
       if (SmallVector<LinearOp> linears = linearsReadingAsWeight(weight);
-          !linears.empty())
+          !linears.empty() && quantizable(weight, *quantization))
         weights.emplace_back(weight, std::move(linears));
     });
     for (auto &[weight, linears] : weights)
       quantize(weight, linears, *quantization);
+  }
+
+  /// int4_group128 needs whole groups of 128 columns; a weight without
+  /// them keeps its float values.
+  static bool quantizable(WeightOp weight, WeightQuantization quantization) {
+    auto type = cast<RankedTensorType>(weight.getType());
+    return quantization != WeightQuantization::int4_group128 ||
+           type.getDimSize(1) % kInt4GroupColumns == 0;
   }
 
   void quantize(WeightOp weight, ArrayRef<LinearOp> linears,
@@ -63,11 +71,11 @@ struct QuantizeWeightsPass
                               WeightQuantizationAttr::get(ctx, quantization),
                               QuantizedPartAttr::get(ctx, which));
     };
-    WeightOp values =
-        part(QuantizedPart::values, type.clone(IntegerType::get(ctx, 8)));
-    WeightOp scales = part(
-        QuantizedPart::scales,
-        RankedTensorType::get({type.getDimSize(0)}, Float32Type::get(ctx)));
+    int bits = quantization == WeightQuantization::int4_group128 ? 4 : 8;
+    auto valuesType = type.clone(IntegerType::get(ctx, bits));
+    WeightOp values = part(QuantizedPart::values, valuesType);
+    WeightOp scales = part(QuantizedPart::scales,
+                           cast<RankedTensorType>(quantizedScalesType(valuesType)));
     for (LinearOp linear : linears) {
       OpBuilder at(linear);
       auto quantized =

@@ -125,6 +125,33 @@ AlignedBuffer pack_rows8x64(const AlignedBuffer &matrix, int64_t rows, int64_t c
   return packed;
 }
 
+// The [rows, cols] int4 values (one in [-8, 7] a byte) packed two a byte in
+// rows8x64: row n's 64 columns of block k / 64 are 32 bytes at [n / 8][k /
+// 64][n % 8], byte j holding column j + 8 in its low nibble and column j +
+// 32 + 8 in its high one.
+AlignedBuffer pack_int4_rows8x64(const AlignedBuffer &matrix, int64_t rows, int64_t cols) {
+  AlignedBuffer packed(static_cast<size_t>(rows * cols / 2));
+  const auto *from = static_cast<const int8_t *>(matrix.data());
+  auto *to = static_cast<uint8_t *>(packed.data());
+  const int64_t blocks = cols / 64;
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int8_t *values = from + n * cols + block * 64;
+      uint8_t *bytes = to + (((n / 8) * blocks + block) * 8 + n % 8) * 32;
+      for (int64_t j = 0; j < 32; ++j)
+        bytes[j] = static_cast<uint8_t>((values[j] + 8) | (values[j + 32] + 8) << 4);
+    }
+  return packed;
+}
+
+// The columns of the matrix a quantized buffer of shape `want` comes from.
+int64_t quantized_columns(const Buffer &b, const std::vector<int64_t> &want) {
+  const bool int4 = b.quantization == WeightQuantization::Int4Group128;
+  if (b.part == QuantizedPart::Values)
+    return int4 ? 2 * want[1] : want[1];
+  return int4 ? kInt4GroupSize * want[1] : -1; // int8_channel: one scale a row
+}
+
 } // namespace
 
 void *Bundle::bind_weight(const Buffer &b) {
@@ -162,6 +189,13 @@ void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
   const int64_t cols = b.transpose ? t.shape[0] : t.shape[1];
   const std::vector<int64_t> matrix = {want[0], cols};
   check_weight_shape(b, t, matrix);
+  const bool int4 = *b.quantization == WeightQuantization::Int4Group128;
+  if (const int64_t expected = quantized_columns(b, want); expected >= 0 && expected != cols)
+    throw std::runtime_error("tensor '" + b.tensor + "' in " + weights_source_ + " has " +
+                             std::to_string(cols) + " columns, but the shape " +
+                             dims_text(want) + " of its " + quantized_part_name(b.part) +
+                             " is that of a matrix of " +
+                             std::to_string(expected));
 
   // Both arrays come from one pass over the matrix; the first of its
   // buffers to bind quantizes it, the other takes what is left.
@@ -171,12 +205,17 @@ void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
   QuantizedMatrix &q = it->second;
   if (fresh) {
     const AlignedBuffer weights = converted(b, t, DType::F32, matrix);
+    const int64_t scales_per_row = int4 ? cols / kInt4GroupSize : 1;
     q.values = AlignedBuffer(static_cast<size_t>(matrix[0] * matrix[1]));
-    q.scales = AlignedBuffer(static_cast<size_t>(matrix[0]) * sizeof(float));
+    q.scales = AlignedBuffer(static_cast<size_t>(matrix[0] * scales_per_row) * sizeof(float));
     try {
-      quantize_int8_channel(static_cast<const float *>(weights.data()), matrix[0], matrix[1],
-                            static_cast<int8_t *>(q.values.data()),
-                            static_cast<float *>(q.scales.data()));
+      auto *values = static_cast<int8_t *>(q.values.data());
+      auto *scales = static_cast<float *>(q.scales.data());
+      const auto *w = static_cast<const float *>(weights.data());
+      if (int4)
+        quantize_int4_group128(w, matrix[0], matrix[1], values, scales);
+      else
+        quantize_int8_channel(w, matrix[0], matrix[1], values, scales);
     } catch (const std::runtime_error &e) {
       quantized_.erase(it);
       throw std::runtime_error("tensor '" + b.tensor + "': " + e.what());
@@ -185,7 +224,8 @@ void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
   AlignedBuffer dst =
       std::move(b.part == QuantizedPart::Values ? q.values : q.scales);
   if (b.rows8x64)
-    dst = pack_rows8x64(dst, matrix[0], matrix[1]);
+    dst = int4 ? pack_int4_rows8x64(dst, matrix[0], matrix[1])
+               : pack_rows8x64(dst, matrix[0], matrix[1]);
   return keep_converted(t, std::move(dst));
 }
 

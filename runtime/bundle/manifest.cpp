@@ -260,7 +260,7 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       buf.quantization = parse_quantization(scheme);
       if (!buf.quantization)
         r.fail(p + ".quantization", "unknown quantization '" + scheme +
-                                        "' (expected int8_channel)");
+                                        "' (expected int8_channel or int4_group128)");
       const std::string part = r.string(b, p, "part");
       std::optional<QuantizedPart> parsed = parse_quantized_part(part);
       if (!parsed)
@@ -270,12 +270,19 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (buf.panels16 || (buf.rows8x64 && !values))
         r.fail(p + ".layout", "quantized " + part + " are not stored in " +
                                   layout->get<std::string>());
+      const bool int4 = buf.quantization == WeightQuantization::Int4Group128;
+      const std::string scheme_name = quantization_name(*buf.quantization);
       if (values && (buf.dtype != DType::I8 || buf.shape.size() != 2))
-        r.fail(p, "int8_channel values are a 2-D i8 array, got " +
+        r.fail(p, scheme_name + " values are a 2-D i8 array, got " +
                       std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
-      if (!values && (buf.dtype != DType::F32 || buf.shape.size() != 1))
-        r.fail(p, "int8_channel scales are a 1-D f32 array, got " +
-                      std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
+      const size_t scale_rank = int4 ? 2 : 1;
+      if (!values && (buf.dtype != DType::F32 || buf.shape.size() != scale_rank))
+        r.fail(p, scheme_name + " scales are a " + std::to_string(scale_rank) +
+                      "-D f32 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
+                      shape_text(buf.shape) + "]");
+      // Its one kernel reads the packed values in rows8x64.
+      if (int4 && values && !buf.rows8x64)
+        r.fail(p + ".layout", "int4_group128 values are stored in rows8x64");
       if (buf.rows8x64 && (buf.shape[0].evaluate({}) % 8 != 0 ||
                            buf.shape[1].evaluate({}) % 64 != 0))
         r.fail(p + ".layout", "rows8x64 needs rows a multiple of 8 and columns of 64, got [" +

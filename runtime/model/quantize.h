@@ -12,12 +12,21 @@ enum class WeightQuantization {
   // Per row (output channel) of an [N, K] matrix: int8 values and one f32
   // scale, w[n, k] ~ values[n, k] * scales[n].
   Int8Channel,
+  // Per row and group of 128 columns of an [N, K] matrix (K a multiple of
+  // 128): int4 values in [-8, 7] and one f32 scale, w[n, k] ~ values[n, k] *
+  // scales[n, k / 128]. The scale is the group's element of largest
+  // magnitude over -8, so that element is exactly -8 (llama.cpp's Q4_0).
+  Int4Group128,
 };
+
+// Columns of a group of int4_group128.
+inline constexpr int64_t kInt4GroupSize = 128;
 
 // Which array of a quantized weight a bundle buffer holds.
 enum class QuantizedPart { Values, Scales };
 
-// The bundle's spellings: "int8_channel"; "values", "scales".
+// The bundle's spellings: "int8_channel", "int4_group128"; "values",
+// "scales".
 const char *quantization_name(WeightQuantization q);
 std::optional<WeightQuantization> parse_quantization(std::string_view name);
 const char *quantized_part_name(QuantizedPart p);
@@ -29,6 +38,14 @@ std::optional<QuantizedPart> parse_quantized_part(std::string_view name);
 // Either output may be null. Throws if `w` holds a NaN or an infinity.
 void quantize_int8_channel(const float *w, int64_t rows, int64_t cols,
                            int8_t *values, float *scales);
+
+// int4_group128 of the row-major [rows, cols] matrix `w` (cols a multiple of
+// 128): for each group, m is its first element of largest magnitude,
+// scales[n, g] = m / -8 (1 for a group of zeros) and values[n, k] is
+// w[n, k] / scales[n, g] rounded to nearest, ties to even, in [-8, 7], one
+// value per byte. Throws if `w` holds a NaN or an infinity.
+void quantize_int4_group128(const float *w, int64_t rows, int64_t cols,
+                            int8_t *values, float *scales);
 
 } // namespace llmserve
 

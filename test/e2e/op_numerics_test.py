@@ -151,6 +151,63 @@ def case_linear_int8(m, k, n, bias=True, transposed=False, dtype=torch.float32):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+def quantize_int4_group128(w):
+    """The int4_group128 scheme in numpy (f32 arithmetic): per row and group
+    of 128 columns, the scale is the group's first element of largest
+    magnitude over -8 (1 for a group of zeros) and the values w / scale
+    rounded to nearest even, in [-8, 7]."""
+    n, k = w.shape
+    groups = w.reshape(n, k // 128, 128)
+    largest = np.take_along_axis(groups, np.abs(groups).argmax(axis=2)[:, :, None], axis=2)[..., 0]
+    scales = np.where(largest != 0, largest / np.float32(-8), np.float32(1)).astype(np.float32)
+    values = np.clip(np.rint(groups / scales[:, :, None]), -8, 7).astype(np.int8)
+    return values.reshape(n, k), scales
+
+
+def int4_linear_reference(x, values, scales):
+    """sum_k x·Q·s in float64 as the VNNI kernel computes it: x's rows
+    quantized to int8 in blocks of 64 (scale absmax / 127, rounded to
+    nearest even), each block's integer sum times x's block scale and Q's
+    group scale."""
+    m, k = x.shape
+    blocks = x.reshape(m, k // 64, 64)
+    absmax = np.abs(blocks).max(axis=2)
+    x_scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1)).astype(np.float32)
+    x_values = np.rint(blocks / x_scales[:, :, None]).astype(np.int64)
+    q = values.astype(np.int64).reshape(-1, k // 64, 64)
+    sums = np.einsum("mbk,nbk->mnb", x_values, q).astype(np.float64)
+    w_scales = np.repeat(scales, 2, axis=1).astype(np.float64)  # a scale per 64-block
+    return t((sums * x_scales[:, None, :].astype(np.float64) * w_scales[None]).sum(axis=2))
+
+
+def case_linear_int4(m, k, n, bias=True, transposed=False, dtype=torch.float32):
+    """sum_k x·Q·s (+ b) with Q and s quantized by the runtime at load
+    (int4_group128, packed two a byte in rows8x64) from a checkpoint weight
+    (stored `dtype`; with `transposed`, rows [8, 8 + n) of the transpose of
+    a [K, N + 16] tensor), against the same quantization in numpy. The VNNI
+    kernel is int4's only one: the case needs a host with VNNI."""
+    x = f32(m, k)
+    rows = (8, 8 + n) if transposed else None
+    full = f32(n + 16, k) if transposed else f32(n, k)
+    stored = torch.from_numpy(full.T.copy() if transposed else full).to(dtype)
+    w = stored.float().numpy()
+    w = w.T[rows[0]:rows[1]] if transposed else w
+    values, scales = quantize_int4_group128(np.ascontiguousarray(w))
+    weights = {"w": stored} | ({"b": torch.from_numpy(f32(n))} if bias else {})
+    ty = f"tensor<{m}x{n}xf32>"
+    where = (" transposed rows [8, " + str(8 + n) + "]") if transposed else ""
+    lines = [f'  %v = llmserve.weight "w"{where} quantized int4_group128 values : tensor<{n}x{k}xi4>',
+             f'  %s = llmserve.weight "w"{where} quantized int4_group128 scales : '
+             f'tensor<{n}x{k // 128}xf32>']
+    if bias:
+        lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
+    b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
+    lines.append(f"  %y = llmserve.linear %a0, %v scales %s{b} : {mlir_type(x)}, "
+                 f"tensor<{n}x{k}xi4>{bty} -> {ty}")
+    ref = int4_linear_reference(x, values, scales) + (t(weights["b"]) if bias else 0)
+    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
+
+
 def case_gated_mlp(m, k, n, return_up=False):
     """silu(x·Wgᵀ) * (x·Wuᵀ) with checkpoint weights: llmc puts the two
     linears and silu_mul in one dispatch region (one kernel). With
@@ -653,6 +710,12 @@ CASES = {
     "linear_panels_bias": lambda: case_linear_checkpoint(True, m=77, k=600, n=176),
     "linear_int8": lambda: case_linear_int8(m=13, k=600, n=176, bias=False),
     "linear_int8_bias_edges": lambda: case_linear_int8(m=9, k=37, n=70),
+    # int4: a 1-row and a 13-row step (the two tiles), 3 groups of 128; bf16
+    # storage, a transposed slice of rows.
+    "linear_int4": lambda: case_linear_int4(m=13, k=384, n=40, bias=False),
+    "linear_int4_decode": lambda: case_linear_int4(m=1, k=256, n=64),
+    "linear_int4_bf16_transposed_rows": lambda: case_linear_int4(
+        m=5, k=256, n=24, transposed=True, dtype=torch.bfloat16),
     "linear_int8_bf16_transposed_rows": lambda: case_linear_int8(
         m=5, k=64, n=48, transposed=True, dtype=torch.bfloat16),
     "linear_int8_blocks": lambda: case_linear_int8(m=13, k=640, n=296, bias=False),
@@ -800,6 +863,12 @@ def main():
         sys.exit(__doc__)
     build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or list(CASES)
+    if not host_has_vnni():
+        # int4 linears have only the VNNI kernel; llmc refuses them here
+        # (test/lit/Conversion/LlmserveToCpu/invalid.mlir).
+        skipped = [name for name in names if "int4" in name]
+        names = [name for name in names if name not in skipped]
+        print(f"skipped {', '.join(skipped)}: this CPU has no AVX-512 VNNI")
     torch.set_num_threads(1)
     results = []
     for name in names:

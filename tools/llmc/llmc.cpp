@@ -2,7 +2,7 @@
 //
 //   llmc import <hf-checkpoint-dir> -o model.mlir
 //   llmc compile model.mlir -o model.llmb [--target cpu|sm_90] [--embed-weights]
-//                [--dtype bf16|f16|f32] [--quantize int8] [--ptxas <path>]
+//                [--dtype bf16|f16|f32] [--quantize int8|int4] [--ptxas <path>]
 //
 // Option parsing around the importer (compiler/Import/HfImporter.h) and the
 // pipelines (compiler/Pipeline/CompileBundle.h). Exit status: 0 on success,
@@ -75,7 +75,9 @@ static cl::opt<std::string>
 static cl::opt<std::string> compileQuantize(
     "quantize",
     cl::desc("cpu: int8 stores the weights of linears as int8 with one f32 "
-             "scale per output channel, quantized when the bundle loads"),
+             "scale per output channel, int4 as int4 with one per output "
+             "channel and group of 128 inputs (AVX-512 VNNI CPUs); both "
+             "quantized when the bundle loads"),
     cl::sub(compileCommand));
 static cl::opt<bool> embedWeights(
     "embed-weights",

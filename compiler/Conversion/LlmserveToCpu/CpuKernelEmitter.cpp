@@ -38,6 +38,10 @@ Value CpuKernelEmitter::workgroupId(int dim) {
 }
 
 Value CpuKernelEmitter::binding(int i, ArrayRef<Value> shape) {
+  return binding(i, shape, elementType(i));
+}
+
+Value CpuKernelEmitter::binding(int i, ArrayRef<Value> shape, Type element) {
   MLIRContext *ctx = b.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto i64 = b.getI64Type();
@@ -49,7 +53,7 @@ Value CpuKernelEmitter::binding(int i, ArrayRef<Value> shape) {
     std::optional<int64_t> c = getConstantIntValue(size);
     staticShape.push_back(c ? *c : ShapedType::kDynamic);
   }
-  auto memrefType = MemRefType::get(staticShape, elementType(i));
+  auto memrefType = MemRefType::get(staticShape, element);
 
   // Assemble the memref descriptor {allocated, aligned, offset, sizes,
   // strides} from the bound base pointer; the cast to the memref type folds

@@ -33,6 +33,8 @@ public:
   Value workgroupId(int dim);
   using KernelEmitter::binding;
   Value binding(int binding, ArrayRef<Value> shape) override;
+  /// The same view with another element type (packed int4 values as bytes).
+  Value binding(int binding, ArrayRef<Value> shape, Type element);
 
   /// Rows [begin, end) of `rows` handled by this workgroup when each
   /// workgroup along x takes `rowsPerGroup` rows.

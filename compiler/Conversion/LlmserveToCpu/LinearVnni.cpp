@@ -1,4 +1,4 @@
-//===- LinearVnni.cpp - int8 linear on AVX-512 VNNI -----------------------===//
+//===- LinearVnni.cpp - int8 and int4 linears on AVX-512 VNNI -------------===//
 //
 // (x·Qᵀ) * s (+ b) for int8 values Q [N, K] and their per-row scales s, on
 // CPUs with AVX-512 VNNI: each row of x is quantized to int8 in blocks of 64
@@ -13,6 +13,12 @@
 // memory. Every output gets the same arithmetic whatever its tile, and x's
 // rows are quantized one by one, so a row's result does not depend on the
 // rows beside it.
+//
+// int4 values (int4_group128) are read 32 bytes a block, two values a byte
+// (Q + 8, so unsigned as they are): the low nibbles are the block's first 32
+// columns, the high ones its last 32. A block starts from -8 times its sum
+// of x, and its sum is scaled by x's block scale times Q's scale for the
+// block's group of 128 columns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,15 +52,16 @@ constexpr int64_t kPrefetchBlocks = 8;
 class VnniLinear {
 public:
   VnniLinear(CpuKernelEmitter &e, LinearOp o)
-      : e(e), a(e.arith()), b(e.builder()) {
+      : e(e), a(e.arith()), b(e.builder()), int4(isInt4Linear(o)) {
     auto weightType = cast<RankedTensorType>(o.getWeight().getType());
     n = weightType.getDimSize(0);
     depth = weightType.getDimSize(1);
     blocks = depth / kBlock;
     x = e.binding(0);
-    // Q in rows8x64: [N / 8][K / 64][8][64].
+    // Q in rows8x64: [N / 8][K / 64][8][64] bytes, or [...][32] for int4.
     w = e.binding(1, {e.index(n / kRowGroup), e.index(blocks),
-                      e.index(kRowGroup), e.index(kBlock)});
+                      e.index(kRowGroup), e.index(blockBytes())},
+                  b.getI8Type());
     scales = e.binding(2);
     if (o.getBias())
       bias = e.binding(3);
@@ -92,8 +99,10 @@ private:
     return vector::BroadcastOp::create(b, type, scalar);
   }
 
+  int64_t blockBytes() const { return int4 ? kBlock / 2 : kBlock; }
+
   /// Row `row` of x as int8 blocks into scratch row `slot`: values, the
-  /// block's scale, and -128 times the block's sum of values.
+  /// block's scale, and -128 (int4: -8) times the block's sum of values.
   void quantizeRow(Value row, int64_t slot) {
     VectorType f32x16 = vector(16, b.getF32Type());
     VectorType i32x16 = vector(16, b.getI32Type());
@@ -128,7 +137,7 @@ private:
             xValues, {slotIndex, a.addi(k0, e.index(16 * j))});
       }
       a.store(scale, xScales, {slotIndex, block});
-      a.store(a.muli(sum, e.i32(-128)), xOffsets, {slotIndex, block});
+      a.store(a.muli(sum, e.i32(int4 ? -8 : -128)), xOffsets, {slotIndex, block});
     });
   }
 
@@ -143,6 +152,12 @@ private:
         b, i32x16, DenseElementsAttr::get(i32x16, int32_t(0)));
     Value signBits = arith::ConstantOp::create(
         b, i8x64, DenseElementsAttr::get(i8x64, int8_t(-128)));
+    VectorType i8x32 = vector(kBlock / 2, b.getI8Type());
+    Value lowNibbles = arith::ConstantOp::create(
+        b, i8x32, DenseElementsAttr::get(i8x32, int8_t(0x0F)));
+    Value nibbleShift = arith::ConstantOp::create(
+        b, i8x32, DenseElementsAttr::get(i8x32, int8_t(4)));
+    SmallVector<int64_t> concat = llvm::to_vector(llvm::seq<int64_t>(0, kBlock));
     StringAttr vpdpbusd = b.getStringAttr("llvm.x86.avx512.vpdpbusd.512");
     SmallVector<Value> cols;
     for (int64_t j = 0; j < nr; ++j)
@@ -151,11 +166,11 @@ private:
         e.index(0), e.index(blocks), 1, SmallVector<Value>(mr * nr, zeros),
         [&](Value block, ValueRange acc) -> SmallVector<Value> {
           Value k0 = a.muli(block, e.index(kBlock));
-          SmallVector<Value> xq, xScale, start, wq, next;
+          SmallVector<Value> xq, xScale, start, wq, wScale, next;
           for (int64_t i = 0; i < mr; ++i) {
             Value slot = e.index(i);
             xq.push_back(vector::LoadOp::create(b, i8x64, xValues, {slot, k0}));
-            xScale.push_back(splat(f32x16, a.load(xScales, {slot, block})));
+            xScale.push_back(a.load(xScales, {slot, block}));
             start.push_back(vector::InsertOp::create(
                 b, a.load(xOffsets, {slot, block}), intZeros, int64_t(0)));
           }
@@ -169,11 +184,21 @@ private:
                   ValueRange{group, a.addi(block, e.index(kPrefetchBlocks)),
                              lane, e.index(0)},
                   /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
-            wq.push_back(arith::XOrIOp::create(
-                b,
-                vector::LoadOp::create(b, i8x64, w,
-                                       {group, block, lane, e.index(0)}),
-                signBits));
+            if (!int4) {
+              wq.push_back(arith::XOrIOp::create(
+                  b,
+                  vector::LoadOp::create(b, i8x64, w,
+                                         {group, block, lane, e.index(0)}),
+                  signBits));
+              continue;
+            }
+            Value packed = vector::LoadOp::create(b, i8x32, w,
+                                                  {group, block, lane, e.index(0)});
+            wq.push_back(vector::ShuffleOp::create(
+                b, arith::AndIOp::create(b, packed, lowNibbles),
+                arith::ShRUIOp::create(b, packed, nibbleShift), concat));
+            wScale.push_back(a.load(
+                scales, {c, a.divui(block, e.index(kInt4GroupColumns / kBlock))}));
           }
           for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j) {
@@ -181,9 +206,10 @@ private:
                   LLVM::CallIntrinsicOp::create(
                       b, i32x16, vpdpbusd, ValueRange{start[i], wq[j], xq[i]})
                       .getResult(0);
+              Value scale = int4 ? a.mul(xScale[i], wScale[j]) : xScale[i];
               next.push_back(vector::FMAOp::create(
-                  b, arith::SIToFPOp::create(b, f32x16, dot), xScale[i],
-                  acc[i * nr + j]));
+                  b, arith::SIToFPOp::create(b, f32x16, dot),
+                  splat(f32x16, scale), acc[i * nr + j]));
             }
           return next;
         });
@@ -193,7 +219,8 @@ private:
         Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                 acc[i * nr + j],
                                                 arith::FastMathFlags::reassoc);
-        sum = a.mul(sum, a.load(scales, cols[j]));
+        if (!int4)
+          sum = a.mul(sum, a.load(scales, cols[j]));
         if (bias)
           sum = a.add(sum, a.load(bias, cols[j]));
         a.store(sum, y, {row, cols[j]});
@@ -204,12 +231,19 @@ private:
   CpuKernelEmitter &e;
   Arith &a;
   ImplicitLocOpBuilder &b;
+  bool int4;
   int64_t n, depth, blocks;
   Value x, w, scales, bias, y;
   Value xValues, xScales, xOffsets;
 };
 
 } // namespace
+
+bool mlir::llmserve::isInt4Linear(LinearOp o) {
+  return cast<RankedTensorType>(o.getWeight().getType())
+      .getElementType()
+      .isInteger(4);
+}
 
 bool mlir::llmserve::useVnniLinear(LinearOp o) {
   auto type = cast<RankedTensorType>(o.getWeight().getType());

@@ -64,7 +64,9 @@ def Llmserve_Dialect : Dialect {
     /// The int8 values of a quantized [N, K] weight as groups of 8 rows
     /// whose 64-byte blocks interleave: element (n, k) at
     /// [n / 8][k / 64][n % 8][k % 64], for N a multiple of 8 and K of 64
-    /// (what the VNNI linear streams).
+    /// (what the VNNI linear streams). int4 values are two a byte, each
+    /// block's 32 bytes holding column j + 8 in the low nibble of byte j
+    /// and column j + 32 + 8 in its high one.
     static constexpr ::llvm::StringLiteral kRowBlockLayout = "rows8x64";
     static constexpr int64_t kPanelWidth = 16;
   }];
@@ -77,9 +79,10 @@ def Llmserve_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
 def Llmserve_FloatTensor1D : 1DTensorOf<[F32, F16, BF16]>;
 def Llmserve_FloatTensor2D : 2DTensorOf<[F32, F16, BF16]>;
 // What a weight op yields: a float tensor, or one array of a quantized one.
-def Llmserve_WeightTensor : RankedTensorOf<[F32, F16, BF16, I8]>;
-// A linear's weight: float, or int8 with per-row scales.
-def Llmserve_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8]>;
+def Llmserve_WeightTensor : RankedTensorOf<[F32, F16, BF16, I8, I<4>]>;
+// A linear's weight: float, int8 with per-row scales, or int4 with scales
+// per row and group of 128 columns.
+def Llmserve_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8, I<4>]>;
 // A paged KV cache: [num_blocks, block_size, kv_heads, head_dim].
 def Llmserve_KvCache : 4DTensorOf<[F32, F16, BF16]>;
 
@@ -88,6 +91,7 @@ def Llmserve_I32Tensor2D : 2DTensorOf<[I32]>;
 def Llmserve_I64Tensor1D : 1DTensorOf<[I64]>;
 def Llmserve_F32Tensor1D : 1DTensorOf<[F32]>;
 def Llmserve_F32Tensor2D : 2DTensorOf<[F32]>;
+def Llmserve_F32Tensor : RankedTensorOf<[F32]>;
 
 class Llmserve_Op<string mnemonic, list<Trait> traits = []>
     : Op<Llmserve_Dialect, mnemonic, traits> {

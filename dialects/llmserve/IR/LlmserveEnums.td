@@ -57,7 +57,13 @@ def Llmserve_WeightQuantization : I32Enum<"WeightQuantization",
       // Each row (output channel) n of [N, K]: int8 values q and one f32
       // scale s, with w[n, k] ~ q[n, k] * s[n]; s[n] = max_k |w[n, k]| / 127
       // (1 for an all-zero row) and q rounded to nearest, ties to even.
-      I32EnumCase<"int8_channel", 0>
+      I32EnumCase<"int8_channel", 0>,
+      // Each row n and group of 128 columns g of [N, K] (K a multiple of
+      // 128): int4 values q in [-8, 7] (values [N, K] i4) and one f32 scale
+      // s (scales [N, K / 128]), with w[n, k] ~ q[n, k] * s[n, k / 128]; s is
+      // the group's first element of largest magnitude over -8 (1 for a
+      // group of zeros), q rounded to nearest, ties to even.
+      I32EnumCase<"int4_group128", 1>
     ]> {
   let cppNamespace = "::mlir::llmserve";
 }

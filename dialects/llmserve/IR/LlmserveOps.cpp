@@ -122,6 +122,15 @@ static LogicalResult verifyOneMoreStart(Operation *op, Value queryStart,
 // WeightOp
 //===----------------------------------------------------------------------===//
 
+Type mlir::llmserve::quantizedScalesType(Type weight) {
+  auto type = cast<ShapedType>(weight);
+  Type f32 = Float32Type::get(weight.getContext());
+  if (type.getElementType().isInteger(4))
+    return RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1) / kInt4GroupColumns}, f32);
+  return RankedTensorType::get({type.getDimSize(0)}, f32);
+}
+
 LogicalResult WeightOp::verify() {
   if (getTensorName().empty())
     return emitOpError("tensor_name must not be empty");
@@ -155,17 +164,25 @@ LogicalResult WeightOp::verify() {
                            << type;
     return success();
   }
+  bool int4 = *quantization == WeightQuantization::int4_group128;
   if (*part == QuantizedPart::values &&
-      (type.getRank() != 2 || !type.getElementType().isInteger(8)))
+      (type.getRank() != 2 || !type.getElementType().isInteger(int4 ? 4 : 8) ||
+       (int4 && type.getDimSize(1) % kInt4GroupColumns != 0)))
     return emitOpError() << "the values of an "
                          << stringifyWeightQuantization(*quantization)
-                         << " weight are a 2-D i8 tensor, got " << type;
+                         << " weight are a 2-D "
+                         << (int4 ? "i4 tensor of a multiple of 128 columns"
+                                  : "i8 tensor")
+                         << ", got " << type;
   if (*part == QuantizedPart::scales &&
-      (type.getRank() != 1 || !type.getElementType().isF32()))
+      (type.getRank() != (int4 ? 2 : 1) || !type.getElementType().isF32()))
     return emitOpError() << "the scales of an "
                          << stringifyWeightQuantization(*quantization)
-                         << " weight are a 1-D f32 tensor (one per row), got "
-                         << type;
+                         << " weight are a "
+                         << (int4 ? "2-D f32 tensor (one per row and group of "
+                                    "128 columns)"
+                                  : "1-D f32 tensor (one per row)")
+                         << ", got " << type;
   return success();
 }
 
@@ -263,10 +280,17 @@ LogicalResult LinearOp::verify() {
   Operation *op = getOperation();
   Value input = getInput(), weight = getWeight(), bias = getBias();
   Value result = getResult();
-  bool quantized = cast<ShapedType>(weight.getType()).getElementType().isInteger(8);
+  Type weightElement = cast<ShapedType>(weight.getType()).getElementType();
+  bool quantized = weightElement.isInteger(8) || weightElement.isInteger(4);
   if (quantized != bool(getScales()))
-    return emitOpError(quantized ? "an i8 weight needs scales"
-                                 : "scales go with an i8 weight only");
+    return emitOpError(quantized ? "an i8 or i4 weight needs scales"
+                                 : "scales go with an i8 or i4 weight only");
+  if (weightElement.isInteger(4) &&
+      cast<ShapedType>(weight.getType()).getDimSize(1) % kInt4GroupColumns != 0)
+    return emitOpError() << "an i4 weight has scales per group of "
+                         << kInt4GroupColumns
+                         << " columns, so K must be a multiple of it, got "
+                         << weight.getType();
   // A narrow (f16/bf16) linear may produce f32: the logits that sample reads.
   Type resultElement = cast<ShapedType>(result.getType()).getElementType();
   if ((!quantized &&

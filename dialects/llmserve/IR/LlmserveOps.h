@@ -13,6 +13,14 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::llmserve {
+/// Columns of a group of int4_group128, which share a scale.
+inline constexpr int64_t kInt4GroupColumns = 128;
+/// The scales of a linear's quantized weight of type `weight`: [N] for i8
+/// values (int8_channel), [N, K / 128] for i4 (int4_group128).
+Type quantizedScalesType(Type weight);
+} // namespace mlir::llmserve
+
 #define GET_OP_CLASSES
 #include "llmserve/IR/LlmserveOps.h.inc"
 

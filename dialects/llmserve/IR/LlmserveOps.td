@@ -184,10 +184,9 @@ def Llmserve_LayerNormOp : Llmserve_NormOp<"layer_norm"> {
 //===----------------------------------------------------------------------===//
 
 def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
-    OptionalTypesMatchWith<"scales has one f32 per row of weight",
-        "weight", "scales",
-        "RankedTensorType::get({::llvm::cast<ShapedType>($_self).getDimSize(0)}, "
-        "Float32Type::get($_self.getContext()))">]> {
+    OptionalTypesMatchWith<"scales has one f32 per row of an i8 weight, and "
+        "per row and group of 128 columns of an i4 one",
+        "weight", "scales", "::mlir::llmserve::quantizedScalesType($_self)">]> {
   let summary = "x·Wᵀ + b";
   let description = [{
     `result[m, n] = sum_k input[m, k] * weight[n, k] + bias[n]`, with `input`
@@ -198,7 +197,10 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
 
     An i8 `weight` comes with `scales` [N], one f32 per row:
     `result[m, n] = (sum_k input[m, k] * weight[n, k]) * scales[n] + bias[n]`
-    (an `int8_channel` quantized weight).
+    (an `int8_channel` quantized weight). An i4 `weight` (K a multiple of
+    128) comes with `scales` [N, K / 128], one f32 per row and group of 128
+    columns: `result[m, n] = sum_k input[m, k] * weight[n, k] *
+    scales[n, k / 128] + bias[n]` (`int4_group128`).
 
     Example:
 
@@ -208,11 +210,13 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
         : tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32> -> tensor<?x128xf32>
     %q = llmserve.linear %x, %v scales %s
         : tensor<?x64xf32>, tensor<128x64xi8> -> tensor<?x128xf32>
+    %r = llmserve.linear %x, %v4 scales %s4
+        : tensor<?x256xf32>, tensor<128x256xi4> -> tensor<?x128xf32>
     ```
   }];
   let arguments = (ins Llmserve_FloatTensor2D:$input,
                        Llmserve_LinearWeight:$weight,
-                       Optional<Llmserve_F32Tensor1D>:$scales,
+                       Optional<Llmserve_F32Tensor>:$scales,
                        Optional<Llmserve_FloatTensor1D>:$bias);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{

@@ -137,7 +137,7 @@ TEST(Bundle, QuantizesWeightsAtLoad) {
   bad["buffers"][10]["quantization"] = "q4_k";
   test::write_file(dir / "manifest.json", bad.dump());
   EXPECT_THAT(load_error(dir), HasSubstr(where + ".quantization: unknown quantization 'q4_k' "
-                                                 "(expected int8_channel)"));
+                                                 "(expected int8_channel or int4_group128)"));
   bad = m;
   bad["buffers"][10].erase("part");
   test::write_file(dir / "manifest.json", bad.dump());
@@ -215,6 +215,64 @@ TEST(Bundle, PacksQuantizedValuesInRowGroups) {
   bad["buffers"][5]["shape"] = {4, 1};
   test::write_file(dir / "manifest.json", bad.dump());
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[5].layout: rows8x64 holds quantized values only"));
+}
+
+TEST(Bundle, PacksInt4ValuesTwoAByteInRowGroups) {
+  // A [8, 256] matrix: its int4_group128 values two a byte in rows8x64, row
+  // n's block b at [n / 8][b][n % 8] as 32 bytes, byte j holding column j + 8
+  // in its low nibble and column j + 32 + 8 in its high one; its scales [8,
+  // 2] row-major.
+  std::vector<float> matrix(8 * 256);
+  for (int i = 0; i < 8 * 256; ++i)
+    matrix[i] = static_cast<float>(i % 13 - 6) * (1 + i % 256 / 128);
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  const json values = {{"kind", "weight"}, {"name", "m.values"}, {"dtype", "i8"},
+                       {"shape", {8, 128}}, {"tensor", "m"}, {"transform", "none"},
+                       {"quantization", "int4_group128"}, {"part", "values"},
+                       {"layout", "rows8x64"}}; // 10
+  const json scales = {{"kind", "weight"}, {"name", "m.scales"}, {"dtype", "f32"},
+                       {"shape", {8, 2}}, {"tensor", "m"}, {"transform", "none"},
+                       {"quantization", "int4_group128"}, {"part", "scales"}}; // 11
+  m["buffers"].push_back(values);
+  m["buffers"].push_back(scales);
+  test::write_bundle(dir, m);
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back(test::f32_tensor("m", {8, 256}, matrix));
+  test::write_weights(dir / "weights.safetensors", weights);
+  {
+    const Bundle bundle(dir.string());
+    std::vector<int8_t> want(8 * 256);
+    std::vector<float> want_scales(8 * 2), got_scales(8 * 2);
+    quantize_int4_group128(matrix.data(), 8, 256, want.data(), want_scales.data());
+    std::vector<uint8_t> packed(8 * 128);
+    std::memcpy(packed.data(), bundle.weight(10), packed.size());
+    for (int n = 0; n < 8; ++n)
+      for (int k = 0; k < 256; ++k) {
+        const uint8_t byte = packed[((k / 64) * 8 + n) * 32 + k % 32];
+        const int nibble = k % 64 < 32 ? byte & 15 : byte >> 4;
+        ASSERT_EQ(nibble - 8, want[n * 256 + k]) << n << "," << k;
+      }
+    std::memcpy(got_scales.data(), bundle.weight(11), got_scales.size() * sizeof(float));
+    EXPECT_EQ(got_scales, want_scales);
+  }
+  json bad = m;
+  bad["buffers"][10].erase("layout");
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("buffers[10].layout: int4_group128 values are stored in rows8x64"));
+  bad = m;
+  bad["buffers"][11]["shape"] = {8};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[11]: int4_group128 scales are a 2-D f32 array, "
+                                         "got f32 [8]"));
+  bad = m;
+  bad["buffers"][10]["shape"] = {8, 64};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("tensor 'm' in " + (dir / "weights.safetensors").string() +
+                        " has 256 columns, but the shape [8, 64] of its values is that of a "
+                        "matrix of 128"));
 }
 
 TEST(Bundle, ConvertsUnalignedTensors) {

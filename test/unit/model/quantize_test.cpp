@@ -69,9 +69,81 @@ TEST(QuantizeInt8Channel, RefusesNonFiniteWeights) {
   }
 }
 
+TEST(QuantizeInt4Group128, ScalesEachGroupByItsLargestMagnitudeOverMinus8) {
+  // One row of two groups. Group 0: the largest magnitude is -4 (at k = 1),
+  // so the scale is 0.5 and -4 is exactly -8. Group 1: the largest is +4,
+  // the scale -0.5, so 4 is -8 and -3.5 is 7.
+  std::vector<float> w(256, 0.0f);
+  w[0] = 1.0f, w[1] = -4.0f, w[2] = 3.5f, w[3] = 0.25f;
+  w[128] = 4.0f, w[129] = -3.5f, w[130] = 0.75f;
+  std::vector<int8_t> values(256);
+  std::vector<float> scales(2);
+  quantize_int4_group128(w.data(), 1, 256, values.data(), scales.data());
+  EXPECT_THAT(scales, ElementsAre(0.5f, -0.5f));
+  // 0.25 / 0.5 = 0.5 and 0.75 / -0.5 = -1.5 are ties: to even.
+  EXPECT_THAT(std::vector<int8_t>(values.begin(), values.begin() + 4), ElementsAre(2, -8, 7, 0));
+  EXPECT_THAT(std::vector<int8_t>(values.begin() + 128, values.begin() + 131),
+              ElementsAre(-8, 7, -2));
+}
+
+TEST(QuantizeInt4Group128, ZeroGroupsAndTheFirstOfEqualMagnitudes) {
+  // Group 0 is all zero: scale 1. Group 1: -2 and 2 tie in magnitude; the
+  // first (-2) sets the scale 0.25, so 2 is clamped to 7.
+  std::vector<float> w(256, 0.0f);
+  w[128] = -2.0f, w[200] = 2.0f;
+  std::vector<int8_t> values(256);
+  std::vector<float> scales(2);
+  quantize_int4_group128(w.data(), 1, 256, values.data(), scales.data());
+  EXPECT_THAT(scales, ElementsAre(1.0f, 0.25f));
+  EXPECT_EQ(values[128], -8);
+  EXPECT_EQ(values[200], 7);
+}
+
+TEST(QuantizeInt4Group128, RoundTripIsWithinHalfAStep) {
+  std::vector<float> w(16 * 384);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = std::sin(0.37f * static_cast<float>(i)) * static_cast<float>(1 + i % 7);
+  std::vector<int8_t> values(w.size());
+  std::vector<float> scales(16 * 3);
+  quantize_int4_group128(w.data(), 16, 384, values.data(), scales.data());
+  for (int n = 0; n < 16; ++n)
+    for (int k = 0; k < 384; ++k) {
+      const float step = std::fabs(scales[n * 3 + k / 128]);
+      EXPECT_GE(values[n * 384 + k], -8);
+      EXPECT_LE(values[n * 384 + k], 7);
+      // Within half a step, except an element clamped at 7 whose group's
+      // largest magnitude has the other sign (at most one step).
+      EXPECT_LE(std::fabs(values[n * 384 + k] * scales[n * 3 + k / 128] - w[n * 384 + k]),
+                1.0001f * step)
+          << n << "," << k;
+    }
+}
+
+TEST(QuantizeInt4Group128, RefusesPartialGroupsAndNonFiniteWeights) {
+  std::vector<float> w(192, 1.0f);
+  std::vector<float> scales(2);
+  try {
+    quantize_int4_group128(w.data(), 1, 192, nullptr, scales.data());
+    FAIL() << "quantized a partial group";
+  } catch (const std::runtime_error &e) {
+    EXPECT_THAT(e.what(),
+                HasSubstr("int4_group128 quantizes rows of a multiple of 128 columns, got 192"));
+  }
+  w.resize(128);
+  w[5] = std::numeric_limits<float>::infinity();
+  try {
+    quantize_int4_group128(w.data(), 1, 128, nullptr, scales.data());
+    FAIL() << "quantized an infinity";
+  } catch (const std::runtime_error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("row 0 holds inf, which int4_group128 cannot quantize"));
+  }
+}
+
 TEST(QuantizeInt8Channel, NamesParse) {
   EXPECT_EQ(parse_quantization("int8_channel"), WeightQuantization::Int8Channel);
+  EXPECT_EQ(parse_quantization("int4_group128"), WeightQuantization::Int4Group128);
   EXPECT_EQ(parse_quantization("awq"), std::nullopt);
+  EXPECT_STREQ(quantization_name(WeightQuantization::Int4Group128), "int4_group128");
   EXPECT_EQ(parse_quantized_part("scales"), QuantizedPart::Scales);
   EXPECT_EQ(parse_quantized_part("zeros"), std::nullopt);
   EXPECT_STREQ(quantization_name(WeightQuantization::Int8Channel), "int8_channel");

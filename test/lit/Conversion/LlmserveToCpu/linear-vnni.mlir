@@ -63,3 +63,35 @@ func.func @linear_int8_ragged(%x: tensor<?x96xf32>, %x2: tensor<?x128xf32>) -> (
   %z = llmserve.linear %x2, %v2 scales %s2 : tensor<?x128xf32>, tensor<36x128xi8> -> tensor<?x36xf32>
   return %y, %z : tensor<?x32xf32>, tensor<?x36xf32>
 }
+
+// -----
+
+// int4: x is quantized as for int8, but each block starts from -8 times its
+// sum; the weight's 32 bytes of a block (rows8x64, [N/8][K/64][8][32]) give
+// its 64 values as low nibbles then high ones (unsigned, Q + 8), and the
+// lanes accumulate times x's block scale and the weight's scale for the
+// block's group of 128 columns; the reduced sum is not scaled again.
+// CHECK-LABEL: func.func @linear_int4_vnni
+//       CHECK:   llmserve.weight "w" quantized int4_group128 values {llmserve.layout = "rows8x64"}
+//       CHECK: func.func @llmserve_d0_linear
+//       CHECK:   %[[XO:.+]] = memref.alloca() : memref<4x4xi32>
+//       CHECK:   %[[MINUS8:.+]] = arith.muli %{{.+}}, %c-8_i32
+//       CHECK:   memref.store %[[MINUS8]], %[[XO]]
+//       CHECK:   %[[W:.+]] = vector.load %{{.+}} : memref<5x4x8x32xi8>, vector<32xi8>
+//       CHECK:   %[[LO:.+]] = arith.andi %[[W]], %{{.+}} : vector<32xi8>
+//       CHECK:   %[[HI:.+]] = arith.shrui %[[W]], %{{.+}} : vector<32xi8>
+//       CHECK:   %[[WQ:.+]] = vector.shuffle %[[LO]], %[[HI]] [0, 1, {{.*}}, 62, 63] : vector<32xi8>, vector<32xi8>
+//       CHECK:   %[[WS:.+]] = memref.load %{{.+}}[%{{.+}}, %{{.+}}] : memref<40x2xf32>
+//       CHECK:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.+}}, %[[WQ]], %{{.+}})
+//       CHECK:   %[[S:.+]] = arith.mulf %{{.+}}, %[[WS]] : f32
+//       CHECK:   %[[SV:.+]] = vector.broadcast %[[S]] : f32 to vector<16xf32>
+//       CHECK:   vector.fma %{{.+}}, %[[SV]]
+//       CHECK:   %[[SUM:.+]] = vector.reduction <add>
+//   CHECK-NOT:   arith.mulf %[[SUM]]
+//       CHECK:   memref.store %[[SUM]]
+func.func @linear_int4_vnni(%x: tensor<?x256xf32>) -> tensor<?x40xf32> {
+  %v = llmserve.weight "w" quantized int4_group128 values : tensor<40x256xi4>
+  %s = llmserve.weight "w" quantized int4_group128 scales : tensor<40x2xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x256xf32>, tensor<40x256xi4> -> tensor<?x40xf32>
+  return %y : tensor<?x40xf32>
+}

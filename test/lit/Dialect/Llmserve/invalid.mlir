@@ -85,6 +85,30 @@ func.func @weight_quantized_values_type() {
 
 // -----
 
+func.func @weight_int4_values_type() {
+  // expected-error @+1 {{'llmserve.weight' op the values of an int4_group128 weight are a 2-D i4 tensor of a multiple of 128 columns, got 'tensor<4x128xi8>'}}
+  %w = llmserve.weight "w" quantized int4_group128 values : tensor<4x128xi8>
+  return
+}
+
+// -----
+
+func.func @weight_int4_values_columns() {
+  // expected-error @+1 {{'llmserve.weight' op the values of an int4_group128 weight are a 2-D i4 tensor of a multiple of 128 columns, got 'tensor<4x64xi4>'}}
+  %w = llmserve.weight "w" quantized int4_group128 values : tensor<4x64xi4>
+  return
+}
+
+// -----
+
+func.func @weight_int4_scales_type() {
+  // expected-error @+1 {{'llmserve.weight' op the scales of an int4_group128 weight are a 2-D f32 tensor (one per row and group of 128 columns), got 'tensor<4xf32>'}}
+  %w = llmserve.weight "w" quantized int4_group128 scales : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @weight_quantized_scales_type() {
   // expected-error @+1 {{'llmserve.weight' op the scales of an int8_channel weight are a 1-D f32 tensor (one per row), got 'tensor<4x1xf32>'}}
   %w = llmserve.weight "w" quantized int8_channel scales : tensor<4x1xf32>
@@ -102,7 +126,7 @@ func.func @weight_rows_size() {
 // -----
 
 func.func @weight_not_float() {
-  // expected-error @+1 {{'llmserve.weight' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'llmserve.weight' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer or 4-bit signless integer values, but got 'tensor<4xi32>'}}
   %w = llmserve.weight "w" : tensor<4xi32>
   return
 }
@@ -304,7 +328,7 @@ func.func @linear_result_type(%x: tensor<?x8xf16>, %w: tensor<4x8xf16>) {
 // -----
 
 func.func @linear_i8_without_scales(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>) {
-  // expected-error @+1 {{'llmserve.linear' op an i8 weight needs scales}}
+  // expected-error @+1 {{'llmserve.linear' op an i8 or i4 weight needs scales}}
   %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xi8> -> tensor<?x4xf32>
   return
 }
@@ -312,7 +336,7 @@ func.func @linear_i8_without_scales(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>) {
 // -----
 
 func.func @linear_scales_without_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %s: tensor<4xf32>) {
-  // expected-error @+1 {{'llmserve.linear' op scales go with an i8 weight only}}
+  // expected-error @+1 {{'llmserve.linear' op scales go with an i8 or i4 weight only}}
   %y = llmserve.linear %x, %w scales %s : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xf32>
   return
 }
@@ -320,8 +344,24 @@ func.func @linear_scales_without_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %s
 // -----
 
 func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tensor<8xf32>) {
-  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of weight}}
+  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, and per row and group of 128 columns of an i4 one}}
   %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (tensor<?x8xf32>, tensor<4x8xi8>, tensor<8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_int4_scales_shape(%x: tensor<?x256xf32>, %w: tensor<4x256xi4>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, and per row and group of 128 columns of an i4 one}}
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (tensor<?x256xf32>, tensor<4x256xi4>, tensor<4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_int4_partial_group(%x: tensor<?x192xf32>, %w: tensor<4x192xi4>, %s: tensor<4x1xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op an i4 weight has scales per group of 128 columns, so K must be a multiple of it, got 'tensor<4x192xi4>'}}
+  %y = llmserve.linear %x, %w scales %s : tensor<?x192xf32>, tensor<4x192xi4> -> tensor<?x4xf32>
   return
 }
 

@@ -33,6 +33,17 @@ func.func @quantized_weight() -> (tensor<128x64xi8>, tensor<128xf32>, tensor<64x
 
 // -----
 
+// CHECK-LABEL: func @int4_weight
+func.func @int4_weight() -> (tensor<128x256xi4>, tensor<128x2xf32>) {
+  // CHECK: llmserve.weight "w" quantized int4_group128 values : tensor<128x256xi4>
+  %v = llmserve.weight "w" quantized int4_group128 values : tensor<128x256xi4>
+  // CHECK: llmserve.weight "w" quantized int4_group128 scales : tensor<128x2xf32>
+  %s = llmserve.weight "w" quantized int4_group128 scales : tensor<128x2xf32>
+  return %v, %s : tensor<128x256xi4>, tensor<128x2xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @embedding
 // CHECK-SAME: (%[[TABLE:.*]]: tensor<1000x64xf16>, %[[IDS:.*]]: tensor<?xi32>, %[[IDS4:.*]]: tensor<4xi32>)
 func.func @embedding(%table: tensor<1000x64xf16>, %ids: tensor<?xi32>, %ids4: tensor<4xi32>)
@@ -122,6 +133,16 @@ func.func @linear_quantized(%x: tensor<?x64xf32>, %v: tensor<128x64xi8>, %s: ten
   // CHECK: llmserve.linear %[[X]], %[[V]] scales %[[S]] bias %[[B]] : tensor<?x64xf32>, tensor<128x64xi8>, tensor<128xf32> -> tensor<?x128xf32>
   %z = llmserve.linear %x, %v scales %s bias %b : tensor<?x64xf32>, tensor<128x64xi8>, tensor<128xf32> -> tensor<?x128xf32>
   return %y, %z : tensor<?x128xf32>, tensor<?x128xf32>
+}
+
+// -----
+
+// An i4 weight with scales per row and group of 128 columns.
+// CHECK-LABEL: func @linear_int4
+func.func @linear_int4(%x: tensor<?x256xf32>, %v: tensor<128x256xi4>, %s: tensor<128x2xf32>) -> tensor<?x128xf32> {
+  // CHECK: llmserve.linear %{{.*}}, %{{.*}} scales %{{.*}} : tensor<?x256xf32>, tensor<128x256xi4> -> tensor<?x128xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x256xf32>, tensor<128x256xi4> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
 }
 
 // -----
