@@ -166,6 +166,47 @@ protected:
     return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 
+  /// Stores the f32 sums of a warp's tilesM x tilesN m16n8 tiles, whose
+  /// first is at (row0, col0), plus the bias, where inside [m, n): tile (i,
+  /// j)'s sums c0, c1 are (row g, cols 2t, 2t + 1), c2, c3 row g + 8.
+  void storeTiles(ArrayRef<Value> sums, Value row0, Value col0, int64_t tilesM,
+                  int64_t tilesN, Value m) {
+    Value bias = hasBias ? e.binding(2) : Value();
+    Value y = e.binding(hasBias ? 3 : 2);
+    Value group = a.divui(e.laneId(), e.index(4));
+    Value pairInGroup = a.remui(e.laneId(), e.index(4));
+    for (int64_t i = 0; i < tilesM; ++i)
+      for (int64_t j = 0; j < tilesN; ++j) {
+        Value r = a.addi(a.addi(row0, e.index(i * kMmaM)), group);
+        Value c = a.addi(a.addi(col0, e.index(j * kMmaN)), a.muli(pairInGroup, e.index(2)));
+        for (int64_t q = 0; q < 4; ++q) {
+          Value row = a.addi(r, e.index(q < 2 ? 0 : 8));
+          Value col = a.addi(c, e.index(q % 2));
+          Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
+                                a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
+          e.ifThen(inside, [&] {
+            Value v = sums[(i * tilesN + j) * 4 + q];
+            if (hasBias)
+              v = a.add(v, e.loadF32(bias, col));
+            e.storeF32(v, y, {row, col});
+          });
+        }
+      }
+  }
+
+  /// This block's outputs from its split's sums `acc`: added to zero when K
+  /// is one split, else reduced across the cluster (reduceSplits), the
+  /// totals then stored by `store`.
+  void finishSplits(ArrayRef<Value> acc, Value ring,
+                    const std::function<void(ArrayRef<Value>)> &store) {
+    if (split.count > 1)
+      return reduceSplits(acc, ring, store);
+    SmallVector<Value> total;
+    for (Value v : acc)
+      total.push_back(a.add(e.f32(0), v));
+    store(total);
+  }
+
   /// Adds the splits' sums of this block's outputs to zero in split order and
   /// stores them from the cluster's first block: each block puts its sums
   /// (quads of f32 per thread) in `ring`, the x stages it no longer reads;
@@ -260,8 +301,6 @@ public:
 
   Grid build() {
     Value x = e.binding(0), w = e.binding(1);
-    Value bias = hasBias ? e.binding(2) : Value();
-    Value y = e.binding(hasBias ? 3 : 2);
     Value m = e.dimSize(0, 0);
     Value xs = e.sharedBuffer({kStages, kTileM, kRowElements}, element);
     Value ws = e.sharedBuffer({kStages, kTileN, kRowElements}, element);
@@ -349,35 +388,10 @@ public:
         });
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-    // c0, c1 are (row g, cols 2t, 2t+1) of the 16x8 tile; c2, c3 row g + 8.
-    auto store = [&](ArrayRef<Value> sums) {
-      for (int64_t i = 0; i < tilesM; ++i)
-        for (int64_t j = 0; j < tilesN; ++j) {
-          Value r = a.addi(a.addi(a.addi(m0, warpRow), e.index(i * kMmaM)), group);
-          Value c = a.addi(a.addi(a.addi(n0, warpCol), e.index(j * kMmaN)),
-                           a.muli(pairInGroup, e.index(2)));
-          for (int64_t q = 0; q < 4; ++q) {
-            Value row = a.addi(r, e.index(q < 2 ? 0 : 8));
-            Value col = a.addi(c, e.index(q % 2));
-            Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
-                                  a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
-            e.ifThen(inside, [&] {
-              Value v = sums[(i * tilesN + j) * 4 + q];
-              if (hasBias)
-                v = a.add(v, e.loadF32(bias, col));
-              e.storeF32(v, y, {row, col});
-            });
-          }
-        }
-    };
-    if (split.count == 1) {
-      SmallVector<Value> total;
-      for (Value v : acc)
-        total.push_back(a.add(e.f32(0), v));
-      store(total);
-    } else {
-      reduceSplits(acc, xs, store);
-    }
+    Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
+    finishSplits(acc, xs, [&](ArrayRef<Value> sums) {
+      storeTiles(sums, row0, col0, tilesM, tilesN, m);
+    });
     return {ceilDivExpr(e.dimExpr(0, 0), kTileM),
             std::to_string((n + kTileN - 1) / kTileN), std::to_string(split.count)};
   }
@@ -430,8 +444,6 @@ public:
     int64_t warpsM = tile.tileM / kMmaM, warpsN = tile.warps / warpsM;
     int64_t warpTileN = tile.tileN / warpsN, tilesN = warpTileN / kMmaN;
     Value x = e.binding(0), w = e.binding(1);
-    Value bias = hasBias ? e.binding(2) : Value();
-    Value y = e.binding(hasBias ? 3 : 2);
     Value m = e.dimSize(0, 0);
     Value xs = e.sharedBuffer({tile.stages, tile.tileM, rowElements}, element);
     Value ws = e.sharedBuffer({tile.stages, tile.tileN, rowElements}, element);
@@ -507,33 +519,10 @@ public:
         });
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-    // Per m16n8 tile j: c0, c1 are (row g, cols 2t, 2t+1); c2, c3 row g + 8.
-    auto store = [&](ArrayRef<Value> sums) {
-      for (int64_t j = 0; j < tilesN; ++j) {
-        Value c = a.addi(a.addi(a.addi(n0, warpCol), e.index(j * kMmaN)),
-                         a.muli(pairInGroup, e.index(2)));
-        for (int64_t q = 0; q < 4; ++q) {
-          Value row = a.addi(a.addi(a.addi(m0, warpRow), group), e.index(q < 2 ? 0 : 8));
-          Value col = a.addi(c, e.index(q % 2));
-          Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, m),
-                                a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
-          e.ifThen(inside, [&] {
-            Value v = sums[j * 4 + q];
-            if (hasBias)
-              v = a.add(v, e.loadF32(bias, col));
-            e.storeF32(v, y, {row, col});
-          });
-        }
-      }
-    };
-    if (split.count == 1) {
-      SmallVector<Value> total;
-      for (Value v : acc)
-        total.push_back(a.add(e.f32(0), v));
-      store(total);
-    } else {
-      reduceSplits(acc, xs, store);
-    }
+    Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
+    finishSplits(acc, xs, [&](ArrayRef<Value> sums) {
+      storeTiles(sums, row0, col0, 1, tilesN, m);
+    });
     return {ceilDivExpr(e.dimExpr(0, 0), tile.tileM),
             std::to_string((n + tile.tileN - 1) / tile.tileN),
             std::to_string(split.count)};

@@ -4,9 +4,11 @@
 // semantics: every compute op of an entry function becomes a kernel, here a
 // `gpu.func` in the module's `gpu.module @kernels` (NVVM target sm_90), and
 // an `llmserve.dispatch` attribute {kernel, symbol, grid, block,
-// shared_bytes, programmatic_launch} on the op. An f16/bf16 linear gets a second kernel for steps
-// of at most 64 rows (an array of two such attributes; the grids make exactly
-// one of them non-empty). Bindings are the op's operands then its results
+// shared_bytes, programmatic_launch} on the op. An f16/bf16 linear gets two
+// more kernels, for steps of at most 16 and of at most 64 rows (an array of
+// three such attributes; the grids make exactly one of them non-empty).
+// Kernels whose code is the same (those of a model's layers) are one
+// function, which their dispatches name as their symbol. Bindings are the op's operands then its results
 // (kv_write updates its cache in place and binds it once); push constants
 // are the bindings' dynamic sizes in binding order; grid expressions refer to
 // push constant k as `$k`. Kernels use static shared memory only, so
@@ -27,8 +29,10 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/xxhash.h"
 
 #include <functional>
+#include <map>
 
 namespace mlir::llmserve {
 #define GEN_PASS_DEF_LLMSERVETOGPUKERNELS
@@ -123,6 +127,40 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       });
 }
 
+/// The code of `kernel` as text, its name aside.
+std::string kernelCode(gpu::GPUFuncOp kernel) {
+  StringAttr name = kernel.getNameAttr();
+  SymbolTable::setSymbolName(kernel, "kernel");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  kernel->print(os, OpPrintingFlags().useLocalScope());
+  SymbolTable::setSymbolName(kernel, name);
+  return text;
+}
+
+/// The symbols of the module's kernels by their code, so that a kernel
+/// built again (the same op in another layer) is one function.
+class KernelsByCode {
+public:
+  /// The symbol of the kernel with `kernel`'s code: its own, or that of an
+  /// earlier one with the same code, in which case `kernel` is erased.
+  StringAttr intern(gpu::GPUFuncOp kernel) {
+    std::string code = kernelCode(kernel);
+    auto &candidates = byHash[llvm::xxh3_64bits(code)];
+    for (auto &[known, symbol] : candidates)
+      if (known == code) {
+        kernel.erase();
+        return symbol;
+      }
+    StringAttr symbol = kernel.getNameAttr();
+    candidates.emplace_back(std::move(code), symbol);
+    return symbol;
+  }
+
+private:
+  std::map<uint64_t, SmallVector<std::pair<std::string, StringAttr>, 1>> byHash;
+};
+
 struct LlmserveToGpuKernelsPass
     : public mlir::llmserve::impl::LlmserveToGpuKernelsBase<
           LlmserveToGpuKernelsPass> {
@@ -133,6 +171,7 @@ struct LlmserveToGpuKernelsPass
 
     int64_t counter = std::distance(kernels.getOps<gpu::GPUFuncOp>().begin(),
                                     kernels.getOps<gpu::GPUFuncOp>().end());
+    KernelsByCode kernelsByCode;
     for (Operation *op : opsToOutline(module)) {
       std::string name = dispatchKernelName(op, counter++);
       SmallVector<DictionaryAttr> dispatch;
@@ -152,12 +191,15 @@ struct LlmserveToGpuKernelsPass
           return failure();
         }
         emitter.finish();
+        StringAttr symbol = kernelsByCode.intern(emitter.function());
         // Static shared memory only: no dynamic shared bytes to ask for.
-        dispatch.push_back(dispatchAttr(
+        NamedAttrList fields(dispatchAttr(
             b.getContext(), kernelName, *grid,
             {b.getNamedAttr("block", b.getDenseI64ArrayAttr({blockSize, 1, 1})),
              b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)),
              b.getNamedAttr("programmatic_launch", b.getBoolAttr(true))}));
+        fields.set("symbol", symbol);
+        dispatch.push_back(fields.getDictionary(b.getContext()));
         return success();
       };
       if (failed(emit(name, gpuBlockSize(op),
