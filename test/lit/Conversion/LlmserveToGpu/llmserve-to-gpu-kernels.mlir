@@ -477,3 +477,22 @@ func.func @logprobs(%l: tensor<?x100xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>)
       : tensor<?x100xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
   return %lp, %tt, %tl : tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>
 }
+
+// -----
+
+// Kernels whose code is the same (the same op on the same shapes, as in a
+// model's layers) are one function: the second dispatch keeps its kernel
+// name and names the first's symbol. Another width is another function.
+// CHECK-LABEL: func.func @same_code
+//       CHECK:   llmserve.silu_mul {{.*}}kernel = "d0_silu_mul"{{.*}}symbol = "llmserve_d0_silu_mul"
+//       CHECK:   llmserve.silu_mul {{.*}}kernel = "d1_silu_mul"{{.*}}symbol = "llmserve_d0_silu_mul"
+//       CHECK:   llmserve.silu_mul {{.*}}kernel = "d2_silu_mul"{{.*}}symbol = "llmserve_d2_silu_mul"
+//       CHECK:   gpu.func @llmserve_d0_silu_mul(
+//   CHECK-NOT:   gpu.func @llmserve_d1_silu_mul(
+//       CHECK:   gpu.func @llmserve_d2_silu_mul(
+func.func @same_code(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>, %w: tensor<?x32xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  %y = llmserve.silu_mul %g, %u : tensor<?x64xbf16>
+  %z = llmserve.silu_mul %y, %u : tensor<?x64xbf16>
+  %v = llmserve.silu_mul %w, %w : tensor<?x32xbf16>
+  return %z, %v : tensor<?x64xbf16>, tensor<?x32xbf16>
+}
