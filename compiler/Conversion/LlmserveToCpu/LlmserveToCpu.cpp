@@ -88,6 +88,7 @@ struct LlmserveToCpuKernelsPass
 
     int64_t counter = std::distance(kernels.getOps<func::FuncOp>().begin(),
                                     kernels.getOps<func::FuncOp>().end());
+    KernelsByCode kernelsByCode;
     for (Operation *op : opsToOutline(module)) {
       std::string name = dispatchKernelName(op, counter++);
       CpuKernelEmitter emitter(kernels, dispatchSymbol(name), op->getLoc(),
@@ -98,7 +99,10 @@ struct LlmserveToCpuKernelsPass
         return signalPassFailure();
       }
       emitter.finish();
-      setDispatch(op, name, *grid);
+      StringAttr symbol = kernelsByCode.intern(emitter.function());
+      NamedAttrList fields(dispatchAttr(op->getContext(), name, *grid));
+      fields.set("symbol", symbol);
+      setDispatch(op, {fields.getDictionary(op->getContext())});
     }
   }
 

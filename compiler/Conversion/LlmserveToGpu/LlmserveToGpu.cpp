@@ -29,10 +29,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/xxhash.h"
 
 #include <functional>
-#include <map>
 
 namespace mlir::llmserve {
 #define GEN_PASS_DEF_LLMSERVETOGPUKERNELS
@@ -126,40 +124,6 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
         return op->emitOpError("has no GPU kernel"), failure();
       });
 }
-
-/// The code of `kernel` as text, its name aside.
-std::string kernelCode(gpu::GPUFuncOp kernel) {
-  StringAttr name = kernel.getNameAttr();
-  SymbolTable::setSymbolName(kernel, "kernel");
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  kernel->print(os, OpPrintingFlags().useLocalScope());
-  SymbolTable::setSymbolName(kernel, name);
-  return text;
-}
-
-/// The symbols of the module's kernels by their code, so that a kernel
-/// built again (the same op in another layer) is one function.
-class KernelsByCode {
-public:
-  /// The symbol of the kernel with `kernel`'s code: its own, or that of an
-  /// earlier one with the same code, in which case `kernel` is erased.
-  StringAttr intern(gpu::GPUFuncOp kernel) {
-    std::string code = kernelCode(kernel);
-    auto &candidates = byHash[llvm::xxh3_64bits(code)];
-    for (auto &[known, symbol] : candidates)
-      if (known == code) {
-        kernel.erase();
-        return symbol;
-      }
-    StringAttr symbol = kernel.getNameAttr();
-    candidates.emplace_back(std::move(code), symbol);
-    return symbol;
-  }
-
-private:
-  std::map<uint64_t, SmallVector<std::pair<std::string, StringAttr>, 1>> byHash;
-};
 
 struct LlmserveToGpuKernelsPass
     : public mlir::llmserve::impl::LlmserveToGpuKernelsBase<
