@@ -38,8 +38,8 @@ Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 // Elementwise.cpp
 FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
                                        linalg::GenericOp op);
-// Linear.cpp: with `vnni`, int8 linears that useVnniLinear take the VNNI
-// kernel.
+// Linear.cpp: with `vnni`, int8 and int4 linears that useVnniLinear take
+// the VNNI kernel.
 Grid buildLinearKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
 // LinearVnni.cpp: whether the VNNI kernel takes `op` (int8 or int4 values
 // of a weight op, N a multiple of 8 and K of 64), and if so marks the weight
