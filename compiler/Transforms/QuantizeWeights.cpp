@@ -51,12 +51,14 @@ struct QuantizeWeightsPass
       quantize(weight, linears, *quantization);
   }
 
-  /// int4_group128 needs whole groups of 128 columns; a weight without
-  /// them keeps its float values.
+  /// int4_group128 needs whole groups of 128 columns, and its kernel whole
+  /// groups of 8 rows (rows8x64); a weight without them keeps its float
+  /// values.
   static bool quantizable(WeightOp weight, WeightQuantization quantization) {
     auto type = cast<RankedTensorType>(weight.getType());
     return quantization != WeightQuantization::int4_group128 ||
-           type.getDimSize(1) % kInt4GroupColumns == 0;
+           (type.getDimSize(1) % kInt4GroupColumns == 0 &&
+            type.getDimSize(0) % LlmserveDialect::kRowBlockRows == 0);
   }
 
   void quantize(WeightOp weight, ArrayRef<LinearOp> linears,

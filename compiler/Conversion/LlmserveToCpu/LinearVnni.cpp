@@ -40,7 +40,7 @@ constexpr int64_t kBlock = 64;
 /// Columns of a workgroup: quantizing a row of x is repeated per group.
 constexpr int64_t kColumnsPerGroup = 256;
 /// Rows of a group of the rows8x64 layout.
-constexpr int64_t kRowGroup = 8;
+constexpr int64_t kRowGroup = LlmserveDialect::kRowBlockRows;
 /// Register tiles: 4 rows by 4 columns, or 1 row by a group of the rows8x64
 /// layout, read as one stream.
 constexpr int64_t kMicroRows = 4;

@@ -68,6 +68,7 @@ def Llmserve_Dialect : Dialect {
     /// block's 32 bytes holding column j + 8 in the low nibble of byte j
     /// and column j + 32 + 8 in its high one.
     static constexpr ::llvm::StringLiteral kRowBlockLayout = "rows8x64";
+    static constexpr int64_t kRowBlockRows = 8;
     static constexpr int64_t kPanelWidth = 16;
   }];
 }

@@ -47,7 +47,8 @@ func.func @tied(%ids: tensor<?xi32>) -> (tensor<?x32xf32>, tensor<4x8xf32>) {
 // -----
 
 // int4_group128: i4 values and scales per row and group of 128 columns; a
-// weight of a width that is no multiple of 128 keeps its float values.
+// weight of a width that is no multiple of 128, or of rows that are no
+// multiple of 8 (GPT-2's 50,257-word head), keeps its float values.
 // RUN: %llmserve-opt %s -llmserve-quantize-weights=scheme=int4_group128 -split-input-file | FileCheck %s --check-prefix=INT4
 // INT4-LABEL: func.func @int4
 //   INT4-DAG:   %[[V:.*]] = llmserve.weight "up" quantized int4_group128 values : tensor<32x256xi4>
@@ -55,10 +56,14 @@ func.func @tied(%ids: tensor<?xi32>) -> (tensor<?x32xf32>, tensor<4x8xf32>) {
 //   INT4-DAG:   %[[D:.*]] = llmserve.weight "down" : tensor<256x32xf32>
 //       INT4:   llmserve.linear %{{.*}}, %[[V]] scales %[[S]] : tensor<?x256xf32>, tensor<32x256xi4> -> tensor<?x32xf32>
 //       INT4:   llmserve.linear %{{.*}}, %[[D]] : tensor<?x32xf32>, tensor<256x32xf32> -> tensor<?x256xf32>
-func.func @int4(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+//       INT4:   %[[H:.*]] = llmserve.weight "head" : tensor<37x256xf32>
+//       INT4:   llmserve.linear %{{.*}}, %[[H]] : tensor<?x256xf32>, tensor<37x256xf32> -> tensor<?x37xf32>
+func.func @int4(%x: tensor<?x256xf32>) -> (tensor<?x256xf32>, tensor<?x37xf32>) {
   %w = llmserve.weight "up" : tensor<32x256xf32>
   %d = llmserve.weight "down" : tensor<256x32xf32>
   %y = llmserve.linear %x, %w : tensor<?x256xf32>, tensor<32x256xf32> -> tensor<?x32xf32>
   %z = llmserve.linear %y, %d : tensor<?x32xf32>, tensor<256x32xf32> -> tensor<?x256xf32>
-  return %z : tensor<?x256xf32>
+  %h = llmserve.weight "head" : tensor<37x256xf32>
+  %l = llmserve.linear %z, %h : tensor<?x256xf32>, tensor<37x256xf32> -> tensor<?x37xf32>
+  return %z, %l : tensor<?x256xf32>, tensor<?x37xf32>
 }
