@@ -59,6 +59,7 @@ std::string mlir::llmserve::dispatchSymbol(StringRef kernelName) {
 
 DictionaryAttr mlir::llmserve::dispatchAttr(MLIRContext *context,
                                             StringRef kernelName,
+                                            StringAttr symbol,
                                             ArrayRef<std::string> grid,
                                             ArrayRef<NamedAttribute> extra) {
   Builder b(context);
@@ -67,7 +68,7 @@ DictionaryAttr mlir::llmserve::dispatchAttr(MLIRContext *context,
     gridAttrs.push_back(b.getStringAttr(g));
   SmallVector<NamedAttribute> fields = {
       b.getNamedAttr("kernel", b.getStringAttr(kernelName)),
-      b.getNamedAttr("symbol", b.getStringAttr(dispatchSymbol(kernelName))),
+      b.getNamedAttr("symbol", symbol),
       b.getNamedAttr("grid", b.getArrayAttr(gridAttrs))};
   llvm::append_range(fields, extra);
   return b.getDictionaryAttr(fields);
@@ -80,10 +81,4 @@ void mlir::llmserve::setDispatch(Operation *op, ArrayRef<DictionaryAttr> kernels
   SmallVector<Attribute> array(kernels.begin(), kernels.end());
   op->setAttr(LlmserveDialect::kDispatchAttrName,
               ArrayAttr::get(op->getContext(), array));
-}
-
-void mlir::llmserve::setDispatch(Operation *op, StringRef kernelName,
-                                 ArrayRef<std::string> grid,
-                                 ArrayRef<NamedAttribute> extra) {
-  setDispatch(op, dispatchAttr(op->getContext(), kernelName, grid, extra));
 }

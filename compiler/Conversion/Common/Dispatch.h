@@ -39,9 +39,11 @@ std::string dispatchKernelName(Operation *op, int64_t index);
 /// The exported symbol of a kernel: "llmserve_<name>".
 std::string dispatchSymbol(StringRef kernelName);
 
-/// One kernel of a dispatch: `{kernel, symbol, grid, extra...}`.
+/// One kernel of a dispatch: `{kernel, symbol, grid, extra...}`. `symbol`
+/// is the function that runs it, which kernels of the same code share
+/// (KernelsByCode).
 DictionaryAttr dispatchAttr(MLIRContext *context, StringRef kernelName,
-                            ArrayRef<std::string> grid,
+                            StringAttr symbol, ArrayRef<std::string> grid,
                             ArrayRef<NamedAttribute> extra = {});
 
 /// The launch grid of a kernel: x, y and z as size expressions, in which
@@ -58,9 +60,6 @@ inline std::string ceilDivExpr(const std::string &n, int64_t d) {
 /// sizes, or phases): they bind the same buffers and run in order, and a
 /// kernel whose grid is empty for a step does not run in it.
 void setDispatch(Operation *op, ArrayRef<DictionaryAttr> kernels);
-/// `setDispatch` of the single kernel `dispatchAttr(kernelName, grid, extra)`.
-void setDispatch(Operation *op, StringRef kernelName, ArrayRef<std::string> grid,
-                 ArrayRef<NamedAttribute> extra = {});
 
 } // namespace mlir::llmserve
 

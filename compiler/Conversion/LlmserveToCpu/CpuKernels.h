@@ -39,13 +39,12 @@ Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
                                        linalg::GenericOp op);
 // Linear.cpp: with `vnni`, int8 and int4 linears that useVnniLinear take
-// the VNNI kernel.
-Grid buildLinearKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
+// the VNNI kernel; an int4 linear it cannot take is an error.
+FailureOr<Grid> buildLinearKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
 // LinearVnni.cpp: whether the VNNI kernel takes `op` (int8 or int4 values
 // of a weight op, N a multiple of 8 and K of 64), and if so marks the weight
 // for the rows8x64 layout. int4 linears have no other kernel.
 bool useVnniLinear(LinearOp op);
-bool isInt4Linear(LinearOp op);
 Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op);
 // DispatchRegion.cpp
 FailureOr<Grid> buildDispatchRegionKernel(CpuKernelEmitter &e,

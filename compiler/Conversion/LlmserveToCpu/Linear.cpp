@@ -273,9 +273,14 @@ void mlir::llmserve::forEachTile(
   e.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
 }
 
-Grid mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e, LinearOp o,
-                                       bool vnni) {
+FailureOr<Grid> mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e,
+                                                  LinearOp o, bool vnni) {
   if (vnni && useVnniLinear(o))
     return buildLinearVnniKernel(e, o);
+  if (cast<RankedTensorType>(o.getWeight().getType()).getElementType().isInteger(4))
+    return o.emitOpError("has int4 weights, whose one CPU kernel needs AVX-512 "
+                         "VNNI (llmc --cpu), a weight op, N a multiple of 8 and "
+                         "K of 128"),
+           failure();
   return usePanelLayout(o.getWeight()) ? linearPanels(e, o) : linearDot(e, o);
 }

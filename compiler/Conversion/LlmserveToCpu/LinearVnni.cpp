@@ -52,7 +52,10 @@ constexpr int64_t kPrefetchBlocks = 8;
 class VnniLinear {
 public:
   VnniLinear(CpuKernelEmitter &e, LinearOp o)
-      : e(e), a(e.arith()), b(e.builder()), int4(isInt4Linear(o)) {
+      : e(e), a(e.arith()), b(e.builder()),
+        int4(cast<RankedTensorType>(o.getWeight().getType())
+                 .getElementType()
+                 .isInteger(4)) {
     auto weightType = cast<RankedTensorType>(o.getWeight().getType());
     n = weightType.getDimSize(0);
     depth = weightType.getDimSize(1);
@@ -238,12 +241,6 @@ private:
 };
 
 } // namespace
-
-bool mlir::llmserve::isInt4Linear(LinearOp o) {
-  return cast<RankedTensorType>(o.getWeight().getType())
-      .getElementType()
-      .isInteger(4);
-}
 
 bool mlir::llmserve::useVnniLinear(LinearOp o) {
   auto type = cast<RankedTensorType>(o.getWeight().getType());

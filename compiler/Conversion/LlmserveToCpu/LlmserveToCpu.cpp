@@ -49,15 +49,7 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
           [&](auto) { return buildGatherKernel(e, op); })
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
-      .Case([&](LinearOp o) -> FailureOr<Grid> {
-        if (isInt4Linear(o) && !(vnni && useVnniLinear(o)))
-          return o.emitOpError(
-                     "has int4 weights, whose one CPU kernel needs AVX-512 "
-                     "VNNI (llmc --cpu), a weight op, N a multiple of 8 and K "
-                     "of 128"),
-                 failure();
-        return buildLinearKernel(e, o, vnni);
-      })
+      .Case([&](LinearOp o) { return buildLinearKernel(e, o, vnni); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
@@ -100,9 +92,7 @@ struct LlmserveToCpuKernelsPass
       }
       emitter.finish();
       StringAttr symbol = kernelsByCode.intern(emitter.function());
-      NamedAttrList fields(dispatchAttr(op->getContext(), name, *grid));
-      fields.set("symbol", symbol);
-      setDispatch(op, {fields.getDictionary(op->getContext())});
+      setDispatch(op, {dispatchAttr(op->getContext(), name, symbol, *grid)});
     }
   }
 

@@ -157,13 +157,11 @@ struct LlmserveToGpuKernelsPass
         emitter.finish();
         StringAttr symbol = kernelsByCode.intern(emitter.function());
         // Static shared memory only: no dynamic shared bytes to ask for.
-        NamedAttrList fields(dispatchAttr(
-            b.getContext(), kernelName, *grid,
+        dispatch.push_back(dispatchAttr(
+            b.getContext(), kernelName, symbol, *grid,
             {b.getNamedAttr("block", b.getDenseI64ArrayAttr({blockSize, 1, 1})),
              b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(0)),
              b.getNamedAttr("programmatic_launch", b.getBoolAttr(true))}));
-        fields.set("symbol", symbol);
-        dispatch.push_back(fields.getDictionary(b.getContext()));
         return success();
       };
       if (failed(emit(name, gpuBlockSize(op),
