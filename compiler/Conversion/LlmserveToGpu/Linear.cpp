@@ -194,11 +194,14 @@ protected:
       }
   }
 
-  /// This block's outputs from its split's sums `acc`: added to zero when K
-  /// is one split, else reduced across the cluster (reduceSplits), the
-  /// totals then stored by `store`.
-  void finishSplits(ArrayRef<Value> acc, Value ring,
-                    const std::function<void(ArrayRef<Value>)> &store) {
+  /// Stores this block's outputs (storeTiles) from its split's sums `acc`:
+  /// added to zero when K is one split, else reduced across the cluster
+  /// (reduceSplits).
+  void finishSplits(ArrayRef<Value> acc, Value ring, Value row0, Value col0,
+                    int64_t tilesM, int64_t tilesN, Value m) {
+    auto store = [&](ArrayRef<Value> sums) {
+      storeTiles(sums, row0, col0, tilesM, tilesN, m);
+    };
     if (split.count > 1)
       return reduceSplits(acc, ring, store);
     SmallVector<Value> total;
@@ -389,9 +392,7 @@ public:
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
     Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
-    finishSplits(acc, xs, [&](ArrayRef<Value> sums) {
-      storeTiles(sums, row0, col0, tilesM, tilesN, m);
-    });
+    finishSplits(acc, xs, row0, col0, tilesM, tilesN, m);
     return {ceilDivExpr(e.dimExpr(0, 0), kTileM),
             std::to_string((n + kTileN - 1) / kTileN), std::to_string(split.count)};
   }
@@ -520,9 +521,7 @@ public:
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
     Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
-    finishSplits(acc, xs, [&](ArrayRef<Value> sums) {
-      storeTiles(sums, row0, col0, 1, tilesN, m);
-    });
+    finishSplits(acc, xs, row0, col0, 1, tilesN, m);
     return {ceilDivExpr(e.dimExpr(0, 0), tile.tileM),
             std::to_string((n + tile.tileN - 1) / tile.tileN),
             std::to_string(split.count)};
