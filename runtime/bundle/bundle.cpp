@@ -111,33 +111,25 @@ AlignedBuffer pack_panels16(const AlignedBuffer &matrix, int64_t rows,
   return packed;
 }
 
-// The [rows, cols] int8 matrix in rows8x64 (Buffer::rows8x64): element
-// (n, k) at [n / 8][k / 64][n % 8][k % 64].
-AlignedBuffer pack_rows8x64(const AlignedBuffer &matrix, int64_t rows, int64_t cols) {
-  AlignedBuffer packed(static_cast<size_t>(rows * cols));
-  const auto *from = static_cast<const uint8_t *>(matrix.data());
-  auto *to = static_cast<uint8_t *>(packed.data());
-  const int64_t blocks = cols / 64;
-  for (int64_t n = 0; n < rows; ++n)
-    for (int64_t block = 0; block < blocks; ++block)
-      std::memcpy(to + (((n / 8) * blocks + block) * 8 + n % 8) * 64,
-                  from + n * cols + block * 64, 64);
-  return packed;
-}
-
-// The [rows, cols] int4 values (one in [-8, 7] a byte) packed two a byte in
-// rows8x64: row n's 64 columns of block k / 64 are 32 bytes at [n / 8][k /
-// 64][n % 8], byte j holding column j + 8 in its low nibble and column j +
-// 32 + 8 in its high one.
-AlignedBuffer pack_int4_rows8x64(const AlignedBuffer &matrix, int64_t rows, int64_t cols) {
-  AlignedBuffer packed(static_cast<size_t>(rows * cols / 2));
+// The [rows, cols] quantized values (one a byte) in rows8x64
+// (Buffer::rows8x64): row n's columns [64b, 64b + 64) at [n / 8][b][n % 8],
+// as their 64 bytes, or for int4 values (in [-8, 7]) as 32 bytes, byte j
+// holding column 64b + j plus 8 in its low nibble and column 64b + 32 + j
+// plus 8 in its high one.
+AlignedBuffer pack_rows8x64(const AlignedBuffer &matrix, int64_t rows, int64_t cols, bool int4) {
+  const int64_t block_bytes = int4 ? 32 : 64;
+  AlignedBuffer packed(static_cast<size_t>(rows * cols / (64 / block_bytes)));
   const auto *from = static_cast<const int8_t *>(matrix.data());
   auto *to = static_cast<uint8_t *>(packed.data());
   const int64_t blocks = cols / 64;
   for (int64_t n = 0; n < rows; ++n)
     for (int64_t block = 0; block < blocks; ++block) {
       const int8_t *values = from + n * cols + block * 64;
-      uint8_t *bytes = to + (((n / 8) * blocks + block) * 8 + n % 8) * 32;
+      uint8_t *bytes = to + (((n / 8) * blocks + block) * 8 + n % 8) * block_bytes;
+      if (!int4) {
+        std::memcpy(bytes, values, 64);
+        continue;
+      }
       for (int64_t j = 0; j < 32; ++j)
         bytes[j] = static_cast<uint8_t>((values[j] + 8) | (values[j + 32] + 8) << 4);
     }
@@ -224,8 +216,7 @@ void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
   AlignedBuffer dst =
       std::move(b.part == QuantizedPart::Values ? q.values : q.scales);
   if (b.rows8x64)
-    dst = int4 ? pack_int4_rows8x64(dst, matrix[0], matrix[1])
-               : pack_rows8x64(dst, matrix[0], matrix[1]);
+    dst = pack_rows8x64(dst, matrix[0], matrix[1], int4);
   return keep_converted(t, std::move(dst));
 }
 

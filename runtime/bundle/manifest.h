@@ -66,8 +66,9 @@ struct Buffer {
   // (n, k) at [n / 16][k][n % 16], zero-padded), the layout of the compiled
   // linear kernel; otherwise dense row-major.
   bool panels16 = false;
-  // The quantized [N, K] int8 values as groups of 8 rows whose 64-byte blocks
-  // interleave: element (n, k) at [n / 8][k / 64][n % 8][k % 64].
+  // The quantized [N, K] values as groups of 8 rows whose blocks of 64
+  // columns interleave: int8 element (n, k) at [n / 8][k / 64][n % 8][k %
+  // 64]; int4 values two a byte, 32 bytes a block (docs/bundle.md).
   bool rows8x64 = false;
   // kind == Weight, quantized by the runtime at load: the scheme, and which
   // of its arrays this buffer holds (the values' [N, K] or the scales' [N]).
