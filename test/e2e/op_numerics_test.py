@@ -108,47 +108,30 @@ def host_has_vnni():
     return "avx512_vnni" in flags and "avx512bw" in flags
 
 
-def int8_linear_reference(x, values, scales):
-    """(x·Qᵀ) * s in float64 as the CPU computes it: with VNNI (N a multiple
-    of 8, K of 64), x's rows quantized to int8 in blocks of 64 first (scale
-    absmax / 127, rounded to nearest even), the integer block sums exact."""
+def vnni_block_sums(x, values):
+    """What the VNNI kernel computes exactly, in float64: x's rows quantized
+    to int8 in blocks of 64 (scale absmax / 127, rounded to nearest even),
+    and each block's integer sum with the values: ([m, n, blocks] sums,
+    [m, 1, blocks] x scales)."""
     m, k = x.shape
-    if not (host_has_vnni() and len(values) % 8 == 0 and k % 64 == 0):
-        return (t(x) @ t(values.astype(np.float64)).T) * t(scales)
     blocks = x.reshape(m, k // 64, 64)
     absmax = np.abs(blocks).max(axis=2)
     x_scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1)).astype(np.float32)
     x_values = np.rint(blocks / x_scales[:, :, None]).astype(np.int64)
     q = values.astype(np.int64).reshape(-1, k // 64, 64)
     sums = np.einsum("mbk,nbk->mnb", x_values, q).astype(np.float64)
-    return t((sums * x_scales[:, None, :].astype(np.float64)).sum(axis=2)) * t(scales)
+    return sums, x_scales[:, None, :].astype(np.float64)
 
 
-def case_linear_int8(m, k, n, bias=True, transposed=False, dtype=torch.float32):
-    """(x·Qᵀ) * s (+ b) with Q and s quantized by the runtime at load from a
-    checkpoint weight (stored `dtype`; [K, N] with `transposed`, of which
-    rows [8, 8 + n) of the transpose are the weight), against the same
-    quantization in numpy: the VNNI kernel where N is a multiple of 8, K of
-    64 and the CPU has VNNI, else the dot-product kernel on int8 values."""
-    x = f32(m, k)
-    rows = (8, 8 + n) if transposed else None
-    full = f32(n + 16, k) if transposed else f32(n, k)
-    stored = torch.from_numpy(full.T.copy() if transposed else full).to(dtype)
-    w = stored.float().numpy()
-    w = w.T[rows[0]:rows[1]] if transposed else w
-    values, scales = quantize_int8_channel(np.ascontiguousarray(w))
-    weights = {"w": stored} | ({"b": torch.from_numpy(f32(n))} if bias else {})
-    ty = f"tensor<{m}x{n}xf32>"
-    where = (" transposed rows [8, " + str(8 + n) + "]") if transposed else ""
-    lines = [f'  %v = llmserve.weight "w"{where} quantized int8_channel values : tensor<{n}x{k}xi8>',
-             f'  %s = llmserve.weight "w"{where} quantized int8_channel scales : tensor<{n}xf32>']
-    if bias:
-        lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
-    b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
-    lines.append(f"  %y = llmserve.linear %a0, %v scales %s{b} : {mlir_type(x)}, "
-                 f"tensor<{n}x{k}xi8>{bty} -> {ty}")
-    ref = int8_linear_reference(x, values, scales) + (t(weights["b"]) if bias else 0)
-    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
+def int8_linear_reference(x, values, scales):
+    """(x·Qᵀ) * s in float64 as the CPU computes it: with VNNI (N a multiple
+    of 8, K of 64) from x quantized in blocks (vnni_block_sums), else from x
+    as it is."""
+    m, k = x.shape
+    if not (host_has_vnni() and len(values) % 8 == 0 and k % 64 == 0):
+        return (t(x) @ t(values.astype(np.float64)).T) * t(scales)
+    sums, x_scales = vnni_block_sums(x, values)
+    return t((sums * x_scales).sum(axis=2)) * t(scales)
 
 
 def quantize_int4_group128(w):
@@ -165,47 +148,62 @@ def quantize_int4_group128(w):
 
 
 def int4_linear_reference(x, values, scales):
-    """sum_k x·Q·s in float64 as the VNNI kernel computes it: x's rows
-    quantized to int8 in blocks of 64 (scale absmax / 127, rounded to
-    nearest even), each block's integer sum times x's block scale and Q's
+    """sum_k x·Q·s in float64 as the VNNI kernel (int4's only one) computes
+    it: each block's sum (vnni_block_sums) times x's block scale and Q's
     group scale."""
-    m, k = x.shape
-    blocks = x.reshape(m, k // 64, 64)
-    absmax = np.abs(blocks).max(axis=2)
-    x_scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1)).astype(np.float32)
-    x_values = np.rint(blocks / x_scales[:, :, None]).astype(np.int64)
-    q = values.astype(np.int64).reshape(-1, k // 64, 64)
-    sums = np.einsum("mbk,nbk->mnb", x_values, q).astype(np.float64)
+    sums, x_scales = vnni_block_sums(x, values)
     w_scales = np.repeat(scales, 2, axis=1).astype(np.float64)  # a scale per 64-block
-    return t((sums * x_scales[:, None, :].astype(np.float64) * w_scales[None]).sum(axis=2))
+    return t((sums * x_scales * w_scales[None]).sum(axis=2))
 
 
-def case_linear_int4(m, k, n, bias=True, transposed=False, dtype=torch.float32):
-    """sum_k x·Q·s (+ b) with Q and s quantized by the runtime at load
-    (int4_group128, packed two a byte in rows8x64) from a checkpoint weight
-    (stored `dtype`; with `transposed`, rows [8, 8 + n) of the transpose of
-    a [K, N + 16] tensor), against the same quantization in numpy. The VNNI
-    kernel is int4's only one: the case needs a host with VNNI."""
+# How each scheme quantizes an [N, K] f32 weight, the element type and the
+# scales' shape of its weight ops, and the CPU's result.
+QUANTIZATION = {
+    "int8_channel": (quantize_int8_channel, "i8", lambda n, k: f"{n}", int8_linear_reference),
+    "int4_group128": (quantize_int4_group128, "i4", lambda n, k: f"{n}x{k // 128}",
+                      int4_linear_reference),
+}
+
+
+def case_linear_quantized(scheme, m, k, n, bias=True, transposed=False, dtype=torch.float32):
+    """A linear of `scheme`'s values and scales (+ b), quantized by the
+    runtime at load from a checkpoint weight (stored `dtype`; with
+    `transposed`, rows [8, 8 + n) of the transpose of a [K, N + 16] tensor),
+    against the same quantization in numpy and the CPU kernel's arithmetic
+    (QUANTIZATION)."""
+    quantize, element, scales_shape, reference = QUANTIZATION[scheme]
     x = f32(m, k)
     rows = (8, 8 + n) if transposed else None
     full = f32(n + 16, k) if transposed else f32(n, k)
     stored = torch.from_numpy(full.T.copy() if transposed else full).to(dtype)
     w = stored.float().numpy()
     w = w.T[rows[0]:rows[1]] if transposed else w
-    values, scales = quantize_int4_group128(np.ascontiguousarray(w))
+    values, scales = quantize(np.ascontiguousarray(w))
     weights = {"w": stored} | ({"b": torch.from_numpy(f32(n))} if bias else {})
-    ty = f"tensor<{m}x{n}xf32>"
+    ty, vty = f"tensor<{m}x{n}xf32>", f"tensor<{n}x{k}x{element}>"
     where = (" transposed rows [8, " + str(8 + n) + "]") if transposed else ""
-    lines = [f'  %v = llmserve.weight "w"{where} quantized int4_group128 values : tensor<{n}x{k}xi4>',
-             f'  %s = llmserve.weight "w"{where} quantized int4_group128 scales : '
-             f'tensor<{n}x{k // 128}xf32>']
+    lines = [f'  %v = llmserve.weight "w"{where} quantized {scheme} values : {vty}',
+             f'  %s = llmserve.weight "w"{where} quantized {scheme} scales : '
+             f'tensor<{scales_shape(n, k)}xf32>']
     if bias:
         lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
     b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
     lines.append(f"  %y = llmserve.linear %a0, %v scales %s{b} : {mlir_type(x)}, "
-                 f"tensor<{n}x{k}xi4>{bty} -> {ty}")
-    ref = int4_linear_reference(x, values, scales) + (t(weights["b"]) if bias else 0)
+                 f"{vty}{bty} -> {ty}")
+    ref = reference(x, values, scales) + (t(weights["b"]) if bias else 0)
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
+
+
+def case_linear_int8(m, k, n, **kwargs):
+    """int8_channel: the VNNI kernel where N is a multiple of 8, K of 64 and
+    the CPU has VNNI, else the dot-product kernel on int8 values."""
+    return case_linear_quantized("int8_channel", m, k, n, **kwargs)
+
+
+def case_linear_int4(m, k, n, **kwargs):
+    """int4_group128, packed two a byte in rows8x64: the VNNI kernel, so the
+    case needs a host with VNNI."""
+    return case_linear_quantized("int4_group128", m, k, n, **kwargs)
 
 
 def case_gated_mlp(m, k, n, return_up=False):
