@@ -280,6 +280,8 @@ private:
     buffer["kind"] = "weight";
     buffer["name"] = key;
     buffer["tensor"] = op.getTensorName().str();
+    if (std::optional<int64_t> stacked = op.getStacked())
+      buffer["stacked"] = *stacked;
     buffer["transform"] = op.getTransposed() ? "transpose" : "none";
     if (rows)
       buffer["rows"] = json::Array{(*rows)[0], (*rows)[1]};
@@ -303,7 +305,20 @@ private:
       return o.getIds();
     if (auto o = dyn_cast<GatherRowsOp>(op))
       return o.getRows();
+    if (auto o = dyn_cast<ExpertLinearOp>(op))
+      return o.getExperts();
+    if (auto o = dyn_cast<MoeCombineOp>(op))
+      return o.getWeights();
     return op->getOperand(0);
+  }
+
+  /// The size expression of the leading dimension of `op`'s results: its
+  /// row source's, or for expert_linear one row per (token, slot) pair.
+  std::string resultRows(Operation *op) const {
+    std::string rows = shapeOf.at(rowSource(op)).front();
+    if (auto o = dyn_cast<ExpertLinearOp>(op))
+      return "(" + rows + ")*" + shapeOf.at(o.getExperts())[1];
+    return rows;
   }
 
   /// Whether `a` is one kernel's dispatch: {kernel, symbol, grid of 3}.
@@ -350,8 +365,7 @@ private:
       buffer["name"] = (first.getAs<StringAttr>("kernel").getValue() + "." +
                         Twine(result.getResultNumber()))
                            .str();
-      std::string rows = shapeOf.at(rowSource(op)).front();
-      FailureOr<Shape> shape = shapeFrom(result, {rows});
+      FailureOr<Shape> shape = shapeFrom(result, {resultRows(op)});
       if (failed(shape) || failed(bindValue(result, *shape, std::move(buffer))))
         return failure();
     }

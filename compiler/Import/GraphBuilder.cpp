@@ -120,8 +120,25 @@ Value GraphBuilder::weight(const std::string &name, ArrayRef<int64_t> shape,
   if (rowBegin)
     rows = b.getDenseI64ArrayAttr({*rowBegin, *rowBegin + shape[0]});
   return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), name,
-                          transposed, rows, /*quantization=*/nullptr,
-                          /*part=*/nullptr);
+                          /*stacked=*/nullptr, transposed, rows,
+                          /*quantization=*/nullptr, /*part=*/nullptr);
+}
+
+Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
+                                  ArrayRef<int64_t> shape) {
+  size_t at = pattern.find("{}");
+  for (int64_t i = 0; i < count && !names.empty(); ++i) {
+    std::string name = pattern;
+    name.replace(at, 2, std::to_string(i));
+    if (!names.contains(name))
+      missing.push_back(name);
+  }
+  SmallVector<int64_t> stackedShape = {count};
+  llvm::append_range(stackedShape, shape);
+  return WeightOp::create(b, loc, RankedTensorType::get(stackedShape, f32()),
+                          pattern, b.getI64IntegerAttr(count),
+                          /*transposed=*/false, /*rows=*/nullptr,
+                          /*quantization=*/nullptr, /*part=*/nullptr);
 }
 
 Value GraphBuilder::embedding(Value table, llvm::StringRef indices,
@@ -134,6 +151,27 @@ Value GraphBuilder::embedding(Value table, llvm::StringRef indices,
 Value GraphBuilder::linear(Value x, Value w, Value bias) {
   int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
   return LinearOp::create(b, loc, tokens(n), x, w, bias);
+}
+
+std::pair<Value, Value> GraphBuilder::moeRouter(Value logits, int64_t topK,
+                                                MoeScoring scoring,
+                                                bool normalized) {
+  SmallVector<int64_t> shape = {ShapedType::kDynamic, topK};
+  auto router = MoeRouterOp::create(
+      b, loc, RankedTensorType::get(shape, f32()),
+      RankedTensorType::get(shape, b.getI32Type()), logits, topK, scoring,
+      normalized);
+  return {router.getWeights(), router.getExperts()};
+}
+
+Value GraphBuilder::expertLinear(Value x, Value w, Value experts, bool perSlot) {
+  int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(1);
+  return ExpertLinearOp::create(b, loc, tokens(n), x, w, experts, perSlot);
+}
+
+Value GraphBuilder::moeCombine(Value x, Value weights) {
+  int64_t n = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  return MoeCombineOp::create(b, loc, tokens(n), x, weights);
 }
 
 Value GraphBuilder::rope(Value x, const RopeParams &params) {

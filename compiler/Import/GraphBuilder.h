@@ -51,7 +51,20 @@ public:
   /// positions), times `scale` if given.
   Value embedding(Value table, llvm::StringRef indices,
                   std::optional<double> scale = {});
+  /// The tensors `pattern` names with its "{}" replaced by 0 .. count - 1,
+  /// each of `shape`, stacked into [count, shape...].
+  Value stackedWeight(const std::string &pattern, int64_t count,
+                      ArrayRef<int64_t> shape);
   Value linear(Value x, Value w, Value bias = {});
+  /// Each token's top_k experts from the router's logits: {weights [T, k],
+  /// experts [T, k]}.
+  std::pair<Value, Value> moeRouter(Value logits, int64_t topK,
+                                    MoeScoring scoring, bool normalized);
+  /// x·Wₑᵀ for each (token, slot) pair's expert: [T * k, N]; the input has
+  /// a row per token, or with `perSlot` a row per pair.
+  Value expertLinear(Value x, Value w, Value experts, bool perSlot);
+  /// Each token's sum of its pairs' rows times their weights.
+  Value moeCombine(Value x, Value weights);
   Value rope(Value x, const RopeParams &params);
   /// Attention of layer `layer` over the paged cache: K and V written
   /// first, then read. Scores are scaled by `scale`, 1/sqrt(head_dim) by

@@ -95,6 +95,9 @@ struct NarrowStoragePass
         if (auto attention = dyn_cast<PagedAttentionOp>(op);
             attention && result == attention.getLse())
           continue;
+        // The router's weights are f32 whatever its logits.
+        if (isa<MoeRouterOp>(op))
+          continue;
         if (keep.contains(result)) {
           // linear computes f32 from narrow operands; other ops keep f32
           // only when their own float operands stayed f32.

@@ -69,7 +69,7 @@ struct QuantizeWeightsPass
     auto part = [&](QuantizedPart which, RankedTensorType partType) {
       return WeightOp::create(b, weight.getLoc(), partType,
                               weight.getTensorNameAttr(),
-                              weight.getTransposedAttr(), weight.getRowsAttr(),
+                              /*stacked=*/nullptr, weight.getTransposedAttr(), weight.getRowsAttr(),
                               WeightQuantizationAttr::get(ctx, quantization),
                               QuantizedPartAttr::get(ctx, which));
     };

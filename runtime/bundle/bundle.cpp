@@ -147,10 +147,12 @@ int64_t quantized_columns(const Buffer &b, const std::vector<int64_t> &want) {
 } // namespace
 
 void *Bundle::bind_weight(const Buffer &b) {
-  const TensorView &t = find_tensor(b.tensor);
   std::vector<int64_t> want; // the buffer's shape
   for (const Expression &dim : b.shape)
     want.push_back(dim.evaluate(Symbols{}));
+  if (b.stacked)
+    return bind_stacked_weight(b, want);
+  const TensorView &t = find_tensor(b.tensor);
   if (b.quantization)
     return bind_quantized_weight(b, t, want);
   check_weight_shape(b, t, want);
@@ -168,6 +170,24 @@ void *Bundle::bind_weight(const Buffer &b) {
   if (b.panels16)
     dst = pack_panels16(dst, want[0], want[1], dtype_size(b.dtype));
   return keep_converted(t, std::move(dst));
+}
+
+void *Bundle::bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &want) {
+  const std::vector<int64_t> each(want.begin() + 1, want.end());
+  size_t each_bytes = dtype_size(b.dtype);
+  for (int64_t d : each)
+    each_bytes *= static_cast<size_t>(d);
+  AlignedBuffer stack(each_bytes * static_cast<size_t>(want[0]));
+  for (int64_t i = 0; i < want[0]; ++i) {
+    Buffer one = b;
+    one.tensor = b.stacked_tensor(i);
+    const TensorView &t = find_tensor(one.tensor);
+    check_weight_shape(one, t, each);
+    convert_into(one, t, b.dtype, each,
+                 static_cast<uint8_t *>(stack.data()) + static_cast<size_t>(i) * each_bytes);
+    release(t);
+  }
+  return keep_converted(std::move(stack));
 }
 
 void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
@@ -238,28 +258,44 @@ AlignedBuffer Bundle::converted(const Buffer &b, const TensorView &t,
   for (int64_t d : want)
     bytes *= static_cast<size_t>(d);
   AlignedBuffer dst(bytes);
+  convert_into(b, t, dtype, want, dst.data());
+  return dst;
+}
+
+void Bundle::convert_into(const Buffer &b, const TensorView &t, DType dtype,
+                          const std::vector<int64_t> &want, void *dst) {
+  size_t bytes = dtype_size(dtype);
+  for (int64_t d : want)
+    bytes *= static_cast<size_t>(d);
   if (b.rows_end >= 0 && b.transpose) {
     // Transposed rows are columns of the stored tensor: transpose it all,
     // then keep the rows.
     AlignedBuffer all(static_cast<size_t>(t.numel()) * dtype_size(dtype));
     convert_tensor(t, dtype, true, all.data());
     const size_t row_bytes = bytes / static_cast<size_t>(want[0]);
-    std::memcpy(dst.data(),
+    std::memcpy(dst,
                 static_cast<uint8_t *>(all.data()) +
                     static_cast<size_t>(b.rows_begin) * row_bytes,
                 bytes);
   } else {
-    convert_tensor(rows_of(b, t), dtype, b.transpose, dst.data());
+    convert_tensor(rows_of(b, t), dtype, b.transpose, dst);
   }
-  return dst;
 }
 
-void *Bundle::keep_converted(const TensorView &t, AlignedBuffer converted) {
-  // The converted copy is what kernels read; drop the file's pages.
+void Bundle::release(const TensorView &t) {
   if (checkpoint_)
     checkpoint_->release(t);
   else
     embedded_->release(t);
+}
+
+void *Bundle::keep_converted(const TensorView &t, AlignedBuffer converted) {
+  // The converted copy is what kernels read; drop the file's pages.
+  release(t);
+  return keep_converted(std::move(converted));
+}
+
+void *Bundle::keep_converted(AlignedBuffer converted) {
   converted_weight_bytes_ += converted.size();
   converted_.push_back(std::move(converted));
   return converted_.back().data();

@@ -48,6 +48,8 @@ private:
   const TensorView &find_tensor(const std::string &name) const;
   // Base address of weight buffer `b`: in the mapped file or converted.
   void *bind_weight(const Buffer &b);
+  // A weight of stacked tensors, each converted into its slice.
+  void *bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &want);
   // A part of a weight the runtime quantizes; `want` is the part's shape.
   void *bind_quantized_weight(const Buffer &b, const TensorView &t,
                               const std::vector<int64_t> &want);
@@ -56,8 +58,14 @@ private:
   // `t` transformed and sliced as `b` says, as `dtype` of shape `want`.
   static AlignedBuffer converted(const Buffer &b, const TensorView &t,
                                  DType dtype, const std::vector<int64_t> &want);
+  // The same, written to `dst` (of the shape's bytes).
+  static void convert_into(const Buffer &b, const TensorView &t, DType dtype,
+                           const std::vector<int64_t> &want, void *dst);
   // Keeps `converted` as a weight buffer, dropping `t`'s file pages.
   void *keep_converted(const TensorView &t, AlignedBuffer converted);
+  void *keep_converted(AlignedBuffer converted);
+  // Drops the file pages of `t`, which a converted copy replaces.
+  void release(const TensorView &t);
   void check_weight_shape(const Buffer &b, const TensorView &t,
                           const std::vector<int64_t> &want) const;
 

@@ -233,6 +233,22 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
     buf.tensor = r.string(b, p, "tensor");
     if (buf.tensor.empty())
       r.fail(p + ".tensor", "empty tensor name");
+    if (const json *stacked = r.optional_field(b, "stacked")) {
+      buf.stacked = r.integer(*stacked, p + ".stacked");
+      const size_t at = buf.tensor.find("{}");
+      if (buf.stacked <= 0)
+        r.fail(p + ".stacked", "must be positive, got " + std::to_string(buf.stacked));
+      if (at == std::string::npos || buf.tensor.find("{}", at + 2) != std::string::npos)
+        r.fail(p + ".tensor", "a stacked weight's tensor name holds \"{}\" once, got '" +
+                                  buf.tensor + "'");
+      if (buf.shape.size() < 2 || buf.shape[0].evaluate({}) != buf.stacked)
+        r.fail(p + ".shape", "a weight of " + std::to_string(buf.stacked) +
+                                 " stacked tensors has rank 2 or more and dimension 0 of " +
+                                 std::to_string(buf.stacked) + ", got [" +
+                                 shape_text(buf.shape) + "]");
+    }
+    // The dimensions of each stacked tensor (all of the shape if not stacked).
+    const size_t tensor_dim = buf.stacked ? 1 : 0;
     const std::string transform = r.string(b, p, "transform");
     if (transform == "transpose")
       buf.transpose = true;
@@ -249,13 +265,15 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (name != "panels16" && name != "rows8x64")
         r.fail(p + ".layout", "unknown layout " + layout->dump() +
                                   " (expected \"panels16\" or \"rows8x64\")");
-      if (buf.shape.size() != 2)
+      if (buf.shape.size() != 2 || buf.stacked)
         r.fail(p + ".layout", name + " needs a 2-D shape, got [" +
                                   shape_text(buf.shape) + "]");
       buf.panels16 = name == "panels16";
       buf.rows8x64 = name == "rows8x64";
     }
     if (const json *quantization = r.optional_field(b, "quantization")) {
+      if (buf.stacked)
+        r.fail(p + ".quantization", "a stacked weight is not quantized");
       const std::string scheme = r.string(*quantization, p + ".quantization");
       buf.quantization = parse_quantization(scheme);
       if (!buf.quantization)
@@ -294,9 +312,10 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
     }
     // The scales of a quantized weight are 1-D whatever the matrix's transform.
     const bool scales = buf.quantization && buf.part == QuantizedPart::Scales;
-    if (buf.transpose && buf.shape.size() != 2 && !scales)
-      r.fail(p + ".transform", "transpose needs a 2-D shape, got [" +
-                                   shape_text(buf.shape) + "]");
+    if (buf.transpose && buf.shape.size() != 2 + tensor_dim && !scales)
+      r.fail(p + ".transform", std::string("transpose needs a ") +
+                                   (buf.stacked ? "3-D shape (stacked 2-D tensors)" : "2-D shape") +
+                                   ", got [" + shape_text(buf.shape) + "]");
     if (const json *rows = r.optional_field(b, "rows")) {
       if (!rows->is_array() || rows->size() != 2)
         r.fail(p + ".rows", "expected [begin, end], got " + rows->dump());
@@ -304,8 +323,8 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       buf.rows_end = r.integer((*rows)[1], p + ".rows[1]");
       if (buf.rows_begin < 0 || buf.rows_end <= buf.rows_begin)
         r.fail(p + ".rows", "empty or negative range " + rows->dump());
-      if (buf.shape.empty() ||
-          buf.shape[0].evaluate({}) != buf.rows_end - buf.rows_begin)
+      if (buf.shape.size() <= tensor_dim ||
+          buf.shape[tensor_dim].evaluate({}) != buf.rows_end - buf.rows_begin)
         r.fail(p + ".rows", "rows " + rows->dump() + " do not match shape [" +
                                 shape_text(buf.shape) + "]");
     }
@@ -360,7 +379,7 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
 
 void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
                    const std::optional<KvCacheLayout> &kv) {
-  std::map<std::tuple<std::string, bool, int64_t, int64_t, bool,
+  std::map<std::tuple<std::string, int64_t, bool, int64_t, int64_t, bool,
                       std::optional<WeightQuantization>, QuantizedPart>,
            size_t> weights;
   std::set<std::pair<int64_t, char>> kv_pools;
@@ -369,7 +388,7 @@ void check_buffers(const Reader &r, const std::vector<Buffer> &buffers,
     const std::string p = "buffers[" + std::to_string(i) + "]";
     if (b.kind == BufferKind::Weight) {
       auto [it, fresh] = weights.emplace(
-          std::make_tuple(b.tensor, b.transpose, b.rows_begin, b.rows_end, b.panels16,
+          std::make_tuple(b.tensor, b.stacked, b.transpose, b.rows_begin, b.rows_end, b.panels16,
                           b.quantization, b.part),
           i);
       if (!fresh)
@@ -562,6 +581,11 @@ std::string shape_text(const std::vector<Expression> &shape) {
   for (const Expression &e : shape)
     s += (s.empty() ? "" : ",") + e.text();
   return s;
+}
+
+std::string Buffer::stacked_tensor(int64_t index) const {
+  std::string name = tensor;
+  return name.replace(name.find("{}"), 2, std::to_string(index));
 }
 
 size_t Buffer::byte_size(const Symbols &symbols, int id) const {

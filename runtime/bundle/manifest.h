@@ -59,6 +59,10 @@ struct Buffer {
   // and the rows [begin, end) of the (transposed) tensor this buffer holds;
   // all of them when rows_end is -1.
   std::string tensor;
+  // When positive, the buffer stacks that many tensors: slice i is the
+  // tensor named by `tensor` with its "{}" replaced by i (the experts of a
+  // mixture-of-experts layer), each transformed and sliced as below.
+  int64_t stacked = 0;
   bool transpose = false;
   int64_t rows_begin = 0;
   int64_t rows_end = -1;
@@ -78,6 +82,8 @@ struct Buffer {
   int64_t layer = -1;
   char role = 0; // 'k' or 'v'
 
+  // The name of tensor `index` of a stacked weight.
+  std::string stacked_tensor(int64_t index) const;
   // Byte size for the given symbol values; throws naming the buffer when a
   // dimension is negative or the size overflows.
   size_t byte_size(const Symbols &symbols, int id) const;

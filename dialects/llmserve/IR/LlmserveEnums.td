@@ -52,6 +52,18 @@ def Llmserve_GeluApproximationAttr
     : EnumAttr<Llmserve_Dialect, Llmserve_GeluApproximation,
                "gelu_approximation">;
 
+def Llmserve_MoeScoring : I32Enum<"MoeScoring",
+    "how a mixture-of-experts router turns logits into expert scores", [
+      // softmax over all experts (Mixtral, Qwen3-MoE)
+      I32EnumCase<"softmax", 0>,
+      // each expert's sigmoid on its own (DeepSeek-V3's scoring_func)
+      I32EnumCase<"sigmoid", 1>
+    ]> {
+  let cppNamespace = "::mlir::llmserve";
+}
+def Llmserve_MoeScoringAttr
+    : EnumAttr<Llmserve_Dialect, Llmserve_MoeScoring, "moe_scoring">;
+
 def Llmserve_WeightQuantization : I32Enum<"WeightQuantization",
     "how a quantized weight stores an f32 matrix", [
       // Each row (output channel) n of [N, K]: int8 values q and one f32

@@ -137,21 +137,42 @@ LogicalResult WeightOp::verify() {
   auto type = cast<RankedTensorType>(getType());
   if (!type.hasStaticShape())
     return emitOpError() << "result must be statically shaped, got " << type;
+  // A stacked weight's dimension 0 counts its tensors, each of the rest.
+  std::optional<int64_t> stacked = getStacked();
+  int64_t tensorDim = stacked ? 1 : 0;
+  if (stacked) {
+    if (*stacked <= 0)
+      return emitOpError() << "stacked must be positive, got " << *stacked;
+    StringRef name = getTensorName();
+    size_t at = name.find("{}");
+    if (at == StringRef::npos || name.find("{}", at + 2) != StringRef::npos)
+      return emitOpError() << "the tensor_name of a stacked weight must hold "
+                              "'{}' once, where the index goes, got '"
+                           << name << "'";
+    if (type.getRank() < 2 || type.getDimSize(0) != *stacked)
+      return emitOpError() << "a weight of " << *stacked
+                           << " stacked tensors has a result of rank 2 or "
+                              "more whose dim 0 is "
+                           << *stacked << ", got " << type;
+    if (getQuantization())
+      return emitOpError("a stacked weight cannot be quantized");
+  }
   // A quantized weight's scales are 1-D, whatever the stored tensor.
-  if (getTransposed() && type.getRank() != 2 &&
+  if (getTransposed() && type.getRank() != 2 + tensorDim &&
       getPart() != QuantizedPart::scales)
-    return emitOpError() << "a transposed weight must be 2-D, got rank "
-                         << type.getRank();
+    return emitOpError() << "a transposed weight must be "
+                         << (stacked ? "3-D (stacked 2-D tensors)" : "2-D")
+                         << ", got rank " << type.getRank();
   if (std::optional<ArrayRef<int64_t>> rows = getRows()) {
-    if (type.getRank() == 0)
+    if (type.getRank() <= tensorDim)
       return emitOpError("rows needs a result of rank 1 or more");
     if (rows->size() != 2 || (*rows)[0] < 0 || (*rows)[0] >= (*rows)[1])
       return emitOpError("rows must be [begin, end] with 0 <= begin < end");
-    if ((*rows)[1] - (*rows)[0] != type.getDimSize(0))
+    if ((*rows)[1] - (*rows)[0] != type.getDimSize(tensorDim))
       return emitOpError() << "rows [" << (*rows)[0] << ", " << (*rows)[1]
                            << "] select " << (*rows)[1] - (*rows)[0]
                            << " rows but the result has "
-                           << type.getDimSize(0);
+                           << type.getDimSize(tensorDim);
   }
   std::optional<WeightQuantization> quantization = getQuantization();
   std::optional<QuantizedPart> part = getPart();
@@ -306,6 +327,72 @@ LogicalResult LinearOp::verify() {
        failed(verifyDimsMatch(op, "bias", bias, 0, "weight", weight, 0))))
     return failure();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+LogicalResult MoeRouterOp::verify() {
+  Operation *op = getOperation();
+  int64_t topK = getTopK();
+  int64_t numExperts = getLogits().getType().getDimSize(1);
+  if (isStatic(numExperts) && topK > numExperts)
+    return emitOpError() << "top_k (" << topK << ") must not exceed the "
+                         << numExperts << " experts of logits dim 1";
+  if (failed(verifyDimIs(op, "weights", getWeights(), 1, topK, "top_k")) ||
+      failed(verifyDimIs(op, "experts", getExperts(), 1, topK, "top_k")) ||
+      failed(verifyDimsMatch(op, "weights", getWeights(), 0, "logits",
+                             getLogits(), 0)) ||
+      failed(verifyDimsMatch(op, "experts", getExperts(), 0, "logits",
+                             getLogits(), 0)))
+    return failure();
+  return success();
+}
+
+// `name` dim 0 must be T * k for `experts` (or `weights`) [T, k].
+static LogicalResult verifySlotRows(Operation *op, StringRef name, Value slots,
+                                    StringRef perToken, Value tokens) {
+  auto tokenType = cast<ShapedType>(tokens.getType());
+  if (!isStatic(tokenType.getDimSize(1)))
+    return op->emitOpError() << perToken
+                             << " must have a static dim 1 (the slots of a "
+                                "token), got "
+                             << tokenType;
+  int64_t rows = cast<ShapedType>(slots.getType()).getDimSize(0);
+  int64_t t = tokenType.getDimSize(0), k = tokenType.getDimSize(1);
+  if (!isStatic(rows) || !isStatic(t) || !isStatic(k) || isProduct(rows, t, k))
+    return success();
+  return op->emitOpError() << name << " dim 0 (" << rows << ") must equal "
+                           << perToken << " dim 0 times dim 1 (" << t << " x "
+                           << k << ")";
+}
+
+LogicalResult ExpertLinearOp::verify() {
+  Operation *op = getOperation();
+  Value input = getInput(), weight = getWeight(), experts = getExperts();
+  Value result = getResult();
+  if (failed(verifySameElementType(op, "weight", weight, "input", input)) ||
+      failed(verifySameElementType(op, "result", result, "input", input)) ||
+      failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 2)) ||
+      failed(verifyDimsMatch(op, "result", result, 1, "weight", weight, 1)) ||
+      failed(verifySlotRows(op, "result", result, "experts", experts)))
+    return failure();
+  if (getPerSlot())
+    return verifySlotRows(op, "input (per_slot)", input, "experts", experts);
+  return verifyDimsMatch(op, "input", input, 0, "experts", experts, 0);
+}
+
+LogicalResult MoeCombineOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifySameElementType(op, "result", getResult(), "input",
+                                   getInput())) ||
+      failed(verifyDimsMatch(op, "result", getResult(), 1, "input",
+                             getInput(), 1)) ||
+      failed(verifyDimsMatch(op, "result", getResult(), 0, "weights",
+                             getWeights(), 0)))
+    return failure();
+  return verifySlotRows(op, "input", getInput(), "weights", getWeights());
 }
 
 //===----------------------------------------------------------------------===//

@@ -39,23 +39,32 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     of its arrays: for `int8_channel`, `values` is the i8 [N, K] matrix and
     `scales` the f32 [N] scale of each row.
 
+    With `stacked <E>`, the result's leading dimension is E and slice e of
+    it is the tensor named by `tensor_name` with its one `{}` replaced by e
+    (transposed and sliced as said above, each on its own): the experts of a
+    mixture-of-experts layer, which checkpoints store one tensor each.
+
     Example:
 
     ```mlir
     %w = llmserve.weight "model.layers.0.mlp.up_proj.weight" : tensor<128x64xf32>
+    %e = llmserve.weight "model.layers.0.mlp.experts.{}.up_proj.weight" stacked 8
+        : tensor<8x128x64xf32>
     %c = llmserve.weight "h.0.attn.c_attn.weight" transposed : tensor<192x64xf16>
     %q = llmserve.weight "h.0.attn.c_attn.weight" transposed rows [0, 64] : tensor<64x64xf32>
     %v = llmserve.weight "lm_head.weight" quantized int8_channel values : tensor<512x64xi8>
     %s = llmserve.weight "lm_head.weight" quantized int8_channel scales : tensor<512xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$tensor_name, UnitAttr:$transposed,
+  let arguments = (ins StrAttr:$tensor_name,
+                       OptionalAttr<I64Attr>:$stacked,
+                       UnitAttr:$transposed,
                        OptionalAttr<DenseI64ArrayAttr>:$rows,
                        OptionalAttr<Llmserve_WeightQuantizationAttr>:$quantization,
                        OptionalAttr<Llmserve_QuantizedPartAttr>:$part);
   let results = (outs Llmserve_WeightTensor:$result);
   let assemblyFormat = [{
-    $tensor_name (`transposed` $transposed^)? (`rows` $rows^)?
+    $tensor_name (`stacked` $stacked^)? (`transposed` $transposed^)? (`rows` $rows^)?
     (`quantized` `` $quantization^ `` $part)? attr-dict `:` type($result)
   }];
 }
@@ -517,6 +526,100 @@ def Llmserve_GeluOp : Llmserve_Op<"gelu",
   }];
   // The type constraints above are the whole contract.
   let hasVerifier = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def Llmserve_MoeRouterOp : Llmserve_Op<"moe_router", [Pure]> {
+  let summary = "each token's top-k experts and their weights";
+  let description = [{
+    From the router's logits [T, E], each token's `top_k` experts and their
+    weights. The scores are the row's softmax (`scoring softmax`) or each
+    logit's sigmoid (`scoring sigmoid`), computed in f32. `experts[t, j]` is
+    the expert of the j-th highest score (the lower index first on a tie)
+    and `weights[t, j]` its score, divided by the sum of the `top_k` chosen
+    scores with `normalized` (`norm_topk_prob`; Mixtral's softmax over the
+    chosen logits is the same).
+
+    Example:
+
+    ```mlir
+    %w, %e = llmserve.moe_router %logits top_k 2 scoring softmax normalized
+        : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$logits,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$top_k,
+                       Llmserve_MoeScoringAttr:$scoring,
+                       UnitAttr:$normalized);
+  let results = (outs Llmserve_F32Tensor2D:$weights,
+                      Llmserve_I32Tensor2D:$experts);
+  let assemblyFormat = [{
+    $logits `top_k` $top_k `scoring` `` $scoring (`normalized` $normalized^)?
+    attr-dict `:` type($logits) `->` type($weights) `,` type($experts)
+  }];
+}
+
+def Llmserve_ExpertLinearOp : Llmserve_Op<"expert_linear", [Pure]> {
+  let summary = "x·Wₑᵀ for each token's chosen experts";
+  let description = [{
+    One linear per (token, slot) pair, with the weight of the expert the
+    router chose for it: for `experts` [T, k] and `weight` [E, N, K] (one
+    `llmserve.linear` weight per expert), the result [T * k, N] is
+    `result[t * k + j, n] = sum_c input[r, c] * weight[experts[t, j], n, c]`,
+    accumulated in f32. The input row r is t: the token's own row of an
+    input [T, K], which each of its k slots reads; or with `per_slot`, t * k
+    + j: an input [T * k, K] of one row per slot (what a previous
+    expert_linear yields). Every expert id must be in [0, E).
+
+    Kernels take the pairs of each expert together, so that its weight is
+    read once per step however many tokens chose it; a row's result does
+    not depend on the other rows of the step.
+
+    Example:
+
+    ```mlir
+    %up = llmserve.expert_linear %x, %w experts %e
+        : tensor<?x64xf32>, tensor<8x128x64xf32>, tensor<?x2xi32> -> tensor<?x128xf32>
+    %down = llmserve.expert_linear %h, %w2 experts %e per_slot
+        : tensor<?x128xf32>, tensor<8x64x128xf32>, tensor<?x2xi32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input,
+                       3DTensorOf<[F32, F16, BF16]>:$weight,
+                       Llmserve_I32Tensor2D:$experts,
+                       UnitAttr:$per_slot);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `experts` $experts (`per_slot` $per_slot^)? attr-dict
+    `:` type($input) `,` type($weight) `,` type($experts) `->` type($result)
+  }];
+}
+
+def Llmserve_MoeCombineOp : Llmserve_Op<"moe_combine", [Pure]> {
+  let summary = "each token's weighted sum of its experts' outputs";
+  let description = [{
+    `result[t, n] = sum_j weights[t, j] * input[t * k + j, n]` for `input`
+    [T * k, N] (an expert_linear's rows) and `weights` [T, k] (the router's),
+    summed in f32 in the order j = 0, 1, ..., k - 1, so a token's result
+    does not depend on the other tokens of the step.
+
+    Example:
+
+    ```mlir
+    %y = llmserve.moe_combine %down, %w
+        : tensor<?x64xf32>, tensor<?x2xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input,
+                       Llmserve_F32Tensor2D:$weights);
+  let results = (outs Llmserve_FloatTensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weights attr-dict `:` type($input) `,` type($weights) `->`
+    type($result)
+  }];
 }
 
 //===----------------------------------------------------------------------===//

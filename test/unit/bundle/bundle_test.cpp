@@ -80,6 +80,47 @@ TEST(Bundle, CutsRowsOfATensorOrOfItsTranspose) {
                                          " has shape [3, 4], expected [>=4, 4] for rows [2, 4)"));
 }
 
+TEST(Bundle, StacksTheTensorsOfExperts) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  m["buffers"].push_back({{"kind", "weight"}, {"name", "experts"}, {"dtype", "f32"},
+                          {"shape", {2, 3, 4}}, {"tensor", "experts.{}.w"}, {"stacked", 2},
+                          {"transform", "none"}}); // 10
+  m["buffers"].push_back({{"kind", "weight"}, {"name", "experts_t"}, {"dtype", "f32"},
+                          {"shape", {2, 2, 3}}, {"tensor", "experts.{}.w"}, {"stacked", 2},
+                          {"transform", "transpose"}, {"rows", {1, 3}}}); // 11
+  test::write_bundle(dir, m);
+  std::vector<float> second(12);
+  for (int i = 0; i < 12; ++i)
+    second[i] = 100.0f + static_cast<float>(i);
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back(test::f32_tensor("experts.0.w", {3, 4}, test::kProj));
+  weights.push_back(test::f16_tensor("experts.1.w", {3, 4}, second));
+  test::write_weights(dir / "weights.safetensors", weights);
+  const Bundle bundle(dir.string());
+  // Expert 0 then expert 1 (f16 in the file), each [3, 4].
+  std::vector<float> want(test::kProj.begin(), test::kProj.end());
+  want.insert(want.end(), second.begin(), second.end());
+  EXPECT_EQ(floats(bundle.weight(10), 24), want);
+  // Rows 1 and 2 of each expert's transpose [4, 3].
+  const std::vector<float> rows = floats(bundle.weight(11), 12);
+  for (int e = 0; e < 2; ++e)
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 3; ++c)
+        EXPECT_EQ(rows[(e * 2 + r) * 3 + c], want[e * 12 + c * 4 + (r + 1)]) << e << r << c;
+
+  weights.pop_back();
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'experts'): tensor 'experts.1.w' "
+                                         "is missing from " +
+                                         (dir / "weights.safetensors").string()));
+  weights.push_back(test::f32_tensor("experts.1.w", {4, 3}, second));
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'experts'): tensor 'experts.1.w' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         " has shape [4, 3], expected [3, 4]"));
+}
+
 TEST(Bundle, PacksPanelsOfSixteenColumns) {
   const path dir = test::fresh_dir();
   json m = test::ops_manifest();

@@ -214,6 +214,31 @@ const BrokenCase kBroken[] = {
      "buffers[8].transform: unknown transform 'flip'"},
     {"transpose 1-D", [](json &m) { m["buffers"][5]["transform"] = "transpose"; },
      "buffers[5].transform: transpose needs a 2-D shape, got [4]"},
+    {"stacked count", [](json &m) { m["buffers"][8]["stacked"] = 0; },
+     "buffers[8].stacked: must be positive, got 0"},
+    {"stacked without a placeholder", [](json &m) { m["buffers"][8]["stacked"] = 4; },
+     "buffers[8].tensor: a stacked weight's tensor name holds \"{}\" once, got 'proj'"},
+    {"stacked shape",
+     [](json &m) {
+       m["buffers"][8]["stacked"] = 3;
+       m["buffers"][8]["tensor"] = "e.{}.proj";
+     },
+     "buffers[8].shape: a weight of 3 stacked tensors has rank 2 or more and dimension 0 of 3, "
+     "got [4,3]"},
+    {"stacked transposed rank",
+     [](json &m) {
+       m["buffers"][8]["stacked"] = 4;
+       m["buffers"][8]["tensor"] = "e.{}.proj";
+     },
+     "buffers[8].transform: transpose needs a 3-D shape (stacked 2-D tensors), got [4,3]"},
+    {"stacked quantized",
+     [](json &m) {
+       m["buffers"][8]["stacked"] = 4;
+       m["buffers"][8]["tensor"] = "e.{}.proj";
+       m["buffers"][8]["transform"] = "none";
+       m["buffers"][8]["quantization"] = "int8_channel";
+     },
+     "buffers[8].quantization: a stacked weight is not quantized"},
     {"symbolic weight", [](json &m) { m["buffers"][5]["shape"] = {"T"}; },
      "buffers[5].shape: a weight's shape must be constant"},
     {"empty tensor name", [](json &m) { m["buffers"][5]["tensor"] = ""; },

@@ -131,6 +131,62 @@ func.func @weight_not_float() {
   return
 }
 
+func.func @weight_stacked_count() {
+  // expected-error @+1 {{'llmserve.weight' op stacked must be positive, got 0}}
+  %w = llmserve.weight "e.{}.w" stacked 0 : tensor<1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_name() {
+  // expected-error @+1 {{'llmserve.weight' op the tensor_name of a stacked weight must hold '{}' once, where the index goes, got 'e.w'}}
+  %w = llmserve.weight "e.w" stacked 2 : tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_name_twice() {
+  // expected-error @+1 {{must hold '{}' once}}
+  %w = llmserve.weight "e.{}.w.{}" stacked 2 : tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_shape() {
+  // expected-error @+1 {{'llmserve.weight' op a weight of 2 stacked tensors has a result of rank 2 or more whose dim 0 is 2, got 'tensor<3x4xf32>'}}
+  %w = llmserve.weight "e.{}.w" stacked 2 : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_transposed() {
+  // expected-error @+1 {{'llmserve.weight' op a transposed weight must be 3-D (stacked 2-D tensors), got rank 2}}
+  %w = llmserve.weight "e.{}.w" stacked 2 transposed : tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_rows() {
+  // expected-error @+1 {{'llmserve.weight' op rows [0, 2] select 2 rows but the result has 4}}
+  %w = llmserve.weight "e.{}.w" stacked 2 rows [0, 2] : tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_quantized() {
+  // expected-error @+1 {{'llmserve.weight' op a stacked weight cannot be quantized}}
+  %w = llmserve.weight "e.{}.w" stacked 2 quantized int8_channel values : tensor<2x4x4xi8>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // embedding
 //===----------------------------------------------------------------------===//
@@ -934,6 +990,125 @@ func.func @gelu_unknown_approximation(%x: tensor<?x8xf32>) {
   %h = llmserve.gelu %x approximation sigmoid : tensor<?x8xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// moe_router, expert_linear, moe_combine
+//===----------------------------------------------------------------------===//
+
+func.func @moe_router_top_k(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'llmserve.moe_router' op top_k (5) must not exceed the 4 experts of logits dim 1}}
+  %w, %e = llmserve.moe_router %l top_k 5 scoring softmax : tensor<?x4xf32> -> tensor<?x5xf32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @moe_router_top_k_zero(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'llmserve.moe_router' op attribute 'top_k' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %w, %e = llmserve.moe_router %l top_k 0 scoring softmax : tensor<?x4xf32> -> tensor<?x0xf32>, tensor<?x0xi32>
+  return
+}
+
+// -----
+
+func.func @moe_router_slots(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'llmserve.moe_router' op experts dim 1 (3) must equal top_k (2)}}
+  %w, %e = llmserve.moe_router %l top_k 2 scoring softmax : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @moe_router_rows(%l: tensor<5x4xf32>) {
+  // expected-error @+1 {{'llmserve.moe_router' op weights dim 0 (4) must equal logits dim 0 (5)}}
+  %w, %e = llmserve.moe_router %l top_k 2 scoring softmax : tensor<5x4xf32> -> tensor<4x2xf32>, tensor<5x2xi32>
+  return
+}
+
+// -----
+
+func.func @moe_router_scoring(%l: tensor<?x4xf32>) {
+  // expected-error @+2 {{expected one of [softmax, sigmoid] for how a mixture-of-experts router turns logits into expert scores, got: relu}}
+  // expected-error @+1 {{failed to parse Llmserve_MoeScoringAttr parameter 'value'}}
+  %w, %e = llmserve.moe_router %l top_k 2 scoring relu : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_depth(%x: tensor<?x32xf32>, %w: tensor<4x16x64xf32>, %e: tensor<?x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op input dim 1 (32) must equal weight dim 2 (64)}}
+  %y = llmserve.expert_linear %x, %w experts %e : tensor<?x32xf32>, tensor<4x16x64xf32>, tensor<?x2xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_width(%x: tensor<?x64xf32>, %w: tensor<4x16x64xf32>, %e: tensor<?x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op result dim 1 (8) must equal weight dim 1 (16)}}
+  %y = llmserve.expert_linear %x, %w experts %e : tensor<?x64xf32>, tensor<4x16x64xf32>, tensor<?x2xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_result_rows(%x: tensor<3x64xf32>, %w: tensor<4x16x64xf32>, %e: tensor<3x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op result dim 0 (3) must equal experts dim 0 times dim 1 (3 x 2)}}
+  %y = llmserve.expert_linear %x, %w experts %e : tensor<3x64xf32>, tensor<4x16x64xf32>, tensor<3x2xi32> -> tensor<3x16xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_input_rows(%x: tensor<6x64xf32>, %w: tensor<4x16x64xf32>, %e: tensor<3x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op input dim 0 (6) must equal experts dim 0 (3)}}
+  %y = llmserve.expert_linear %x, %w experts %e : tensor<6x64xf32>, tensor<4x16x64xf32>, tensor<3x2xi32> -> tensor<6x16xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_per_slot_rows(%x: tensor<3x64xf32>, %w: tensor<4x16x64xf32>, %e: tensor<3x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op input (per_slot) dim 0 (3) must equal experts dim 0 times dim 1 (3 x 2)}}
+  %y = llmserve.expert_linear %x, %w experts %e per_slot : tensor<3x64xf32>, tensor<4x16x64xf32>, tensor<3x2xi32> -> tensor<6x16xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_dynamic_slots(%x: tensor<?x64xf32>, %w: tensor<4x16x64xf32>, %e: tensor<?x?xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op experts must have a static dim 1 (the slots of a token), got 'tensor<?x?xi32>'}}
+  %y = llmserve.expert_linear %x, %w experts %e : tensor<?x64xf32>, tensor<4x16x64xf32>, tensor<?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_types(%x: tensor<?x64xf32>, %w: tensor<4x16x64xbf16>, %e: tensor<?x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op weight element type 'bf16' must equal input element type 'f32'}}
+  %y = llmserve.expert_linear %x, %w experts %e : tensor<?x64xf32>, tensor<4x16x64xbf16>, tensor<?x2xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_rows(%x: tensor<5x16xf32>, %w: tensor<3x2xf32>) {
+  // expected-error @+1 {{'llmserve.moe_combine' op input dim 0 (5) must equal weights dim 0 times dim 1 (3 x 2)}}
+  %y = llmserve.moe_combine %x, %w : tensor<5x16xf32>, tensor<3x2xf32> -> tensor<3x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_result(%x: tensor<6x16xf32>, %w: tensor<3x2xf32>) {
+  // expected-error @+1 {{'llmserve.moe_combine' op result dim 0 (2) must equal weights dim 0 (3)}}
+  %y = llmserve.moe_combine %x, %w : tensor<6x16xf32>, tensor<3x2xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
 
 //===----------------------------------------------------------------------===//
 // gather_rows

@@ -242,6 +242,40 @@ func.func @activations(%gate: tensor<?x256xf32>, %up: tensor<?x256xf32>, %x: ten
 
 // -----
 
+// CHECK-LABEL: func @stacked_weight
+func.func @stacked_weight() -> (tensor<8x128x64xf32>, tensor<4x64x32xbf16>) {
+  // CHECK: llmserve.weight "model.layers.0.mlp.experts.{}.up_proj.weight" stacked 8 : tensor<8x128x64xf32>
+  %e = llmserve.weight "model.layers.0.mlp.experts.{}.up_proj.weight" stacked 8 : tensor<8x128x64xf32>
+  // CHECK: llmserve.weight "experts.{}.w" stacked 4 transposed rows [32, 96] : tensor<4x64x32xbf16>
+  %t = llmserve.weight "experts.{}.w" stacked 4 transposed rows [32, 96] : tensor<4x64x32xbf16>
+  return %e, %t : tensor<8x128x64xf32>, tensor<4x64x32xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @moe
+func.func @moe(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, %wg: tensor<8x128x64xf32>,
+               %wd: tensor<8x64x128xf32>, %s: tensor<3x4xbf16>)
+    -> (tensor<?x64xf32>, tensor<3x1xf32>, tensor<3x1xi32>) {
+  // CHECK: llmserve.moe_router %{{.*}} top_k 2 scoring softmax normalized : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %w, %e = llmserve.moe_router %logits top_k 2 scoring softmax normalized
+      : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // CHECK: llmserve.moe_router %{{.*}} top_k 1 scoring sigmoid : tensor<3x4xbf16> -> tensor<3x1xf32>, tensor<3x1xi32>
+  %w1, %e1 = llmserve.moe_router %s top_k 1 scoring sigmoid
+      : tensor<3x4xbf16> -> tensor<3x1xf32>, tensor<3x1xi32>
+  // CHECK: llmserve.expert_linear %{{.*}}, %{{.*}} experts %{{.*}} : tensor<?x64xf32>, tensor<8x128x64xf32>, tensor<?x2xi32> -> tensor<?x128xf32>
+  %h = llmserve.expert_linear %x, %wg experts %e
+      : tensor<?x64xf32>, tensor<8x128x64xf32>, tensor<?x2xi32> -> tensor<?x128xf32>
+  // CHECK: llmserve.expert_linear %{{.*}}, %{{.*}} experts %{{.*}} per_slot : tensor<?x128xf32>, tensor<8x64x128xf32>, tensor<?x2xi32> -> tensor<?x64xf32>
+  %d = llmserve.expert_linear %h, %wd experts %e per_slot
+      : tensor<?x128xf32>, tensor<8x64x128xf32>, tensor<?x2xi32> -> tensor<?x64xf32>
+  // CHECK: llmserve.moe_combine %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<?x2xf32> -> tensor<?x64xf32>
+  %y = llmserve.moe_combine %d, %w : tensor<?x64xf32>, tensor<?x2xf32> -> tensor<?x64xf32>
+  return %y, %w1, %e1 : tensor<?x64xf32>, tensor<3x1xf32>, tensor<3x1xi32>
+}
+
+// -----
+
 // CHECK-LABEL: func @gather_rows
 // CHECK-SAME: (%[[H:.*]]: tensor<?x64xf32>, %[[ROWS:.*]]: tensor<?xi32>)
 func.func @gather_rows(%h: tensor<?x64xf32>, %rows: tensor<?xi32>) -> tensor<?x64xf32> {
