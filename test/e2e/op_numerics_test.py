@@ -9,7 +9,8 @@ written to a safetensors file the bundle binds at load, as a served model's
 are (and so in the layout the compiler asks for, e.g. linear's panels).
 
 Also: two decode rows attended to in a step with a prefill chunk and in a
-decode-only step give bitwise-equal results (batch invariance).
+decode-only step give bitwise-equal results (batch invariance), as do
+linear and expert_linear rows in a larger step and alone.
 
 Usage: op_numerics_test.py <build-dir> <work-dir> [case ...]
 """
@@ -494,6 +495,96 @@ def attention_module(inputs, heads, scale, window, softcap=None):
     return module(inputs, body, results)
 
 
+def top_k_reference(scores, k):
+    """Each row's k highest scores and their indices, the lower index first
+    among equals (moe_router's order)."""
+    order = np.stack([np.lexsort((np.arange(len(row)), -row))[:k] for row in scores])
+    return np.take_along_axis(scores, order, axis=1), order
+
+
+def case_moe_router(scoring, normalized, t_=9, e=8, k=3, tie=False):
+    logits = f32(t_, e, scale=2.0)
+    if tie:  # row 2: two experts tie for the top, the lower index first
+        logits[2, 5] = logits[2, 1] = logits[2].max() + 1
+    scores = t(logits)
+    scores = torch.softmax(scores, dim=1) if scoring == "softmax" else torch.sigmoid(scores)
+    weights, experts = top_k_reference(scores.numpy(), k)
+    if normalized:
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    wty, ety = f"tensor<{t_}x{k}xf32>", f"tensor<{t_}x{k}xi32>"
+    flag = " normalized" if normalized else ""
+    body = (f"  %w, %e = llmserve.moe_router %a0 top_k {k} scoring {scoring}{flag} : "
+            f"{mlir_type(logits)} -> {wty}, {ety}")
+    return ([logits], module([logits], body, [("%w", wty), ("%e", ety)]),
+            [t(weights), t(experts.astype(np.float64))])
+
+
+def routed_experts(t_, e, k):
+    """[T, k] distinct experts per token, expert 0 chosen by most tokens
+    (so that its pairs fill 4-row tiles) and one expert by none."""
+    chosen = [np.concatenate([[0], RNG.choice(np.arange(1, e - 1), size=k - 1, replace=False)])
+              if row % 4 else RNG.choice(e - 1, size=k, replace=False) for row in range(t_)]
+    return np.array(chosen, dtype=np.int32)
+
+
+def expert_linear_reference(x, w, experts, per_slot):
+    t_, k = experts.shape
+    rows = []
+    for token in range(t_):
+        for j in range(k):
+            source = x[token * k + j] if per_slot else x[token]
+            rows.append(t(w[experts[token, j]]) @ t(source))
+    return torch.stack(rows)
+
+
+def case_expert_linear(per_slot, t_=13, e=5, k=2, depth=40, n=24):
+    """expert_linear on function arguments: edge tiles of rows and columns,
+    a K that is no multiple of the vector width."""
+    experts = routed_experts(t_, e, k)
+    x, w = f32(t_ * k if per_slot else t_, depth), f32(e, n, depth)
+    ty = f"tensor<{t_ * k}x{n}xf32>"
+    flag = " per_slot" if per_slot else ""
+    body = (f"  %y = llmserve.expert_linear %a0, %a1 experts %a2{flag} : {mlir_type(x)}, "
+            f"{mlir_type(w)}, {mlir_type(experts)} -> {ty}")
+    inputs = [x, w, experts]
+    return inputs, module(inputs, body, [("%y", ty)]), [expert_linear_reference(x, w, experts,
+                                                                                 per_slot)]
+
+
+def case_expert_linear_checkpoint(t_=70, e=6, k=3, depth=96, n=80, transposed=False):
+    """expert_linear of a stacked checkpoint weight, one tensor per expert
+    (stored [K, N] with `transposed`): 70 tokens, so an expert's pairs span
+    whole 4-row tiles and its columns more than one 64-column block."""
+    experts = routed_experts(t_, e, k)
+    x, w = f32(t_, depth), f32(e, n, depth)
+    weights = {f"experts.{i}.w": (w[i].T.copy() if transposed else w[i]) for i in range(e)}
+    wty, ty = mlir_type(w), f"tensor<{t_ * k}x{n}xf32>"
+    flag = " transposed" if transposed else ""
+    body = (f'  %w = llmserve.weight "experts.{{}}.w" stacked {e}{flag} : {wty}\n'
+            f"  %y = llmserve.expert_linear %a0, %w experts %a1 : {mlir_type(x)}, {wty}, "
+            f"{mlir_type(experts)} -> {ty}")
+    inputs = [x, experts]
+    return (inputs, module(inputs, body, [("%y", ty)]),
+            [expert_linear_reference(x, w, experts, False)], weights)
+
+
+def case_moe_combine(t_=11, k=3, n=40):
+    x, weights = f32(t_ * k, n), np.abs(f32(t_, k))
+    ref = (t(weights)[:, :, None] * t(x).reshape(t_, k, n)).sum(dim=1)
+    ty = f"tensor<{t_}x{n}xf32>"
+    body = f"  %y = llmserve.moe_combine %a0, %a1 : {mlir_type(x)}, {mlir_type(weights)} -> {ty}"
+    return [x, weights], module([x, weights], body, [("%y", ty)]), [ref]
+
+
+def expert_linear_invariance_pair():
+    """The same 3 tokens' expert_linear rows in a 70-token step (expert 0's
+    pairs in 4-row tiles on the CPU) and alone."""
+    inputs, text, _ = case_expert_linear(False, t_=70, e=6, k=3, depth=96, n=80)
+    x, w, experts = inputs
+    few_text = text.replace("tensor<70x", "tensor<3x").replace("tensor<210x", "tensor<9x")
+    return (inputs, text), ([x[:3], w, experts[:3]], few_text)
+
+
 def decode_invariance_pair(window=None):
     """The same two decode rows (contexts 300 and 530: 2 and 3 chunks of 256
     keys) inside a mixed step, beside a 5-token prefill of a third sequence,
@@ -535,7 +626,8 @@ def invariance_pairs():
              for window in (None, 200)] +
             [("linear_split_k", linear_invariance_pair(80)),
              ("linear_split_k_medium_rows", linear_invariance_pair(40)),
-             ("linear_int8", int8_linear_invariance_pair())])
+             ("linear_int8", int8_linear_invariance_pair()),
+             ("expert_linear", expert_linear_invariance_pair())])
 
 
 def case_sample_greedy():
@@ -769,6 +861,15 @@ CASES = {
                                                           qlen=[1, 1, 1]),
     "paged_attention_decode_window": lambda: attention_case(200, context=[300, 530],
                                                             qlen=[1, 1]),
+    "moe_router_softmax_normalized": lambda: case_moe_router("softmax", True),
+    "moe_router_sigmoid_tie": lambda: case_moe_router("sigmoid", False, tie=True),
+    "moe_router_top_1": lambda: case_moe_router("softmax", False, t_=4, e=3, k=1),
+    "expert_linear": lambda: case_expert_linear(False),
+    "expert_linear_per_slot": lambda: case_expert_linear(True),
+    "expert_linear_stacked_weight": case_expert_linear_checkpoint,
+    "expert_linear_stacked_transposed": lambda: case_expert_linear_checkpoint(
+        t_=9, e=4, k=2, depth=32, n=16, transposed=True),
+    "moe_combine": case_moe_combine,
     "adjust_logits": case_adjust_logits,
     "logprobs": case_logprobs,
     "sample_greedy": case_sample_greedy,

@@ -46,6 +46,10 @@ FailureOr<Grid> buildLinearKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
 // for the rows8x64 layout. int4 linears have no other kernel.
 bool useVnniLinear(LinearOp op);
 Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op);
+// Moe.cpp
+Grid buildMoeRouterKernel(CpuKernelEmitter &e, MoeRouterOp op);
+Grid buildExpertLinearKernel(CpuKernelEmitter &e, ExpertLinearOp op);
+Grid buildMoeCombineKernel(CpuKernelEmitter &e, MoeCombineOp op);
 // DispatchRegion.cpp
 FailureOr<Grid> buildDispatchRegionKernel(CpuKernelEmitter &e,
                                           DispatchRegionOp op);
@@ -92,6 +96,15 @@ Value contractPanels(CpuKernelEmitter &e, int xBinding, int wBinding,
                      std::optional<int> biasBinding, int64_t panels,
                      int64_t depth, const PanelBlock &block,
                      function_ref<Value()> destination);
+
+/// The dot products x[rows[i]] · w[cols[j]] of an MR x NR tile (MR =
+/// rows.size(), NR = cols.size()), row-major, for x [M, K] f32 and w [N, K]
+/// f32 or i8 (converted to f32 as it is read): one VL-wide vector
+/// accumulator per output along K, reduced at the end, then the K % VL tail
+/// in order. An output gets the same arithmetic whatever tile it is in, so
+/// a row's result does not depend on the rows beside it.
+SmallVector<Value> dotTile(CpuKernelEmitter &e, Value x, ArrayRef<Value> rows,
+                           Value w, ArrayRef<Value> cols);
 
 /// `body(i, size)` on full `size`-wide tiles of [begin, end), then
 /// `body(i, 1)` on the rest one at a time.

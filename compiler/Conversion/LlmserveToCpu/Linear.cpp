@@ -172,13 +172,9 @@ Grid linearPanels(CpuKernelEmitter &e, LinearOp o) {
 
 /// x·Wᵀ (+ b) for a W in the checkpoint's row-major layout (a function
 /// argument, a weight also read otherwise, or N not a multiple of 16), or
-/// (x·Qᵀ) * s (+ b) for int8 values Q, converted to f32 as they are read,
-/// and their per-row scales s: an MR x NR tile of outputs (1 x 8 for a
-/// single row, which decode steps are) keeps one vector accumulator per output,
-/// fed by VL-wide loads of MR rows of x and NR rows of W along K, and reduces
-/// each accumulator at the end. Edge tiles use the same per-output arithmetic
-/// with MR or NR of 1, so a row's result does not depend on the rows beside
-/// it.
+/// (x·Qᵀ) * s (+ b) for int8 values Q and their per-row scales s: MR x NR
+/// tiles of dotTile (1 x 8 for a single row, which decode steps are), and
+/// the row and column edges with MR or NR of 1.
 Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
@@ -188,72 +184,33 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
   Value bias =
       o.getBias() ? e.binding(operandBinding(o, o.getBias())) : Value();
   Value y = e.binding(o->getNumOperands());
-  // An i8 weight is converted to f32 as it is read.
-  auto asF32 = [&](Value weight) -> Value {
-    if (!scales)
-      return weight;
-    Type f32 = b.getF32Type();
-    if (auto vector = dyn_cast<VectorType>(weight.getType()))
-      f32 = vector.clone(f32);
-    return arith::SIToFPOp::create(b, f32, weight);
-  };
   auto weightType = cast<RankedTensorType>(o.getWeight().getType());
-  int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
+  int64_t n = weightType.getDimSize(0);
   auto [mBegin, mEnd] = e.rowRange(e.dimSize(0, 0), kLinearRowsPerGroup);
   Value nBegin = a.muli(e.workgroupId(1), e.index(kLinearColumnsPerGroup));
   Value nEnd = arith::MinSIOp::create(
       b, a.addi(nBegin, e.index(kLinearColumnsPerGroup)), e.index(n));
-
-  auto vectorType = VectorType::get({kVectorWidth}, b.getF32Type());
-  int64_t vectorDepth = depth - depth % kVectorWidth;
-  auto microkernel = [&](Value m0, int64_t mr, Value n0, int64_t nr) {
-    SmallVector<Value> rows, cols;
-    for (int64_t i = 0; i < mr; ++i)
-      rows.push_back(a.addi(m0, e.index(i)));
-    for (int64_t j = 0; j < nr; ++j)
-      cols.push_back(a.addi(n0, e.index(j)));
-    Value zeros = arith::ConstantOp::create(
-        b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-    SmallVector<Value> acc = e.forLoop(
-        e.index(0), e.index(vectorDepth), kVectorWidth,
-        SmallVector<Value>(mr * nr, zeros),
-        [&](Value k, ValueRange acc) -> SmallVector<Value> {
-          SmallVector<Value> xs, ws, next;
-          for (Value r : rows)
-            xs.push_back(vector::LoadOp::create(b, vectorType, x, {r, k}));
-          for (Value c : cols)
-            ws.push_back(asF32(vector::LoadOp::create(
-                b, vectorType.clone(weightType.getElementType()), w, {c, k})));
-          for (int64_t i = 0; i < mr; ++i)
-            for (int64_t j = 0; j < nr; ++j)
-              next.push_back(
-                  vector::FMAOp::create(b, xs[i], ws[j], acc[i * nr + j]));
-          return next;
-        });
-    for (int64_t i = 0; i < mr; ++i) {
-      for (int64_t j = 0; j < nr; ++j) {
-        Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                                acc[i * nr + j],
-                                                arith::FastMathFlags::reassoc);
-        // The K % VL tail, in order, after the vector part.
-        sum = e.forLoop(e.index(vectorDepth), e.index(depth), 1, {sum},
-                        [&](Value k, ValueRange s) -> SmallVector<Value> {
-                          return {math::FmaOp::create(
-                              b, a.load(x, {rows[i], k}),
-                              asF32(a.load(w, {cols[j], k})), s[0])};
-                        })[0];
-        if (scales)
-          sum = a.mul(sum, a.load(scales, cols[j]));
-        if (bias)
-          sum = a.add(sum, a.load(bias, cols[j]));
-        a.store(sum, y, {rows[i], cols[j]});
-      }
-    }
+  auto indices = [&](Value first, int64_t count) {
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < count; ++i)
+      values.push_back(a.addi(first, e.index(i)));
+    return values;
   };
-  // Full MR x NR tiles, then the row and column edges one at a time.
   forEachTile(e, mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
     forEachTile(e, nBegin, nEnd, mr == 1 ? kSingleRowColumns : kMicroColumns,
-                [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
+                [&](Value n0, int64_t nr) {
+      SmallVector<Value> rows = indices(m0, mr), cols = indices(n0, nr);
+      SmallVector<Value> sums = dotTile(e, x, rows, w, cols);
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j < nr; ++j) {
+          Value sum = sums[i * nr + j];
+          if (scales)
+            sum = a.mul(sum, a.load(scales, cols[j]));
+          if (bias)
+            sum = a.add(sum, a.load(bias, cols[j]));
+          a.store(sum, y, {rows[i], cols[j]});
+        }
+    });
   });
   Grid grid = e.rowGrid(0, kLinearRowsPerGroup);
   grid[1] =
@@ -271,6 +228,63 @@ void mlir::llmserve::forEachTile(
       begin, a.muli(a.divui(a.subi(end, begin), e.index(size)), e.index(size)));
   e.forLoop(begin, full, size, [&](Value i) { body(i, size); });
   e.forLoop(full, end, 1, [&](Value i) { body(i, 1); });
+}
+
+SmallVector<Value> mlir::llmserve::dotTile(CpuKernelEmitter &e, Value x,
+                                           ArrayRef<Value> rows, Value w,
+                                           ArrayRef<Value> cols) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  auto weightType = cast<MemRefType>(w.getType());
+  Type weightElement = weightType.getElementType();
+  int64_t depth = weightType.getDimSize(1);
+  // An integer weight is converted to f32 as it is read.
+  auto asF32 = [&](Value weight) -> Value {
+    if (!isa<IntegerType>(weightElement))
+      return weight;
+    Type f32 = b.getF32Type();
+    if (auto vector = dyn_cast<VectorType>(weight.getType()))
+      f32 = vector.clone(f32);
+    return arith::SIToFPOp::create(b, f32, weight);
+  };
+  auto vectorType = VectorType::get({kVectorWidth}, b.getF32Type());
+  int64_t vectorDepth = depth - depth % kVectorWidth;
+  int64_t mr = rows.size(), nr = cols.size();
+  Value zeros = arith::ConstantOp::create(
+      b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+  SmallVector<Value> acc = e.forLoop(
+      e.index(0), e.index(vectorDepth), kVectorWidth,
+      SmallVector<Value>(mr * nr, zeros),
+      [&](Value k, ValueRange acc) -> SmallVector<Value> {
+        SmallVector<Value> xs, ws, next;
+        for (Value r : rows)
+          xs.push_back(vector::LoadOp::create(b, vectorType, x, {r, k}));
+        for (Value c : cols)
+          ws.push_back(asF32(vector::LoadOp::create(
+              b, vectorType.clone(weightElement), w, {c, k})));
+        for (int64_t i = 0; i < mr; ++i)
+          for (int64_t j = 0; j < nr; ++j)
+            next.push_back(
+                vector::FMAOp::create(b, xs[i], ws[j], acc[i * nr + j]));
+        return next;
+      });
+  SmallVector<Value> sums;
+  for (int64_t i = 0; i < mr; ++i) {
+    for (int64_t j = 0; j < nr; ++j) {
+      Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                              acc[i * nr + j],
+                                              arith::FastMathFlags::reassoc);
+      // The K % VL tail, in order, after the vector part.
+      sums.push_back(
+          e.forLoop(e.index(vectorDepth), e.index(depth), 1, {sum},
+                    [&](Value k, ValueRange s) -> SmallVector<Value> {
+                      return {math::FmaOp::create(b, a.load(x, {rows[i], k}),
+                                                  asF32(a.load(w, {cols[j], k})),
+                                                  s[0])};
+                    })[0]);
+    }
+  }
+  return sums;
 }
 
 FailureOr<Grid> mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e,

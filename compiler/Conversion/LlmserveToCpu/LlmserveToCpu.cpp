@@ -55,6 +55,9 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](linalg::GenericOp g) { return buildElementwiseKernel(e, g); })
       .Case([&](DispatchRegionOp r) { return buildDispatchRegionKernel(e, r); })
+      .Case([&](MoeRouterOp o) { return buildMoeRouterKernel(e, o); })
+      .Case([&](ExpertLinearOp o) { return buildExpertLinearKernel(e, o); })
+      .Case([&](MoeCombineOp o) { return buildMoeCombineKernel(e, o); })
       .Case<SiluMulOp, GeluMulOp, GeluOp, SoftcapOp>([&](auto) -> FailureOr<Grid> {
         return op->emitOpError("has no CPU kernel of its own: "
                                "llmserve-to-linalg makes it a "

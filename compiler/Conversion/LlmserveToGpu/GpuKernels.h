@@ -60,6 +60,10 @@ inline constexpr int64_t kAttentionChunk = 64;
 /// context_len, query_start, out and lse.
 inline constexpr int kAttentionScratchBinding = 8;
 inline constexpr int64_t kAttentionMergeBlockSize = 32;
+// Moe.cpp: moe_router takes one warp per token, expert_linear 4 warps.
+Grid buildMoeRouterKernel(GpuKernelEmitter &e, MoeRouterOp op);
+Grid buildExpertLinearKernel(GpuKernelEmitter &e, ExpertLinearOp op);
+Grid buildMoeCombineKernel(GpuKernelEmitter &e, MoeCombineOp op);
 Grid buildAdjustLogitsKernel(GpuKernelEmitter &e);
 Grid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
 Grid buildSampleKernel(GpuKernelEmitter &e);

@@ -41,10 +41,13 @@ using namespace mlir;
 using namespace mlir::llmserve;
 
 int64_t mlir::llmserve::gpuBlockSize(Operation *op) {
-  // linear and paged_attention: 4 warps (tensor-core tiles, attention tiles);
-  // row kernels: 8 warps striding over the row.
-  if (isa<LinearOp, PagedAttentionOp>(op))
+  // linear and paged_attention: 4 warps (tensor-core tiles, attention tiles),
+  // as expert_linear; moe_router a warp; row kernels: 8 warps striding over
+  // the row.
+  if (isa<LinearOp, PagedAttentionOp, ExpertLinearOp>(op))
     return 128;
+  if (isa<MoeRouterOp>(op))
+    return kWarpSize;
   return 256;
 }
 
@@ -117,6 +120,9 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       .Case([&](GeluMulOp o) { return buildGeluMulKernel(e, o); })
       .Case([&](SoftcapOp o) { return buildSoftcapKernel(e, o); })
       .Case([&](GeluOp o) { return buildGeluKernel(e, o); })
+      .Case([&](MoeRouterOp o) { return buildMoeRouterKernel(e, o); })
+      .Case([&](ExpertLinearOp o) { return buildExpertLinearKernel(e, o); })
+      .Case([&](MoeCombineOp o) { return buildMoeCombineKernel(e, o); })
       .Case([&](AdjustLogitsOp) { return buildAdjustLogitsKernel(e); })
       .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })
       .Case([&](SampleOp) { return buildSampleKernel(e); })

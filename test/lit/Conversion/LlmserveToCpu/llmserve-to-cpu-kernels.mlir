@@ -397,3 +397,40 @@ func.func @rms_norm_per_head(%q: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %y = llmserve.rms_norm %q, %w epsilon 1.0e-06 : tensor<?x64xf32>, tensor<16xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// A sparse MLP's three kernels. moe_router takes 4 tokens a workgroup;
+// expert_linear a block of 64 columns (grid x) of one expert (grid y), whose
+// routed (token, slot) pairs it lists in two 256-entry stack arrays, then
+// computes in tiles of vector FMAs along K over rows of the stacked weight
+// viewed as [experts * N, K]; moe_combine 4 tokens a workgroup.
+// CHECK-LABEL: func.func @moe
+//       CHECK:   llmserve.moe_router
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "1", "1"], kernel = "d0_moe_router", symbol = "llmserve_d0_moe_router"}
+//       CHECK:   llmserve.expert_linear
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["2", "8", "1"], kernel = "d1_expert_linear", symbol = "llmserve_d1_expert_linear"}
+//       CHECK:   llmserve.expert_linear
+//  CHECK-SAME:     per_slot
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["1", "8", "1"], kernel = "d2_expert_linear", symbol = "llmserve_d2_expert_linear"}
+//       CHECK:   llmserve.moe_combine
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($1,4)", "1", "1"], kernel = "d3_moe_combine", symbol = "llmserve_d3_moe_combine"}
+//       CHECK: func.func @llmserve_d0_moe_router
+//       CHECK:   math.exp
+//       CHECK: func.func @llmserve_d1_expert_linear
+//       CHECK:   to memref<1024x64xf32>
+//       CHECK:   memref.alloca() : memref<256xindex>
+//       CHECK:   memref.alloca() : memref<256xindex>
+//       CHECK:   vector.fma {{.*}} : vector<16xf32>
+//       CHECK: func.func @llmserve_d3_moe_combine
+func.func @moe(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, %wg: tensor<8x128x64xf32>,
+               %wd: tensor<8x64x128xf32>) -> tensor<?x64xf32> {
+  %w, %e = llmserve.moe_router %logits top_k 2 scoring softmax normalized
+      : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %h = llmserve.expert_linear %x, %wg experts %e
+      : tensor<?x64xf32>, tensor<8x128x64xf32>, tensor<?x2xi32> -> tensor<?x128xf32>
+  %d = llmserve.expert_linear %h, %wd experts %e per_slot
+      : tensor<?x128xf32>, tensor<8x64x128xf32>, tensor<?x2xi32> -> tensor<?x64xf32>
+  %y = llmserve.moe_combine %d, %w : tensor<?x64xf32>, tensor<?x2xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

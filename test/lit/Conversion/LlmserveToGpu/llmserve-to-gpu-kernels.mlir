@@ -496,3 +496,36 @@ func.func @same_code(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>, %w: tensor<?x
   %v = llmserve.silu_mul %w, %w : tensor<?x32xbf16>
   return %z, %v : tensor<?x64xbf16>, tensor<?x32xbf16>
 }
+
+// -----
+
+// A sparse MLP's three kernels. moe_router: a warp per token, the softmax's
+// max and sum and each top-k pick by warp butterflies. expert_linear: a
+// block of 4 warps per 8 columns (grid x) of one expert (grid y); thread 0
+// lists the expert's pairs in shared memory, then each warp's lanes stride
+// along K of the stacked weight viewed as [experts * N, K]. moe_combine: a
+// block per token.
+// CHECK-LABEL: func.func @moe
+//       CHECK:   llmserve.moe_router
+//  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 32, 1, 1>, grid = ["$0", "1", "1"], kernel = "d0_moe_router"
+//       CHECK:   llmserve.expert_linear
+//  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 128, 1, 1>, grid = ["16", "8", "1"], kernel = "d1_expert_linear"
+//       CHECK:   llmserve.moe_combine
+//  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 256, 1, 1>, grid = ["$1", "1", "1"], kernel = "d2_moe_combine"
+//       CHECK: gpu.func @llmserve_d0_moe_router
+//       CHECK:   gpu.shuffle  xor
+//       CHECK: gpu.func @llmserve_d1_expert_linear
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<1xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//       CHECK:   memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [1024, 64], strides: [64, 1] : memref<1xbf16> to memref<1024x64xbf16, strided<[64, 1]>>
+//       CHECK:   gpu.barrier
+//       CHECK:   gpu.shuffle  xor
+//       CHECK: gpu.func @llmserve_d2_moe_combine
+func.func @moe(%x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %wg: tensor<8x128x64xbf16>)
+    -> tensor<?x128xbf16> {
+  %w, %e = llmserve.moe_router %logits top_k 2 scoring softmax normalized
+      : tensor<?x8xbf16> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %h = llmserve.expert_linear %x, %wg experts %e
+      : tensor<?x64xbf16>, tensor<8x128x64xbf16>, tensor<?x2xi32> -> tensor<?x128xbf16>
+  %y = llmserve.moe_combine %h, %w : tensor<?x128xbf16>, tensor<?x2xf32> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
