@@ -11,6 +11,8 @@ ArrayRef<ModelFamily> mlir::llmserve::modelFamilies() {
       {"mistral", readLlama},
       {"qwen2", readLlama},
       {"qwen3", readLlama},
+      {"qwen3_moe", readLlama},
+      {"mixtral", readLlama},
       {"gemma2", readGemma},
       {"gemma3_text", readGemma},
       {"gpt2", readGpt2},

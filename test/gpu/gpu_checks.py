@@ -62,7 +62,8 @@ MAX_TOKENS = 8
 # most BF16_PEER_FACTOR times that of the same reference run by torch in bf16
 # on the same rows (2.2e-2 to 4.1e-2; both round weights and activations to
 # bf16, in different places).
-FAMILIES = ("llama", "qwen3", "qwen3_window", "gemma2", "gemma3", "phi3", "phi3_longrope")
+FAMILIES = ("llama", "qwen3", "qwen3_window", "qwen3_moe", "mixtral", "gemma2", "gemma3", "phi3",
+            "phi3_longrope")
 BF16_PEER_FACTOR = 2
 
 
@@ -101,13 +102,18 @@ def bf16_rounded(a):
 
 def bf16_text(text):
     """The op case with bf16 storage, as a narrowed model stores it:
-    every f32 tensor type becomes bf16 except paged_attention's log-sum-exp,
-    which the dialect keeps f32, and the types of dense attributes."""
+    every f32 tensor type becomes bf16 except paged_attention's log-sum-exp
+    and moe_router's weights, which the dialect keeps f32, and the types of
+    dense attributes."""
     # Constant attributes (longrope's factors) keep their f32 type.
     narrow = re.sub(r"(?<!> : )(tensor<[0-9x?]*)xf32>", r"\1xbf16>", text)
-    lse = re.search(r"llmserve\.paged_attention .* -> (tensor<[^>]*>)", narrow)
-    if lse:
-        narrow = narrow.replace(lse.group(1), lse.group(1).replace("xbf16>", "xf32>"))
+    # The router's weights, which moe_combine reads, are f32 too.
+    for pattern in (r"llmserve\.paged_attention .* -> (tensor<[^>]*>)",
+                    r"llmserve\.moe_router .* -> (tensor<[^>]*>), ",
+                    r"llmserve\.moe_combine .* : tensor<[^>]*>, (tensor<[^>]*>)"):
+        f32 = re.search(pattern, narrow)
+        if f32:
+            narrow = narrow.replace(f32.group(1), f32.group(1).replace("xbf16>", "xf32>"))
     return narrow
 
 

@@ -16,7 +16,10 @@ shares no code with the first.
   choice of factors per forward pass against passes of models fixed to one
   list;
 - GPT-2 against torch.nn.TransformerEncoderLayer with the Conv1D weights
-  transposed into it.
+  transposed into it;
+- a mixture-of-experts layer (token by token, expert by expert) against the
+  dense mixture of every expert's MLP weighted by the routing weights, zero
+  for the experts a token did not choose.
 
 Run: /usr/bin/python3 -m unittest test/reference/test_torch_reference.py
 """
@@ -82,6 +85,8 @@ def models():
         "qwen3_window": llama(model_type="qwen3", use_sliding_window=True, sliding_window=4,
                               max_window_layers=1),
         "mistral": llama(model_type="mistral", sliding_window=4),
+        "mixtral": llama(model_type="mixtral", sliding_window=4),
+        "qwen3_moe": llama(model_type="qwen3_moe", num_hidden_layers=3, mlp_only_layers=[1]),
         "gpt2": gpt2(),
         "gemma3": gemma3(),
         "phi3": phi3(sliding_window=4),
@@ -357,6 +362,37 @@ class SecondImplementations(unittest.TestCase):
     def test_gelu_new_is_torch_tanh_gelu(self):
         x = torch.linspace(-6, 6, 101, dtype=torch.float64)
         torch.testing.assert_close(layers.gelu_tanh(x), torch.nn.functional.gelu(x, approximate="tanh"))
+
+
+class MixtureOfExperts(unittest.TestCase):
+    def dense_mixture(self, model, x, prefix, names):
+        """Every expert's MLP on every token, weighted by a [T, experts]
+        matrix of the routing weights (zero where not chosen)."""
+        router, gate, up, down = names
+        scores = torch.softmax(x @ model.w[prefix + router + ".weight"].T, dim=-1)
+        threshold = scores.sort(dim=-1, descending=True).values[:, model.top_k - 1:model.top_k]
+        weights = torch.where(scores >= threshold, scores, torch.zeros_like(scores))
+        if model.normalize_top_k:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        outputs = torch.stack([model.mlp(x, prefix, gate.format(e), up.format(e), down.format(e))
+                               for e in range(scores.shape[1])], dim=1)
+        return (weights[:, :, None] * outputs).sum(dim=1)
+
+    def test_sparse_layer_equals_the_dense_mixture(self):
+        torch.manual_seed(0)
+        for model_type, layer in (("mixtral", 0), ("qwen3_moe", 2)):
+            with self.subTest(model=model_type):
+                model = llama(model_type=model_type, num_hidden_layers=3, mlp_only_layers=[1])
+                x = torch.randn(6, model.config["hidden_size"], dtype=torch.float64)
+                prefix, names = f"model.layers.{layer}.", model.sparse[layer]
+                torch.testing.assert_close(model.experts_mlp(x, prefix, names),
+                                           self.dense_mixture(model, x, prefix, names),
+                                           rtol=0, atol=1e-12)
+
+    def test_qwen3_moe_layers_follow_the_sparse_step_and_mlp_only_layers(self):
+        model = llama(model_type="qwen3_moe", num_hidden_layers=4, decoder_sparse_step=2,
+                      mlp_only_layers=[3])
+        self.assertEqual([names is not None for names in model.sparse], [False, True, False, False])
 
 
 class Loading(unittest.TestCase):

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,14 +28,44 @@ json read_json(const fs::path &path) {
   return json::parse(in);
 }
 
-// The tensors Hugging Face's LlamaForCausalLM (Mistral, Qwen2, Qwen3) saves
-// for `c`.
+// Layer `layer`'s MLP: MixtralForCausalLM's experts on every layer;
+// Qwen3MoeForCausalLM's on every decoder_sparse_step-th layer not in
+// mlp_only_layers; otherwise the dense gate, up and down projections.
+void add_mlp_shapes(const json &c, int layer, const std::string &p, Shapes &s) {
+  const int64_t hidden = c["hidden_size"];
+  const bool mixtral = c["model_type"] == "mixtral";
+  const bool sparse =
+      mixtral || (c["model_type"] == "qwen3_moe" && c["num_experts"].get<int>() > 0 &&
+                  (layer + 1) % c["decoder_sparse_step"].get<int>() == 0 &&
+                  std::find(c["mlp_only_layers"].begin(), c["mlp_only_layers"].end(), layer) ==
+                      c["mlp_only_layers"].end());
+  if (!sparse) {
+    const int64_t inter = c["intermediate_size"];
+    s[p + "mlp.gate_proj.weight"] = {inter, hidden};
+    s[p + "mlp.up_proj.weight"] = {inter, hidden};
+    s[p + "mlp.down_proj.weight"] = {hidden, inter};
+    return;
+  }
+  const int64_t experts = mixtral ? c["num_local_experts"] : c["num_experts"];
+  const int64_t inter = mixtral ? c["intermediate_size"] : c["moe_intermediate_size"];
+  const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  s[block + "gate.weight"] = {experts, hidden};
+  for (int64_t e = 0; e < experts; ++e) {
+    const std::string x = block + "experts." + std::to_string(e) + ".";
+    s[x + (mixtral ? "w1" : "gate_proj") + ".weight"] = {inter, hidden};
+    s[x + (mixtral ? "w3" : "up_proj") + ".weight"] = {inter, hidden};
+    s[x + (mixtral ? "w2" : "down_proj") + ".weight"] = {hidden, inter};
+  }
+}
+
+// The tensors Hugging Face's LlamaForCausalLM (Mistral, Qwen2, Qwen3, and
+// the mixtures of experts Mixtral and Qwen3-MoE) saves for `c`.
 Shapes llama_shapes(const json &c) {
-  const int64_t hidden = c["hidden_size"], inter = c["intermediate_size"];
+  const int64_t hidden = c["hidden_size"];
   const int64_t heads = c["num_attention_heads"], kv_heads = c["num_key_value_heads"];
   const int64_t head_dim = c.value("head_dim", hidden / heads), vocab = c["vocab_size"];
   const bool bias = c["model_type"] == "qwen2";
-  const bool qk_norm = c["model_type"] == "qwen3";
+  const bool qk_norm = c["model_type"] == "qwen3" || c["model_type"] == "qwen3_moe";
   Shapes s{{"model.embed_tokens.weight", {vocab, hidden}}, {"model.norm.weight", {hidden}}};
   if (!c["tie_word_embeddings"].get<bool>())
     s["lm_head.weight"] = {vocab, hidden};
@@ -55,9 +86,7 @@ Shapes llama_shapes(const json &c) {
       s[p + "self_attn.q_norm.weight"] = {head_dim};
       s[p + "self_attn.k_norm.weight"] = {head_dim};
     }
-    s[p + "mlp.gate_proj.weight"] = {inter, hidden};
-    s[p + "mlp.up_proj.weight"] = {inter, hidden};
-    s[p + "mlp.down_proj.weight"] = {hidden, inter};
+    add_mlp_shapes(c, layer, p, s);
   }
   return s;
 }
