@@ -1,7 +1,8 @@
 // llmc-bench-linear: GFLOP/s of the compiled `linear` kernel next to OpenBLAS
 // sgemm, and at M = 1 as a fraction of the memory-bandwidth roofline, all
 // measured in the same run on the same threads; then the kernel on int8
-// weights against the f32 one.
+// weights against the f32 one; then `expert_linear` on Qwen3-30B-A3B's
+// expert shapes against the dense linear that reads as many bytes.
 //
 //   llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]
 #include "cli/command_line.h"
@@ -29,6 +30,9 @@ using namespace llmserve;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// Qwen3-30B-A3B's experts: 128 of [768, 2048], 8 per token.
+constexpr int64_t kExperts = 128, kExpertRows = 768, kTopK = 8;
 
 // Median seconds of `fn` over repetitions filling about `budget` seconds.
 double time_it(const std::function<void()> &fn, double budget) {
@@ -128,8 +132,11 @@ int run(int argc, char **argv) {
 
   // The weights, as the checkpoint the bundle reads (and OpenBLAS's copy).
   std::map<int64_t, HostTensor> weights;
-  for (int64_t N : {2048, 5632})
+  for (int64_t N : {int64_t{2048}, int64_t{5632}, kTopK * kExpertRows})
     weights[N] = random_tensor({N, K}, rng);
+  std::vector<HostTensor> experts;
+  for (int64_t e = 0; e < kExperts; ++e)
+    experts.push_back(random_tensor({kExpertRows, K}, rng));
   const std::string checkpoint = std::filesystem::temp_directory_path() /
                                  ("llmc-bench-linear-" + std::to_string(getpid()));
   std::filesystem::create_directories(checkpoint);
@@ -137,6 +144,9 @@ int run(int argc, char **argv) {
   for (auto &[N, w] : weights)
     views.push_back({"w" + std::to_string(N), DType::F32, w.shape, w.data.data(),
                      w.data.size()});
+  for (size_t e = 0; e < experts.size(); ++e)
+    views.push_back({"experts." + std::to_string(e), DType::F32, experts[e].shape,
+                     experts[e].data.data(), experts[e].data.size()});
   write_safetensors(checkpoint + "/model.safetensors", views);
   CpuExecutor executor(Bundle(bundle_dir, checkpoint), threads);
   std::filesystem::remove_all(checkpoint);
@@ -207,6 +217,48 @@ int run(int argc, char **argv) {
       std::printf(" %.0f%% of %.1f GB/s", 100 * bytes / seconds / bandwidth,
                   bandwidth / 1e9);
     }
+    std::printf("\n");
+  }
+  experts.clear();
+  weights.clear();
+
+  // expert_linear: each token's 8 of 128 experts, distinct, drawn at random.
+  std::printf("\nexpert_linear: %ld experts of [%ld, %ld], the top %ld of each token\n",
+              kExperts, kExpertRows, K, kTopK);
+  std::printf("%6s %14s | %10s | %s\n", "tokens", "experts used", "GF/s",
+              "the used experts' bytes as a share of the read-bandwidth roofline; 1 token: "
+              "against the dense linear of [8 x 768, 2048]");
+  Case dense{1, kTopK * kExpertRows, {random_tensor({1, K}, rng)}};
+  dense.ours = time_it([&] { executor.run_entry("linear_m1_n6144", Symbols{}, dense.inputs); },
+                       budget);
+  for (int64_t M : {1, 16, 64}) {
+    HostTensor chosen;
+    chosen.dtype = DType::I32;
+    chosen.shape = {M, kTopK};
+    chosen.data.resize(M * kTopK * sizeof(int32_t));
+    auto *ids = reinterpret_cast<int32_t *>(chosen.data.data());
+    std::vector<bool> used(kExperts);
+    for (int64_t t = 0; t < M; ++t) {
+      std::vector<int32_t> all(kExperts);
+      for (int32_t e = 0; e < kExperts; ++e)
+        all[e] = e;
+      std::shuffle(all.begin(), all.end(), rng);
+      for (int64_t j = 0; j < kTopK; ++j)
+        used[ids[t * kTopK + j] = all[j]] = true;
+    }
+    std::vector<HostTensor> inputs = {random_tensor({M, K}, rng), chosen};
+    const double seconds = time_it(
+        [&] { executor.run_entry("expert_linear_m" + std::to_string(M), Symbols{}, inputs); },
+        budget);
+    const int64_t active = std::count(used.begin(), used.end(), true);
+    const double weight_bytes = double(active) * kExpertRows * K * sizeof(float);
+    const double bandwidth = read_bandwidth(static_cast<size_t>(weight_bytes), threads, budget);
+    std::printf("%6ld %14ld | %10.1f | %.0f%% of %.1f GB/s", M, active,
+                2.0 * M * kTopK * kExpertRows * K / seconds / 1e9,
+                100 * weight_bytes / seconds / bandwidth, bandwidth / 1e9);
+    if (M == 1)
+      std::printf("; %.2f x the dense linear's time (%.0f%% of the roofline)",
+                  seconds / dense.ours, 100 * weight_bytes / dense.ours / bandwidth);
     std::printf("\n");
   }
   return 0;
