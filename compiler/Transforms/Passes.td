@@ -109,7 +109,9 @@ def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
     weight, its values and its scales, which those linears read instead;
     the runtime quantizes the checkpoint tensor when it loads it. Other
     uses of the weight (the embedding table of tied word embeddings, a
-    linear's input) keep the float weight.
+    linear's input) keep the float weight. The stacked weights that
+    expert_linear reads are quantized by int8_channel whatever the scheme,
+    one scale per expert and row (expert_linear has no int4 kernel).
   }];
   let options = [
     Option<"scheme", "scheme", "std::string", /*default=*/"\"int8_channel\"",

@@ -16,15 +16,17 @@ using namespace mlir::llmserve;
 
 namespace {
 
-/// The linears that read `weight` as their weight.
-SmallVector<LinearOp> linearsReadingAsWeight(WeightOp weight) {
-  SmallVector<LinearOp> linears;
+/// The ops of type `OpTy` (linear, expert_linear) that read `weight` as
+/// their weight.
+template <typename OpTy>
+SmallVector<OpTy> readersAsWeight(WeightOp weight) {
+  SmallVector<OpTy> readers;
   for (OpOperand &use : weight->getUses())
-    if (auto linear = dyn_cast<LinearOp>(use.getOwner());
-        linear && use.get() == linear.getWeight() &&
-        !llvm::is_contained(linears, linear))
-      linears.push_back(linear);
-  return linears;
+    if (auto reader = dyn_cast<OpTy>(use.getOwner());
+        reader && use.get() == reader.getWeight() &&
+        !llvm::is_contained(readers, reader))
+      readers.push_back(reader);
+  return readers;
 }
 
 struct QuantizeWeightsPass
@@ -39,16 +41,23 @@ struct QuantizeWeightsPass
           << scheme << "' (supported: int8_channel, int4_group128)";
       return signalPassFailure();
     }
-    SmallVector<std::pair<WeightOp, SmallVector<LinearOp>>> weights;
+    SmallVector<WeightOp> weights;
     getOperation().walk([&](WeightOp weight) {
-      if (weight.getQuantization())
-        return;
-      if (SmallVector<LinearOp> linears = linearsReadingAsWeight(weight);
-          !linears.empty() && quantizable(weight, *quantization))
-        weights.emplace_back(weight, std::move(linears));
+      if (!weight.getQuantization())
+        weights.push_back(weight);
     });
-    for (auto &[weight, linears] : weights)
-      quantize(weight, linears, *quantization);
+    for (WeightOp weight : weights) {
+      if (SmallVector<LinearOp> linears = readersAsWeight<LinearOp>(weight);
+          !linears.empty() && quantizable(weight, *quantization))
+        quantizeLinears(weight, linears, *quantization);
+      // expert_linear has int8 kernels only.
+      if (SmallVector<ExpertLinearOp> experts =
+              readersAsWeight<ExpertLinearOp>(weight);
+          !experts.empty())
+        quantizeExperts(weight, experts);
+      if (weight->use_empty())
+        weight.erase();
+    }
   }
 
   /// int4_group128 needs whole groups of 128 columns, and its kernel whole
@@ -61,23 +70,28 @@ struct QuantizeWeightsPass
             type.getDimSize(0) % LlmserveDialect::kRowBlockRows == 0);
   }
 
-  void quantize(WeightOp weight, ArrayRef<LinearOp> linears,
-                WeightQuantization quantization) {
+  /// The weight op of one array of `weight` quantized by `quantization`.
+  static WeightOp quantizedPart(WeightOp weight, WeightQuantization quantization,
+                                QuantizedPart which, Type partType) {
     OpBuilder b(weight);
     MLIRContext *ctx = b.getContext();
+    return WeightOp::create(b, weight.getLoc(), partType,
+                            weight.getTensorNameAttr(), weight.getStackedAttr(),
+                            weight.getTransposedAttr(), weight.getRowsAttr(),
+                            WeightQuantizationAttr::get(ctx, quantization),
+                            QuantizedPartAttr::get(ctx, which));
+  }
+
+  static void quantizeLinears(WeightOp weight, ArrayRef<LinearOp> linears,
+                              WeightQuantization quantization) {
+    MLIRContext *ctx = weight.getContext();
     auto type = cast<RankedTensorType>(weight.getType());
-    auto part = [&](QuantizedPart which, RankedTensorType partType) {
-      return WeightOp::create(b, weight.getLoc(), partType,
-                              weight.getTensorNameAttr(),
-                              /*stacked=*/nullptr, weight.getTransposedAttr(), weight.getRowsAttr(),
-                              WeightQuantizationAttr::get(ctx, quantization),
-                              QuantizedPartAttr::get(ctx, which));
-    };
     int bits = quantization == WeightQuantization::int4_group128 ? 4 : 8;
     auto valuesType = type.clone(IntegerType::get(ctx, bits));
-    WeightOp values = part(QuantizedPart::values, valuesType);
-    WeightOp scales = part(QuantizedPart::scales,
-                           cast<RankedTensorType>(quantizedScalesType(valuesType)));
+    WeightOp values =
+        quantizedPart(weight, quantization, QuantizedPart::values, valuesType);
+    WeightOp scales = quantizedPart(weight, quantization, QuantizedPart::scales,
+                                    quantizedScalesType(valuesType));
     for (LinearOp linear : linears) {
       OpBuilder at(linear);
       auto quantized =
@@ -87,8 +101,26 @@ struct QuantizeWeightsPass
       linear.replaceAllUsesWith(quantized.getResult());
       linear.erase();
     }
-    if (weight->use_empty())
-      weight.erase();
+  }
+
+  /// Each expert's rows by int8_channel: values [E, N, K], scales [E, N].
+  static void quantizeExperts(WeightOp weight, ArrayRef<ExpertLinearOp> readers) {
+    auto type = cast<RankedTensorType>(weight.getType());
+    auto valuesType = type.clone(IntegerType::get(weight.getContext(), 8));
+    auto quantization = WeightQuantization::int8_channel;
+    WeightOp values =
+        quantizedPart(weight, quantization, QuantizedPart::values, valuesType);
+    WeightOp scales = quantizedPart(weight, quantization, QuantizedPart::scales,
+                                    expertScalesType(valuesType));
+    for (ExpertLinearOp reader : readers) {
+      OpBuilder at(reader);
+      auto quantized = ExpertLinearOp::create(
+          at, reader.getLoc(), reader.getType(), reader.getInput(), values,
+          scales, reader.getExperts(), reader.getPerSlot());
+      quantized->setDiscardableAttrs(reader->getDiscardableAttrDictionary());
+      reader.replaceAllUsesWith(quantized.getResult());
+      reader.erase();
+    }
   }
 };
 

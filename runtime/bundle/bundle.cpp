@@ -182,9 +182,14 @@ void *Bundle::bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &w
     Buffer one = b;
     one.tensor = b.stacked_tensor(i);
     const TensorView &t = find_tensor(one.tensor);
-    check_weight_shape(one, t, each);
-    convert_into(one, t, b.dtype, each,
-                 static_cast<uint8_t *>(stack.data()) + static_cast<size_t>(i) * each_bytes);
+    uint8_t *slice = static_cast<uint8_t *>(stack.data()) + static_cast<size_t>(i) * each_bytes;
+    if (b.quantization) {
+      const AlignedBuffer part = quantized_part(one, t, each);
+      std::memcpy(slice, part.data(), each_bytes);
+    } else {
+      check_weight_shape(one, t, each);
+      convert_into(one, t, b.dtype, each, slice);
+    }
     release(t);
   }
   return keep_converted(std::move(stack));
@@ -192,6 +197,11 @@ void *Bundle::bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &w
 
 void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
                                     const std::vector<int64_t> &want) {
+  return keep_converted(t, quantized_part(b, t, want));
+}
+
+AlignedBuffer Bundle::quantized_part(const Buffer &b, const TensorView &t,
+                                     const std::vector<int64_t> &want) {
   // The matrix the scheme quantizes: [N, K] after transform and rows.
   if (t.shape.size() != 2)
     throw std::runtime_error("tensor '" + b.tensor + "' in " + weights_source_ +
@@ -237,7 +247,7 @@ void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,
       std::move(b.part == QuantizedPart::Values ? q.values : q.scales);
   if (b.rows8x64)
     dst = pack_rows8x64(dst, matrix[0], matrix[1], int4);
-  return keep_converted(t, std::move(dst));
+  return dst;
 }
 
 TensorView Bundle::rows_of(const Buffer &b, const TensorView &t) {

@@ -48,11 +48,15 @@ private:
   const TensorView &find_tensor(const std::string &name) const;
   // Base address of weight buffer `b`: in the mapped file or converted.
   void *bind_weight(const Buffer &b);
-  // A weight of stacked tensors, each converted into its slice.
+  // A weight of stacked tensors, each converted (or quantized) into its
+  // slice.
   void *bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &want);
   // A part of a weight the runtime quantizes; `want` is the part's shape.
   void *bind_quantized_weight(const Buffer &b, const TensorView &t,
                               const std::vector<int64_t> &want);
+  // That part's array, in the buffer's layout.
+  AlignedBuffer quantized_part(const Buffer &b, const TensorView &t,
+                               const std::vector<int64_t> &want);
   // The rows of `t` that `b` holds, when they are contiguous (untransposed).
   static TensorView rows_of(const Buffer &b, const TensorView &t);
   // `t` transformed and sliced as `b` says, as `dtype` of shape `want`.

@@ -272,13 +272,13 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       buf.rows8x64 = name == "rows8x64";
     }
     if (const json *quantization = r.optional_field(b, "quantization")) {
-      if (buf.stacked)
-        r.fail(p + ".quantization", "a stacked weight is not quantized");
       const std::string scheme = r.string(*quantization, p + ".quantization");
       buf.quantization = parse_quantization(scheme);
       if (!buf.quantization)
         r.fail(p + ".quantization", "unknown quantization '" + scheme +
                                         "' (expected int8_channel or int4_group128)");
+      if (buf.stacked && *buf.quantization != WeightQuantization::Int8Channel)
+        r.fail(p + ".quantization", "a stacked weight is quantized by int8_channel only");
       const std::string part = r.string(b, p, "part");
       std::optional<QuantizedPart> parsed = parse_quantized_part(part);
       if (!parsed)
@@ -290,10 +290,13 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
                                   layout->get<std::string>());
       const bool int4 = buf.quantization == WeightQuantization::Int4Group128;
       const std::string scheme_name = quantization_name(*buf.quantization);
-      if (values && (buf.dtype != DType::I8 || buf.shape.size() != 2))
-        r.fail(p, scheme_name + " values are a 2-D i8 array, got " +
-                      std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
-      const size_t scale_rank = int4 ? 2 : 1;
+      // A stacked weight's arrays have the experts' dimension in front.
+      const size_t values_rank = 2 + tensor_dim;
+      if (values && (buf.dtype != DType::I8 || buf.shape.size() != values_rank))
+        r.fail(p, scheme_name + " values are a " + std::to_string(values_rank) +
+                      "-D i8 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
+                      shape_text(buf.shape) + "]");
+      const size_t scale_rank = (int4 ? 2 : 1) + tensor_dim;
       if (!values && (buf.dtype != DType::F32 || buf.shape.size() != scale_rank))
         r.fail(p, scheme_name + " scales are a " + std::to_string(scale_rank) +
                       "-D f32 array, got " + std::string(dtype_name(buf.dtype)) + " [" +

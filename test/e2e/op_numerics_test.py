@@ -568,6 +568,27 @@ def case_expert_linear_checkpoint(t_=70, e=6, k=3, depth=96, n=80, transposed=Fa
             [expert_linear_reference(x, w, experts, False)], weights)
 
 
+def case_expert_linear_int8(t_=13, e=4, k=2, depth=96, n=40):
+    """expert_linear of a stacked checkpoint weight quantized at load
+    (int8_channel, each expert's rows on their own): x against each
+    expert's values converted to f32, times its rows' scales."""
+    experts = routed_experts(t_, e, k)
+    x, w = f32(t_, depth), f32(e, n, depth)
+    weights = {f"experts.{i}.w": w[i] for i in range(e)}
+    quantized = [quantize_int8_channel(w[i]) for i in range(e)]
+    dequantized = np.stack([values.astype(np.float64) * scales[:, None].astype(np.float64)
+                            for values, scales in quantized])
+    vty, sty, ty = (f"tensor<{e}x{n}x{depth}xi8>", f"tensor<{e}x{n}xf32>",
+                    f"tensor<{t_ * k}x{n}xf32>")
+    body = (f'  %v = llmserve.weight "experts.{{}}.w" stacked {e} quantized int8_channel values : {vty}\n'
+            f'  %s = llmserve.weight "experts.{{}}.w" stacked {e} quantized int8_channel scales : {sty}\n'
+            f"  %y = llmserve.expert_linear %a0, %v scales %s experts %a1 : {mlir_type(x)}, {vty}, "
+            f"{mlir_type(experts)} -> {ty}")
+    inputs = [x, experts]
+    return (inputs, module(inputs, body, [("%y", ty)]),
+            [expert_linear_reference(x, dequantized, experts, False)], weights)
+
+
 def case_moe_combine(t_=11, k=3, n=40):
     x, weights = f32(t_ * k, n), np.abs(f32(t_, k))
     ref = (t(weights)[:, :, None] * t(x).reshape(t_, k, n)).sum(dim=1)
@@ -869,6 +890,7 @@ CASES = {
     "expert_linear_stacked_weight": case_expert_linear_checkpoint,
     "expert_linear_stacked_transposed": lambda: case_expert_linear_checkpoint(
         t_=9, e=4, k=2, depth=32, n=16, transposed=True),
+    "expert_linear_int8": case_expert_linear_int8,
     "moe_combine": case_moe_combine,
     "adjust_logits": case_adjust_logits,
     "logprobs": case_logprobs,

@@ -100,7 +100,8 @@ Grid mlir::llmserve::buildMoeRouterKernel(CpuKernelEmitter &e, MoeRouterOp o) {
 /// Workgroup (x, y) computes output columns [64x, 64x + 64) of the pairs
 /// routed to expert y. It scans the pairs kExpertSlotChunk at a time,
 /// listing those of its expert (their input row and their result row), then
-/// computes the list in tiles of rows x columns.
+/// computes the list in tiles of rows x columns; i8 values are converted to
+/// f32 as they are read and each sum is times its row's scale.
 Grid mlir::llmserve::buildExpertLinearKernel(CpuKernelEmitter &e,
                                              ExpertLinearOp o) {
   Arith &a = e.arith();
@@ -110,10 +111,13 @@ Grid mlir::llmserve::buildExpertLinearKernel(CpuKernelEmitter &e,
           depth = weightType.getDimSize(2);
   int64_t topK = cast<RankedTensorType>(o.getExperts().getType()).getDimSize(1);
   Value x = e.binding(0);
-  // Expert e's row c is row e * N + c of the stacked weight.
+  // Expert e's row c is row e * N + c of the stacked weight (and of its
+  // scales, for i8 values).
   Value w = e.binding(1, {e.index(numExperts * n), e.index(depth)});
-  Value experts = e.binding(2), y = e.binding(3);
-  Value pairs = a.muli(e.dimSize(2, 0), e.index(topK));
+  int expertsBinding = o.getScales() ? 3 : 2;
+  Value scales = o.getScales() ? e.binding(2, {e.index(numExperts * n)}) : Value();
+  Value experts = e.binding(expertsBinding), y = e.binding(expertsBinding + 1);
+  Value pairs = a.muli(e.dimSize(expertsBinding, 0), e.index(topK));
   Value expert = e.workgroupId(1);
   Value expertId = arith::IndexCastOp::create(b, b.getI32Type(), expert);
   Value nBegin = a.muli(e.workgroupId(0), e.index(kExpertColumnsPerGroup));
@@ -153,8 +157,12 @@ Grid mlir::llmserve::buildExpertLinearKernel(CpuKernelEmitter &e,
           cols.push_back(a.addi(weightRow0, a.addi(n0, e.index(j))));
         SmallVector<Value> sums = dotTile(e, x, rows, w, cols);
         for (int64_t i = 0; i < mr; ++i)
-          for (int64_t j = 0; j < nr; ++j)
-            a.store(sums[i * nr + j], y, {outRows[i], a.addi(n0, e.index(j))});
+          for (int64_t j = 0; j < nr; ++j) {
+            Value sum = sums[i * nr + j];
+            if (scales)
+              sum = a.mul(sum, a.load(scales, cols[j]));
+            a.store(sum, y, {outRows[i], a.addi(n0, e.index(j))});
+          }
       });
     });
   });

@@ -121,7 +121,13 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       .Case([&](SoftcapOp o) { return buildSoftcapKernel(e, o); })
       .Case([&](GeluOp o) { return buildGeluKernel(e, o); })
       .Case([&](MoeRouterOp o) { return buildMoeRouterKernel(e, o); })
-      .Case([&](ExpertLinearOp o) { return buildExpertLinearKernel(e, o); })
+      .Case([&](ExpertLinearOp o) -> FailureOr<Grid> {
+        if (o.getScales())
+          return o.emitOpError("has no sm_90 kernel for int8 weights "
+                               "(llmc compile --quantize targets the CPU)"),
+                 failure();
+        return buildExpertLinearKernel(e, o);
+      })
       .Case([&](MoeCombineOp o) { return buildMoeCombineKernel(e, o); })
       .Case([&](AdjustLogitsOp) { return buildAdjustLogitsKernel(e); })
       .Case([&](LogprobsOp o) { return buildLogprobsKernel(e, o); })

@@ -122,6 +122,12 @@ static LogicalResult verifyOneMoreStart(Operation *op, Value queryStart,
 // WeightOp
 //===----------------------------------------------------------------------===//
 
+Type mlir::llmserve::expertScalesType(Type weight) {
+  auto type = cast<ShapedType>(weight);
+  return RankedTensorType::get({type.getDimSize(0), type.getDimSize(1)},
+                               Float32Type::get(weight.getContext()));
+}
+
 Type mlir::llmserve::quantizedScalesType(Type weight) {
   auto type = cast<ShapedType>(weight);
   Type f32 = Float32Type::get(weight.getContext());
@@ -154,8 +160,9 @@ LogicalResult WeightOp::verify() {
                            << " stacked tensors has a result of rank 2 or "
                               "more whose dim 0 is "
                            << *stacked << ", got " << type;
-    if (getQuantization())
-      return emitOpError("a stacked weight cannot be quantized");
+    if (getQuantization() &&
+        *getQuantization() != WeightQuantization::int8_channel)
+      return emitOpError("a stacked weight is quantized by int8_channel only");
   }
   // A quantized weight's scales are 1-D, whatever the stored tensor.
   if (getTransposed() && type.getRank() != 2 + tensorDim &&
@@ -185,24 +192,29 @@ LogicalResult WeightOp::verify() {
                            << type;
     return success();
   }
+  // Stacked (int8_channel) arrays have the experts' dimension in front.
   bool int4 = *quantization == WeightQuantization::int4_group128;
   if (*part == QuantizedPart::values &&
-      (type.getRank() != 2 || !type.getElementType().isInteger(int4 ? 4 : 8) ||
+      (type.getRank() != 2 + tensorDim ||
+       !type.getElementType().isInteger(int4 ? 4 : 8) ||
        (int4 && type.getDimSize(1) % kInt4GroupColumns != 0)))
     return emitOpError() << "the values of an "
                          << stringifyWeightQuantization(*quantization)
-                         << " weight are a 2-D "
+                         << (stacked ? " stacked weight are a 3-D "
+                                     : " weight are a 2-D ")
                          << (int4 ? "i4 tensor of a multiple of 128 columns"
                                   : "i8 tensor")
                          << ", got " << type;
   if (*part == QuantizedPart::scales &&
-      (type.getRank() != (int4 ? 2 : 1) || !type.getElementType().isF32()))
+      (type.getRank() != (int4 ? 2 : 1) + tensorDim ||
+       !type.getElementType().isF32()))
     return emitOpError() << "the scales of an "
                          << stringifyWeightQuantization(*quantization)
                          << " weight are a "
-                         << (int4 ? "2-D f32 tensor (one per row and group of "
-                                    "128 columns)"
-                                  : "1-D f32 tensor (one per row)")
+                         << (stacked ? "2-D f32 tensor (one per expert and row)"
+                             : int4  ? "2-D f32 tensor (one per row and group "
+                                       "of 128 columns)"
+                                     : "1-D f32 tensor (one per row)")
                          << ", got " << type;
   return success();
 }
@@ -372,7 +384,13 @@ LogicalResult ExpertLinearOp::verify() {
   Operation *op = getOperation();
   Value input = getInput(), weight = getWeight(), experts = getExperts();
   Value result = getResult();
-  if (failed(verifySameElementType(op, "weight", weight, "input", input)) ||
+  bool quantized =
+      cast<ShapedType>(weight.getType()).getElementType().isInteger(8);
+  if (quantized != bool(getScales()))
+    return emitOpError(quantized ? "an i8 weight needs scales"
+                                 : "scales go with an i8 weight only");
+  if ((!quantized &&
+       failed(verifySameElementType(op, "weight", weight, "input", input))) ||
       failed(verifySameElementType(op, "result", result, "input", input)) ||
       failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 2)) ||
       failed(verifyDimsMatch(op, "result", result, 1, "weight", weight, 1)) ||

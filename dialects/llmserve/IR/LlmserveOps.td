@@ -41,8 +41,10 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
 
     With `stacked <E>`, the result's leading dimension is E and slice e of
     it is the tensor named by `tensor_name` with its one `{}` replaced by e
-    (transposed and sliced as said above, each on its own): the experts of a
-    mixture-of-experts layer, which checkpoints store one tensor each.
+    (transposed, sliced and quantized as said here, each on its own): the
+    experts of a mixture-of-experts layer, which checkpoints store one
+    tensor each. Stacked weights are quantized by `int8_channel` only: the
+    values are i8 [E, N, K] and the scales f32 [E, N].
 
     Example:
 
@@ -562,7 +564,10 @@ def Llmserve_MoeRouterOp : Llmserve_Op<"moe_router", [Pure]> {
   }];
 }
 
-def Llmserve_ExpertLinearOp : Llmserve_Op<"expert_linear", [Pure]> {
+def Llmserve_ExpertLinearOp : Llmserve_Op<"expert_linear", [Pure,
+    OptionalTypesMatchWith<"scales has one f32 per expert and row of an i8 "
+        "weight", "weight", "scales",
+        "::mlir::llmserve::expertScalesType($_self)">]> {
   let summary = "x·Wₑᵀ for each token's chosen experts";
   let description = [{
     One linear per (token, slot) pair, with the weight of the expert the
@@ -573,6 +578,9 @@ def Llmserve_ExpertLinearOp : Llmserve_Op<"expert_linear", [Pure]> {
     input [T, K], which each of its k slots reads; or with `per_slot`, t * k
     + j: an input [T * k, K] of one row per slot (what a previous
     expert_linear yields). Every expert id must be in [0, E).
+
+    An i8 `weight` (each expert's `int8_channel` values) comes with `scales`
+    [E, N], one f32 per expert and row, which multiplies that row's sum.
 
     Kernels take the pairs of each expert together, so that its weight is
     read once per step however many tokens chose it; a row's result does
@@ -585,17 +593,28 @@ def Llmserve_ExpertLinearOp : Llmserve_Op<"expert_linear", [Pure]> {
         : tensor<?x64xf32>, tensor<8x128x64xf32>, tensor<?x2xi32> -> tensor<?x128xf32>
     %down = llmserve.expert_linear %h, %w2 experts %e per_slot
         : tensor<?x128xf32>, tensor<8x64x128xf32>, tensor<?x2xi32> -> tensor<?x64xf32>
+    %q = llmserve.expert_linear %x, %v scales %s experts %e
+        : tensor<?x64xf32>, tensor<8x128x64xi8>, tensor<?x2xi32> -> tensor<?x128xf32>
     ```
   }];
   let arguments = (ins Llmserve_FloatTensor2D:$input,
-                       3DTensorOf<[F32, F16, BF16]>:$weight,
+                       3DTensorOf<[F32, F16, BF16, I8]>:$weight,
+                       Optional<Llmserve_F32Tensor>:$scales,
                        Llmserve_I32Tensor2D:$experts,
                        UnitAttr:$per_slot);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{
-    $input `,` $weight `experts` $experts (`per_slot` $per_slot^)? attr-dict
+    $input `,` $weight (`scales` $scales^)? `experts` $experts
+    (`per_slot` $per_slot^)? attr-dict
     `:` type($input) `,` type($weight) `,` type($experts) `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Value":$input, "Value":$weight,
+                   "Value":$experts, "bool":$perSlot), [{
+      build($_builder, $_state, result, input, weight, /*scales=*/Value(),
+            experts, perSlot);
+    }]>
+  ];
 }
 
 def Llmserve_MoeCombineOp : Llmserve_Op<"moe_combine", [Pure]> {

@@ -67,3 +67,22 @@ func.func @int4(%x: tensor<?x256xf32>) -> (tensor<?x256xf32>, tensor<?x37xf32>) 
   %l = llmserve.linear %z, %h : tensor<?x256xf32>, tensor<37x256xf32> -> tensor<?x37xf32>
   return %z, %l : tensor<?x256xf32>, tensor<?x37xf32>
 }
+
+// -----
+
+// An expert_linear's stacked weight becomes int8_channel values [E, N, K]
+// and scales [E, N], each expert quantized on its own, under int4_group128
+// too (expert_linear has no int4 kernel).
+// CHECK-LABEL: func.func @experts
+// INT4-LABEL: func.func @experts
+//       INT4:   llmserve.weight "e.{}.w" stacked 4 quantized int8_channel values : tensor<4x32x16xi8>
+//   CHECK-DAG:   %[[V:.*]] = llmserve.weight "e.{}.w" stacked 4 quantized int8_channel values : tensor<4x32x16xi8>
+//   CHECK-DAG:   %[[S:.*]] = llmserve.weight "e.{}.w" stacked 4 quantized int8_channel scales : tensor<4x32xf32>
+//       CHECK:   llmserve.expert_linear %{{.*}}, %[[V]] scales %[[S]] experts %{{.*}} per_slot : tensor<?x16xf32>, tensor<4x32x16xi8>, tensor<?x2xi32> -> tensor<?x32xf32>
+//   CHECK-NOT:   llmserve.weight "e.{}.w" stacked 4 :
+func.func @experts(%x: tensor<?x16xf32>, %e: tensor<?x2xi32>) -> tensor<?x32xf32> {
+  %w = llmserve.weight "e.{}.w" stacked 4 : tensor<4x32x16xf32>
+  %y = llmserve.expert_linear %x, %w experts %e per_slot
+      : tensor<?x16xf32>, tensor<4x32x16xf32>, tensor<?x2xi32> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}

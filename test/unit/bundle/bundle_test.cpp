@@ -121,6 +121,36 @@ TEST(Bundle, StacksTheTensorsOfExperts) {
                                          " has shape [4, 3], expected [3, 4]"));
 }
 
+TEST(Bundle, QuantizesEachStackedExpertAtLoad) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  auto part = [](const char *dtype, json shape, const char *which) {
+    return json{{"kind", "weight"},  {"name", std::string("experts#") + which},
+                {"dtype", dtype},    {"shape", shape},
+                {"tensor", "e.{}.w"}, {"stacked", 2},
+                {"transform", "none"}, {"quantization", "int8_channel"},
+                {"part", which}};
+  };
+  m["buffers"].push_back(part("i8", {2, 3, 4}, "values")); // 10
+  m["buffers"].push_back(part("f32", {2, 3}, "scales"));   // 11
+  test::write_bundle(dir, m);
+  std::vector<float> second(12);
+  for (int i = 0; i < 12; ++i)
+    second[i] = static_cast<float>(i % 5) - 2.5f;
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back(test::f32_tensor("e.0.w", {3, 4}, test::kProj));
+  weights.push_back(test::f32_tensor("e.1.w", {3, 4}, second));
+  test::write_weights(dir / "weights.safetensors", weights);
+  const Bundle bundle(dir.string());
+  // Each expert as quantize_int8_channel quantizes it alone.
+  std::vector<int8_t> values(24);
+  std::vector<float> scales(6);
+  quantize_int8_channel(test::kProj.data(), 3, 4, values.data(), scales.data());
+  quantize_int8_channel(second.data(), 3, 4, values.data() + 12, scales.data() + 3);
+  EXPECT_EQ(std::memcmp(bundle.weight(10), values.data(), values.size()), 0);
+  EXPECT_EQ(floats(bundle.weight(11), 6), scales);
+}
+
 TEST(Bundle, PacksPanelsOfSixteenColumns) {
   const path dir = test::fresh_dir();
   json m = test::ops_manifest();

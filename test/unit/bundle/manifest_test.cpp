@@ -231,14 +231,24 @@ const BrokenCase kBroken[] = {
        m["buffers"][8]["tensor"] = "e.{}.proj";
      },
      "buffers[8].transform: transpose needs a 3-D shape (stacked 2-D tensors), got [4,3]"},
-    {"stacked quantized",
+    {"stacked int4",
      [](json &m) {
        m["buffers"][8]["stacked"] = 4;
        m["buffers"][8]["tensor"] = "e.{}.proj";
        m["buffers"][8]["transform"] = "none";
-       m["buffers"][8]["quantization"] = "int8_channel";
+       m["buffers"][8]["quantization"] = "int4_group128";
      },
-     "buffers[8].quantization: a stacked weight is not quantized"},
+     "buffers[8].quantization: a stacked weight is quantized by int8_channel only"},
+    {"stacked int8 values of rank 2",
+     [](json &m) {
+       m["buffers"][8]["stacked"] = 4;
+       m["buffers"][8]["tensor"] = "e.{}.proj";
+       m["buffers"][8]["transform"] = "none";
+       m["buffers"][8]["dtype"] = "i8";
+       m["buffers"][8]["quantization"] = "int8_channel";
+       m["buffers"][8]["part"] = "values";
+     },
+     "buffers[8]: int8_channel values are a 3-D i8 array, got i8 [4,3]"},
     {"symbolic weight", [](json &m) { m["buffers"][5]["shape"] = {"T"}; },
      "buffers[5].shape: a weight's shape must be constant"},
     {"empty tensor name", [](json &m) { m["buffers"][5]["tensor"] = ""; },

@@ -179,9 +179,25 @@ func.func @weight_stacked_rows() {
 
 // -----
 
-func.func @weight_stacked_quantized() {
-  // expected-error @+1 {{'llmserve.weight' op a stacked weight cannot be quantized}}
-  %w = llmserve.weight "e.{}.w" stacked 2 quantized int8_channel values : tensor<2x4x4xi8>
+func.func @weight_stacked_int4() {
+  // expected-error @+1 {{'llmserve.weight' op a stacked weight is quantized by int8_channel only}}
+  %w = llmserve.weight "e.{}.w" stacked 2 quantized int4_group128 values : tensor<2x4x128xi4>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_values_rank() {
+  // expected-error @+1 {{'llmserve.weight' op the values of an int8_channel stacked weight are a 3-D i8 tensor, got 'tensor<2x4xi8>'}}
+  %w = llmserve.weight "e.{}.w" stacked 2 quantized int8_channel values : tensor<2x4xi8>
+  return
+}
+
+// -----
+
+func.func @weight_stacked_scales_rank() {
+  // expected-error @+1 {{'llmserve.weight' op the scales of an int8_channel weight are a 2-D f32 tensor (one per expert and row), got 'tensor<2x4x4xf32>'}}
+  %w = llmserve.weight "e.{}.w" stacked 2 quantized int8_channel scales : tensor<2x4x4xf32>
   return
 }
 
@@ -1089,6 +1105,22 @@ func.func @expert_linear_dynamic_slots(%x: tensor<?x64xf32>, %w: tensor<4x16x64x
 func.func @expert_linear_types(%x: tensor<?x64xf32>, %w: tensor<4x16x64xbf16>, %e: tensor<?x2xi32>) {
   // expected-error @+1 {{'llmserve.expert_linear' op weight element type 'bf16' must equal input element type 'f32'}}
   %y = llmserve.expert_linear %x, %w experts %e : tensor<?x64xf32>, tensor<4x16x64xbf16>, tensor<?x2xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_int8_without_scales(%x: tensor<?x64xf32>, %w: tensor<4x16x64xi8>, %e: tensor<?x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op an i8 weight needs scales}}
+  %y = llmserve.expert_linear %x, %w experts %e : tensor<?x64xf32>, tensor<4x16x64xi8>, tensor<?x2xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_float_with_scales(%x: tensor<?x64xf32>, %w: tensor<4x16x64xf32>, %s: tensor<4x16xf32>, %e: tensor<?x2xi32>) {
+  // expected-error @+1 {{'llmserve.expert_linear' op scales go with an i8 weight only}}
+  %y = llmserve.expert_linear %x, %w scales %s experts %e : tensor<?x64xf32>, tensor<4x16x64xf32>, tensor<?x2xi32> -> tensor<?x16xf32>
   return
 }
 

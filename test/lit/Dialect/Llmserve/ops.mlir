@@ -253,6 +253,20 @@ func.func @stacked_weight() -> (tensor<8x128x64xf32>, tensor<4x64x32xbf16>) {
 
 // -----
 
+// CHECK-LABEL: func @expert_linear_int8
+func.func @expert_linear_int8(%x: tensor<?x64xf32>, %e: tensor<?x2xi32>) -> tensor<?x128xf32> {
+  // CHECK: llmserve.weight "e.{}.w" stacked 8 quantized int8_channel values : tensor<8x128x64xi8>
+  %v = llmserve.weight "e.{}.w" stacked 8 quantized int8_channel values : tensor<8x128x64xi8>
+  // CHECK: llmserve.weight "e.{}.w" stacked 8 quantized int8_channel scales : tensor<8x128xf32>
+  %s = llmserve.weight "e.{}.w" stacked 8 quantized int8_channel scales : tensor<8x128xf32>
+  // CHECK: llmserve.expert_linear %{{.*}}, %{{.*}} scales %{{.*}} experts %{{.*}} : tensor<?x64xf32>, tensor<8x128x64xi8>, tensor<?x2xi32> -> tensor<?x128xf32>
+  %y = llmserve.expert_linear %x, %v scales %s experts %e
+      : tensor<?x64xf32>, tensor<8x128x64xi8>, tensor<?x2xi32> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @moe
 func.func @moe(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, %wg: tensor<8x128x64xf32>,
                %wd: tensor<8x64x128xf32>, %s: tensor<3x4xbf16>)
