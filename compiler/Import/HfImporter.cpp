@@ -83,6 +83,11 @@ DictionaryAttr modelAttr(Builder &b, const ModelShape &m, const Config &c) {
       b.getArrayAttr(llvm::map_to_vector(eos, [&](int64_t id) -> Attribute {
         return b.getI64IntegerAttr(id);
       }))));
+  if (m.experts > 0) {
+    attrs.push_back(b.getNamedAttr("num_experts", b.getI64IntegerAttr(m.experts)));
+    attrs.push_back(b.getNamedAttr("num_experts_per_tok",
+                                   b.getI64IntegerAttr(m.expertsPerToken)));
+  }
   if (SmallVector<int64_t> bos = c.integers("bos_token_id"); !bos.empty())
     attrs.push_back(
         b.getNamedAttr("bos_token_id", b.getI64IntegerAttr(bos.front())));

@@ -27,6 +27,9 @@ struct ModelShape {
   std::string architecture; // the family's name in the bundle
   int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kvHeads = 0,
           headDim = 0, maxPositions = 0;
+  /// A mixture of experts' experts per sparse layer and per token; 0 for a
+  /// dense model.
+  int64_t experts = 0, expertsPerToken = 0;
 };
 
 /// Rotary position embedding of config.json (rope_theta, rope_scaling).

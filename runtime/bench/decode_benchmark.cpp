@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <random>
+#include <iterator>
 #include <regex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -109,11 +112,63 @@ double time_steps(Executor &executor, const StepBatch &step, int warmup, int ste
   return seconds_since(start) * 1e3 / std::max(steps, 1);
 }
 
-int64_t decode_step_bytes(const Manifest &manifest, int32_t batch, int32_t context) {
+namespace {
+
+// The weight buffers that only embedding dispatches read: a step reads one
+// row of them per token.
+std::set<int> embedding_tables(const Manifest &manifest) {
+  std::set<int> tables, others;
+  for (const EntryPoint &entry : manifest.entry_points)
+    for (const Dispatch &d : entry.dispatches) {
+      static const std::string kSuffix = "_embedding";
+      const std::string &name = manifest.kernels[d.kernel].name;
+      const bool embedding = name.size() >= kSuffix.size() &&
+                             name.compare(name.size() - kSuffix.size(), kSuffix.size(),
+                                          kSuffix) == 0;
+      for (int id : d.bindings)
+        if (manifest.buffers[id].kind == BufferKind::Weight)
+          (embedding ? tables : others).insert(id);
+    }
+  std::set<int> only;
+  std::set_difference(tables.begin(), tables.end(), others.begin(), others.end(),
+                      std::inserter(only, only.end()));
+  return only;
+}
+
+} // namespace
+
+int64_t weight_bytes(const Manifest &manifest) {
   int64_t bytes = 0;
   for (size_t id = 0; id < manifest.buffers.size(); ++id)
     if (manifest.buffers[id].kind == BufferKind::Weight)
       bytes += static_cast<int64_t>(manifest.buffers[id].byte_size({}, static_cast<int>(id)));
+  return bytes;
+}
+
+int64_t decode_step_bytes(const Manifest &manifest, int32_t batch, int32_t context) {
+  // A stacked weight (a sparse layer's experts) is read for the experts the
+  // step's tokens choose: E (1 - (1 - k / E)^batch) of its E on average when
+  // each token picks k distinct experts uniformly; k at batch 1.
+  double expert_share = 1;
+  if (manifest.model && manifest.model->num_experts > 0) {
+    const double e = static_cast<double>(manifest.model->num_experts);
+    const double k = static_cast<double>(manifest.model->num_experts_per_tok);
+    expert_share = 1 - std::pow(1 - k / e, batch);
+  }
+  const std::set<int> tables = embedding_tables(manifest);
+  int64_t bytes = 0;
+  for (size_t id = 0; id < manifest.buffers.size(); ++id) {
+    const Buffer &b = manifest.buffers[id];
+    if (b.kind != BufferKind::Weight)
+      continue;
+    const auto size = static_cast<double>(b.byte_size({}, static_cast<int>(id)));
+    if (tables.count(static_cast<int>(id))) {
+      const double rows = static_cast<double>(b.shape.front().evaluate({}));
+      bytes += static_cast<int64_t>(size * std::min(1.0, batch / rows));
+    } else {
+      bytes += static_cast<int64_t>(b.stacked ? size * expert_share : size);
+    }
+  }
   if (manifest.kv_cache)
     bytes += int64_t{batch} * context * manifest.kv_cache->bytes_per_token;
   return bytes;

@@ -1,7 +1,9 @@
 // `llmrun bench decode`: the time of one decode step at a batch size and
 // context length, next to the memory-bandwidth floor measured in the same
-// run: a decode step must read every weight once and every sequence's KV
-// cache, so no kernel schedule beats (those bytes) / (copy bandwidth).
+// run: a decode step must read every weight once (of an embedding table, its
+// tokens' rows; of a mixture of experts, the chosen experts') and every
+// sequence's KV cache, so no kernel schedule beats (those bytes) / (copy
+// bandwidth).
 #ifndef LLMSERVE_BENCH_DECODE_BENCHMARK_H
 #define LLMSERVE_BENCH_DECODE_BENCHMARK_H
 
@@ -42,8 +44,12 @@ StructuredStepTiming time_structured_steps(Executor &executor, StepBatch step,
                                            std::shared_ptr<const grammar::CompiledGrammar> grammar,
                                            int warmup, int steps);
 
-// Bytes a decode step reads at least: every weight of the manifest once and
-// `batch * context` tokens of KV cache.
+// Bytes of every weight of the manifest.
+int64_t weight_bytes(const Manifest &manifest);
+// Bytes a decode step reads at least: every weight of the manifest once (of
+// an embedding table, `batch` rows; of a mixture of experts' stacked
+// weights, the experts `batch` tokens choose on average when each picks
+// num_experts_per_tok uniformly) and `batch * context` tokens of KV cache.
 int64_t decode_step_bytes(const Manifest &manifest, int32_t batch, int32_t context);
 
 // memcpy rate between two host buffers of `bytes`, in bytes read plus

@@ -178,6 +178,17 @@ ModelConfig parse_model(const Reader &r, const json &m) {
     r.fail(p + ".bos_token_id", "token " + std::to_string(c.bos_token_id) +
                                     " is outside the vocabulary of " +
                                     std::to_string(c.vocab_size));
+  const json *experts = r.optional_field(m, "num_experts");
+  const json *per_token = r.optional_field(m, "num_experts_per_tok");
+  if (bool(experts) != bool(per_token))
+    r.fail(p, "num_experts and num_experts_per_tok go together");
+  if (experts) {
+    c.num_experts = r.integer(m, p, "num_experts", 1);
+    c.num_experts_per_tok = r.integer(m, p, "num_experts_per_tok", 1);
+    if (c.num_experts_per_tok > c.num_experts)
+      r.fail(p + ".num_experts_per_tok", std::to_string(c.num_experts_per_tok) +
+                                             " experts of " + std::to_string(c.num_experts));
+  }
   return c;
 }
 

@@ -30,6 +30,10 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   int64_t bos_token_id = -1; // -1: none
   std::vector<int64_t> eos_token_ids;
+  // A mixture of experts: the experts of a sparse layer and those each
+  // token chooses; 0 for a dense model.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
 };
 
 struct KvCacheLayout {

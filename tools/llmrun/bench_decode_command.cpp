@@ -113,7 +113,7 @@ int bench_decode(const Options &o) {
       gpu ? gpu->copy_bandwidth(kCopyBytes) : bench::host_copy_bandwidth(kCopyBytes / 4);
   std::printf("device: %s\n", loaded.description.c_str());
   std::printf("weights: %.3f GiB; KV cache: %lld bytes per token; CUDA graphs: %s\n",
-              bench::decode_step_bytes(manifest, 0, 0) / double(1 << 30),
+              bench::weight_bytes(manifest) / double(1 << 30),
               static_cast<long long>(manifest.kv_cache->bytes_per_token),
               gpu && o.model.cuda_graphs ? "on" : "off");
   std::printf("copy bandwidth: %.1f GB/s (%s, bytes read + written)\n", bandwidth / 1e9,
@@ -189,7 +189,9 @@ Command add_bench_decode_command(CLI::App &bench) {
       ->check(CLI::ExistingFile);
   add_engine_options(*command, o->model);
   command->footer("Times decode-only steps (every sequence one token, greedy) and prints\n"
-                  "each next to the floor: (weight bytes + KV bytes read) / copy bandwidth.");
+                  "each next to the floor: (weight bytes + KV bytes read) / copy bandwidth,\n"
+                  "where an embedding table counts its tokens' rows and a mixture of\n"
+                  "experts the experts its tokens choose on average.");
   return {command, [o] { return bench_decode(*o); }};
 }
 

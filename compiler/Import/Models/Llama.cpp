@@ -139,6 +139,8 @@ llvm::Error Llama::readExperts(const Config &config, llvm::StringRef modelType) 
   if (x.intermediate <= 0)
     return config.error("the experts' intermediate size must be positive, got " +
                         llvm::Twine(x.intermediate));
+  shape_.experts = x.count;
+  shape_.expertsPerToken = x.topK;
   int64_t step = 1;
   if (!mixtral)
     LLMSERVE_TRY_ASSIGN(step, config.integer("decoder_sparse_step", 1));

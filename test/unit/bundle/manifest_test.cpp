@@ -214,6 +214,14 @@ const BrokenCase kBroken[] = {
      "buffers[8].transform: unknown transform 'flip'"},
     {"transpose 1-D", [](json &m) { m["buffers"][5]["transform"] = "transpose"; },
      "buffers[5].transform: transpose needs a 2-D shape, got [4]"},
+    {"experts without experts per token", [](json &m) { m["model"]["num_experts"] = 4; },
+     "model: num_experts and num_experts_per_tok go together"},
+    {"more experts per token than experts",
+     [](json &m) {
+       m["model"]["num_experts"] = 4;
+       m["model"]["num_experts_per_tok"] = 5;
+     },
+     "model.num_experts_per_tok: 5 experts of 4"},
     {"stacked count", [](json &m) { m["buffers"][8]["stacked"] = 0; },
      "buffers[8].stacked: must be positive, got 0"},
     {"stacked without a placeholder", [](json &m) { m["buffers"][8]["stacked"] = 4; },
