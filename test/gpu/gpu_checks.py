@@ -2,7 +2,7 @@
 """The CUDA executor against the CPU executor, on bundles `llmc compile
 --target sm_90` writes. Two halves, because the GPU machine has no MLIR:
 
-    gpu_checks.py prepare <build-dir> <out-dir> [--tinyllama]
+    gpu_checks.py prepare <build-dir> <out-dir> [--tinyllama] [--qwen3-moe=LAYERS]
         (where llmc is) compiles every op case of test/e2e/op_numerics_test.py
         and the tiny `llama` fixture, each for cpu and for sm_90, with their
         inputs, and each model family for sm_90 in bf16 with the steps of
@@ -10,7 +10,9 @@
         transformers_parity.py, one pass over a sequence); --tinyllama also
         compiles a TinyLlama-1.1B-shaped model for
         sm_90 (config only: write its weights on the GPU machine with
-        test/fixtures/make_fixtures.py --tinyllama).
+        test/fixtures/make_fixtures.py --tinyllama); --qwen3-moe=LAYERS
+        compiles a Qwen3-30B-A3B-shaped model of that many of its layers
+        for sm_90 the same way (make_fixtures.py --qwen3-moe --layers).
     gpu_checks.py check <build-dir> <out-dir>
         (where the GPU is; needs llmrun and numpy only) runs each op on both
         bundles through `llmrun call` and compares (max |gpu - cpu| / max |cpu|
@@ -117,7 +119,7 @@ def bf16_text(text):
     return narrow
 
 
-def prepare(build, out, tinyllama):
+def prepare(build, out, tinyllama, moe_layers):
     llmc = os.path.join(build, "bin", "llmc")
     if not os.path.exists(llmc):
         skip(f"no {llmc}: prepare runs where the compiler is built")
@@ -208,6 +210,16 @@ def prepare(build, out, tinyllama):
         mlir = os.path.join(out, "tinyllama.mlir")
         run(llmc, "import", checkpoint, "-o", mlir)
         run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama.sm90.llmb"),
+            "--target", "sm_90")
+
+    if moe_layers:
+        sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))
+        import make_fixtures  # noqa: E402
+        checkpoint = os.path.join(out, "qwen3moe_config")
+        make_fixtures.write_qwen3_moe(checkpoint, "bfloat16", moe_layers, config_only=True)
+        mlir = os.path.join(out, "qwen3moe.mlir")
+        run(llmc, "import", checkpoint, "-o", mlir)
+        run(llmc, "compile", mlir, "-o", os.path.join(out, "qwen3moe.sm90.llmb"),
             "--target", "sm_90")
 
     for f in failures:
@@ -522,7 +534,9 @@ def main():
         skip(f"needs an NVIDIA GPU: {no_gpu_reason()}")
     ok = True
     if command in ("prepare", "all"):
-        ok &= prepare(build, out, "--tinyllama" in sys.argv[4:])
+        flags = sys.argv[4:]
+        moe = [int(f.split("=", 1)[1]) for f in flags if f.startswith("--qwen3-moe=")]
+        ok &= prepare(build, out, "--tinyllama" in flags, moe[-1] if moe else 0)
     if command in ("check", "all"):
         ok &= check(build, out)
     sys.exit(0 if ok else 1)

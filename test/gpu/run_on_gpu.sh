@@ -11,6 +11,11 @@
 # bundles elsewhere (docs/gpu.md); logs go to $OUT (default gpu-logs/).
 #
 #   test/gpu/run_on_gpu.sh [checks|bench|all]      (default all)
+#   test/gpu/run_on_gpu.sh moe
+#       the mixture of experts alone: decode steps and offline throughput of
+#       the Qwen3-30B-A3B-shaped bundle that `prepare --qwen3-moe=LAYERS`
+#       compiled, on random bf16 weights of that many layers written here
+#       (about 1.3 GB a layer).
 #
 # A bundle of the same model compiled by another commit's llmc in
 # gpu-carry/baseline/tinyllama.sm90.llmb is timed beside it, in the same run.
@@ -30,6 +35,21 @@ T=$R/tinyllama.sm90.llmb
 BASE=gpu-carry/baseline/tinyllama.sm90.llmb
 W=/tmp/tinyllama
 nvidia-smi -L
+
+if [ "$STAGE" = moe ]; then
+  M=$R/qwen3moe.sm90.llmb
+  layers=$(python3 -c "import json; print(json.load(open('$R/qwen3moe_config/config.json'))['num_hidden_layers'])")
+  echo "== Qwen3-30B-A3B-shaped random weights, $layers layers"
+  python3 test/fixtures/make_fixtures.py --qwen3-moe /tmp/qwen3moe --layers "$layers" > /dev/null
+  timeout 150 $B bench decode $M --weights /tmp/qwen3moe --batch 1,16,64 --context 512 \
+    --profile > "$OUT/moe_decode.log" 2>&1
+  echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/moe_decode.log"
+  timeout 150 $B bench offline $M --weights /tmp/qwen3moe --num-prompts 64 \
+    --random-input-len 512 --random-output-len 128 --max-num-seqs 64 \
+    > "$OUT/moe_offline.log" 2>&1
+  echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/moe_offline.log"
+  exit 0
+fi
 
 if [ "$STAGE" != bench ]; then
   echo "== cuda_gpu_tests"
