@@ -270,6 +270,9 @@ private:
                            stringifyWeightQuantization(*quantization),
                            stringifyQuantizedPart(*op.getPart()))
                  .str();
+    std::optional<QuantizedCheckpoint> from = op.getCheckpoint();
+    if (from)
+      key += "#" + stringifyQuantizedCheckpoint(*from).str();
     auto it = weightBuffers.find(key);
     if (it != weightBuffers.end()) {
       bufferOf[op.getResult()] = it->second;
@@ -291,6 +294,8 @@ private:
       buffer["quantization"] = stringifyWeightQuantization(*quantization);
       buffer["part"] = stringifyQuantizedPart(*op.getPart());
     }
+    if (from)
+      buffer["from"] = stringifyQuantizedCheckpoint(*from);
     FailureOr<Shape> shape = shapeFrom(op.getResult(), {});
     if (failed(shape) ||
         failed(bindValue(op.getResult(), *shape, std::move(buffer))))

@@ -12,9 +12,10 @@ namespace abi = ::llmserve::abi;
 
 GraphBuilder::GraphBuilder(MLIRContext *context, const ModelShape &shape,
                            const ImportOptions &options,
-                           const llvm::StringSet<> &names)
+                           const llvm::StringSet<> &names,
+                           std::optional<QuantizedCheckpoint> quantized)
     : b(context), loc(b.getUnknownLoc()), m(shape), options(options),
-      names(names) {}
+      names(names), quantized(quantized) {}
 
 llvm::Expected<OwningOpRef<ModuleOp>> GraphBuilder::build(const Model &model) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -22,6 +23,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphBuilder::build(const Model &model) {
   buildEntry(model, "step", /*returnLogits=*/false);
   if (options.logitsEntry)
     buildEntry(model, "logits", /*returnLogits=*/true);
+  if (!unreadable.empty())
+    return makeError(unreadable.front());
   if (!missing.empty())
     return makeError("the checkpoint has no tensor '" + missing.front() + "'" +
                      (missing.size() > 1
@@ -112,16 +115,65 @@ Value GraphBuilder::cache(int64_t layer, int role) {
   return args[abi::kNumStepArguments + 2 * layer + role];
 }
 
+bool GraphBuilder::storedQuantized(llvm::StringRef module) const {
+  // GPTQ and AWQ quantize the linears of the decoder layers; without the
+  // tensors at hand, those are the ones taken to be quantized.
+  if (!quantized)
+    return false;
+  if (names.empty())
+    return module.contains(".layers.") || module.starts_with("h.") ||
+           module.contains(".h.");
+  return names.contains((module + ".qweight").str());
+}
+
+Value GraphBuilder::quantizedWeight(const std::string &module,
+                                    ArrayRef<int64_t> shape, bool transposed,
+                                    DenseI64ArrayAttr rows) {
+  for (const char *tensor : {".qweight", ".qzeros", ".scales"})
+    if (!names.empty() && !names.contains(module + tensor))
+      missing.push_back(module + tensor);
+  if (transposed || shape[1] % kInt4GroupColumns != 0 ||
+      shape[0] % LlmserveDialect::kRowBlockRows != 0) {
+    unreadable.push_back(
+        (stringifyQuantizedCheckpoint(*quantized) + " linear '" + module + "' is " +
+         (transposed ? "a transposed (Conv1D) one" : "[" + std::to_string(shape[0]) +
+                                                         ", " + std::to_string(shape[1]) + "]") +
+         ": llmserve reads 4-bit linears [N, K] with N a multiple of 8 and K of 128")
+            .str());
+    return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), module,
+                            /*stacked=*/nullptr, transposed, rows,
+                            /*quantization=*/nullptr, /*part=*/nullptr,
+                            /*checkpoint=*/nullptr);
+  }
+  MLIRContext *ctx = b.getContext();
+  auto part = [&](QuantizedPart which, Type type) {
+    return WeightOp::create(
+        b, loc, type, module, /*stacked=*/nullptr, transposed, rows,
+        WeightQuantizationAttr::get(ctx, WeightQuantization::int4_group128),
+        QuantizedPartAttr::get(ctx, which),
+        QuantizedCheckpointAttr::get(ctx, *quantized));
+  };
+  auto valuesType = RankedTensorType::get(shape, b.getIntegerType(4));
+  Value values = part(QuantizedPart::values, valuesType);
+  quantizedParts[values] = {part(QuantizedPart::scales, quantizedScalesType(valuesType)),
+                            part(QuantizedPart::zeros, quantizedZerosType(valuesType))};
+  return values;
+}
+
 Value GraphBuilder::weight(const std::string &name, ArrayRef<int64_t> shape,
                            bool transposed, std::optional<int64_t> rowBegin) {
-  if (!names.empty() && !names.contains(name))
-    missing.push_back(name);
   DenseI64ArrayAttr rows;
   if (rowBegin)
     rows = b.getDenseI64ArrayAttr({*rowBegin, *rowBegin + shape[0]});
+  llvm::StringRef module = llvm::StringRef(name);
+  if (shape.size() == 2 && module.consume_back(".weight") && storedQuantized(module))
+    return quantizedWeight(module.str(), shape, transposed, rows);
+  if (!names.empty() && !names.contains(name))
+    missing.push_back(name);
   return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), name,
                           /*stacked=*/nullptr, transposed, rows,
-                          /*quantization=*/nullptr, /*part=*/nullptr);
+                          /*quantization=*/nullptr, /*part=*/nullptr,
+                          /*checkpoint=*/nullptr);
 }
 
 Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
@@ -138,7 +190,8 @@ Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
   return WeightOp::create(b, loc, RankedTensorType::get(stackedShape, f32()),
                           pattern, b.getI64IntegerAttr(count),
                           /*transposed=*/false, /*rows=*/nullptr,
-                          /*quantization=*/nullptr, /*part=*/nullptr);
+                          /*quantization=*/nullptr, /*part=*/nullptr,
+                          /*checkpoint=*/nullptr);
 }
 
 Value GraphBuilder::embedding(Value table, llvm::StringRef indices,
@@ -150,7 +203,11 @@ Value GraphBuilder::embedding(Value table, llvm::StringRef indices,
 
 Value GraphBuilder::linear(Value x, Value w, Value bias) {
   int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
-  return LinearOp::create(b, loc, tokens(n), x, w, bias);
+  auto parts = quantizedParts.find(w);
+  if (parts == quantizedParts.end())
+    return LinearOp::create(b, loc, tokens(n), x, w, bias);
+  return LinearOp::create(b, loc, tokens(n), x, w, parts->second.first,
+                          parts->second.second, bias);
 }
 
 std::pair<Value, Value> GraphBuilder::moeRouter(Value logits, int64_t topK,

@@ -28,9 +28,11 @@ namespace mlir::llmserve {
 class GraphBuilder {
 public:
   /// `names` are the checkpoint's tensors; empty means the weights are not
-  /// there, and names are not checked.
+  /// there, and names are not checked. With `quantized`, the checkpoint's
+  /// decoder-layer linears are stored in that 4-bit layout.
   GraphBuilder(MLIRContext *context, const ModelShape &shape,
-               const ImportOptions &options, const llvm::StringSet<> &names);
+               const ImportOptions &options, const llvm::StringSet<> &names,
+               std::optional<QuantizedCheckpoint> quantized = {});
 
   /// The module of `model`'s entry points; an error names the first tensor
   /// the checkpoint lacks.
@@ -44,7 +46,9 @@ public:
   Value contract(llvm::StringRef name);
 
   /// A checkpoint tensor, optionally transposed and restricted to rows
-  /// [rowBegin, rowBegin + shape[0]) of the (transposed) tensor.
+  /// [rowBegin, rowBegin + shape[0]) of the (transposed) tensor. The weight
+  /// of a linear the checkpoint stores quantized is its int4 values, which
+  /// `linear` reads with their scales and zero points.
   Value weight(const std::string &name, ArrayRef<int64_t> shape,
                bool transposed = false, std::optional<int64_t> rowBegin = {});
   /// Rows of `table` for the contract array `indices` (token ids,
@@ -98,13 +102,25 @@ private:
   /// log-probs of the model's own distribution.
   SmallVector<Value> sample(Value logits);
 
+  /// Whether the checkpoint stores the linear `module` quantized.
+  bool storedQuantized(llvm::StringRef module) const;
+  /// The int4 values of the quantized linear `module`, whose scales and
+  /// zero points `linear` finds in `quantizedParts`.
+  Value quantizedWeight(const std::string &module, ArrayRef<int64_t> shape,
+                        bool transposed, DenseI64ArrayAttr rows);
+
   OpBuilder b;
   Location loc;
   const ModelShape &m;
   const ImportOptions &options;
   const llvm::StringSet<> &names;
+  std::optional<QuantizedCheckpoint> quantized;
+  /// The scales and zero points of each quantized linear's values.
+  llvm::DenseMap<Value, std::pair<Value, Value>> quantizedParts;
   ValueRange args;
   std::vector<std::string> missing;
+  /// Linears the checkpoint stores in a form llmserve cannot read.
+  std::vector<std::string> unreadable;
 };
 
 } // namespace mlir::llmserve

@@ -108,6 +108,47 @@ llvm::Expected<ModelReader> familyOf(const Config &config, llvm::StringRef model
 
 } // namespace
 
+llvm::Expected<std::optional<QuantizedCheckpoint>>
+mlir::llmserve::readQuantizedCheckpoint(const Config &config) {
+  const json::Object *object = config.nested("quantization_config");
+  if (!object)
+    return std::nullopt;
+  Config q(*object, config.file() + ": quantization_config");
+  std::string method = q.string("quant_method", "(none)");
+  // Other stored quantizations (FP8, bitsandbytes, ...) hold packed tensors
+  // under other names; say so rather than miss their weights.
+  if (method != "gptq" && method != "awq")
+    return config.error("quantization_config.quant_method '" + method +
+                        "' is not read: llmc imports unquantized f32, f16 and "
+                        "bf16 checkpoints and 4-bit GPTQ and AWQ ones (llmc "
+                        "compile --quantize int8|int4 quantizes an unquantized one)");
+  int64_t bits, groupSize;
+  LLMSERVE_TRY_ASSIGN(bits, q.integer("bits"));
+  LLMSERVE_TRY_ASSIGN(groupSize, q.integer("group_size"));
+  if (bits != 4)
+    return q.error("bits " + llvm::Twine(bits) + " is not read: llmserve reads 4-bit " +
+                   method + " checkpoints");
+  if (groupSize != kInt4GroupColumns)
+    return q.error("group_size " + llvm::Twine(groupSize) +
+                   " is not read: llmserve reads groups of 128");
+  if (method == "awq") {
+    std::string version = llvm::StringRef(q.string("version", "gemm")).lower();
+    if (version != "gemm")
+      return q.error("version '" + version + "' is not read: llmserve reads AWQ's gemm layout");
+    if (!q.boolean("zero_point", true))
+      return q.error("zero_point false is not read: llmserve reads AWQ with zero points");
+    return QuantizedCheckpoint::awq;
+  }
+  if (q.boolean("desc_act", false))
+    return q.error("desc_act true (act-order) is not read: llmserve reads GPTQ "
+                   "checkpoints whose groups are consecutive columns");
+  std::string format = q.string("checkpoint_format", "gptq");
+  if (format != "gptq" && format != "gptq_v2")
+    return q.error("checkpoint_format '" + format +
+                   "' is not read (supported: gptq, gptq_v2)");
+  return format == "gptq" ? QuantizedCheckpoint::gptq : QuantizedCheckpoint::gptq_v2;
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
                                   const ImportOptions &options) {
@@ -121,14 +162,9 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
   if (!object)
     return makeError(configPath + ": not a JSON object");
   Config config(*object, configPath.str().str());
-  // A checkpoint stored quantized (AWQ, GPTQ, FP8, bitsandbytes) holds packed
-  // tensors under other names; say so rather than miss its weights.
-  if (const json::Object *quantization = config.nested("quantization_config"))
-    return config.error(
-        "quantization_config.quant_method '" +
-        quantization->getString("quant_method").value_or("(none)") +
-        "' is not read: llmc imports unquantized f32, f16 and bf16 "
-        "checkpoints (llmc compile --quantize int8 quantizes one)");
+  auto quantized = readQuantizedCheckpoint(config);
+  if (!quantized)
+    return quantized.takeError();
 
   std::string modelType = config.string("model_type", "");
   auto read = familyOf(config, modelType);
@@ -144,7 +180,8 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
   (*model)->useTensorNames(*names);
 
   const ModelShape &shape = (*model)->shape();
-  auto module = GraphBuilder(context, shape, options, *names).build(**model);
+  auto module =
+      GraphBuilder(context, shape, options, *names, *quantized).build(**model);
   if (!module)
     return module.takeError();
   Builder b(context);

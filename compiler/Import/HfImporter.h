@@ -3,10 +3,15 @@
 #ifndef LLMSERVE_IMPORT_HFIMPORTER_H
 #define LLMSERVE_IMPORT_HFIMPORTER_H
 
+#include "compiler/Import/Config.h"
+#include "llmserve/IR/LlmserveOps.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
 #include "llvm/Support/Error.h"
+
+#include <optional>
 
 namespace mlir::llmserve {
 
@@ -17,6 +22,12 @@ struct ImportOptions {
   /// instead of sampling (for tests and debugging).
   bool logitsEntry = false;
 };
+
+/// How config.json's quantization_config says the checkpoint stores its
+/// linears: nothing for an unquantized checkpoint, the 4-bit GPTQ or AWQ
+/// layout llmserve reads, or an error naming what it cannot read.
+llvm::Expected<std::optional<QuantizedCheckpoint>>
+readQuantizedCheckpoint(const Config &config);
 
 /// Builds the `step` function of the checkpoint in `dir` from its
 /// config.json. Tensor names are checked against the safetensors headers

@@ -79,7 +79,8 @@ struct QuantizeWeightsPass
                             weight.getTensorNameAttr(), weight.getStackedAttr(),
                             weight.getTransposedAttr(), weight.getRowsAttr(),
                             WeightQuantizationAttr::get(ctx, quantization),
-                            QuantizedPartAttr::get(ctx, which));
+                            QuantizedPartAttr::get(ctx, which),
+                            /*checkpoint=*/nullptr);
   }
 
   static void quantizeLinears(WeightOp weight, ArrayRef<LinearOp> linears,
@@ -94,9 +95,9 @@ struct QuantizeWeightsPass
                                     quantizedScalesType(valuesType));
     for (LinearOp linear : linears) {
       OpBuilder at(linear);
-      auto quantized =
-          LinearOp::create(at, linear.getLoc(), linear.getType(),
-                           linear.getInput(), values, scales, linear.getBias());
+      auto quantized = LinearOp::create(at, linear.getLoc(), linear.getType(),
+                                        linear.getInput(), values, scales,
+                                        /*zeros=*/Value(), linear.getBias());
       quantized->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
       linear.replaceAllUsesWith(quantized.getResult());
       linear.erase();

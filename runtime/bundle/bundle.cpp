@@ -80,6 +80,7 @@ void Bundle::bind_weights(const std::string &checkpoint_dir) {
     }
   }
   quantized_.clear(); // arrays no buffer asked for
+  unpacked_.clear();
 }
 
 const TensorView &Bundle::find_tensor(const std::string &name) const {
@@ -91,6 +92,10 @@ const TensorView &Bundle::find_tensor(const std::string &name) const {
     throw std::runtime_error("tensor '" + name + "' in " + weights_source_ +
                              " has dtype " + dtype + ", which llmserve does not read");
   throw std::runtime_error("tensor '" + name + "' is missing from " + weights_source_);
+}
+
+bool Bundle::has_tensor(const std::string &name) const {
+  return checkpoint_ ? checkpoint_->find(name) != nullptr : embedded_->find(name) != nullptr;
 }
 
 namespace {
@@ -152,6 +157,8 @@ void *Bundle::bind_weight(const Buffer &b) {
     want.push_back(dim.evaluate(Symbols{}));
   if (b.stacked)
     return bind_stacked_weight(b, want);
+  if (b.from)
+    return bind_checkpoint_quantized(b, want);
   const TensorView &t = find_tensor(b.tensor);
   if (b.quantization)
     return bind_quantized_weight(b, t, want);
@@ -193,6 +200,53 @@ void *Bundle::bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &w
     release(t);
   }
   return keep_converted(std::move(stack));
+}
+
+void *Bundle::bind_checkpoint_quantized(const Buffer &b, const std::vector<int64_t> &want) {
+  // The three arrays come from one unpacking of the module's tensors; the
+  // first of its buffers to bind unpacks them, the others take the rest.
+  const auto key = std::make_tuple(b.tensor, b.rows_begin, b.rows_end);
+  auto [it, fresh] = unpacked_.try_emplace(key);
+  Int4WithZeros &q = it->second;
+  const std::string &m = b.tensor;
+  if (fresh) {
+    try {
+      const TensorView *g_idx = nullptr;
+      if (*b.from != QuantizedCheckpoint::Awq && has_tensor(m + ".g_idx"))
+        g_idx = &find_tensor(m + ".g_idx");
+      q = unpack_int4_checkpoint(*b.from, find_tensor(m + ".qweight"),
+                                 find_tensor(m + ".qzeros"), find_tensor(m + ".scales"), g_idx);
+    } catch (const std::runtime_error &e) {
+      unpacked_.erase(it);
+      throw std::runtime_error(std::string(quantized_checkpoint_name(*b.from)) + " linear '" +
+                               m + "' in " + weights_source_ + ": " + e.what());
+    }
+    for (const char *name : {".qweight", ".qzeros", ".scales"})
+      release(find_tensor(m + name));
+  }
+  // The rows [begin, end) of the module's outputs this buffer holds.
+  const int64_t groups = q.cols / kInt4GroupSize;
+  const int64_t begin = b.rows_end >= 0 ? b.rows_begin : 0;
+  const int64_t end = b.rows_end >= 0 ? b.rows_end : q.rows;
+  const int64_t per_row = b.part == QuantizedPart::Values ? q.cols : groups;
+  const std::vector<int64_t> expected = {end - begin, b.part == QuantizedPart::Values
+                                                          ? q.cols / 2
+                                                          : groups};
+  if (end > q.rows || want != expected)
+    throw std::runtime_error(std::string(quantized_checkpoint_name(*b.from)) + " linear '" + m +
+                             "' in " + weights_source_ + " has " + std::to_string(q.rows) +
+                             " outputs of " + std::to_string(q.cols) + " inputs, but its " +
+                             quantized_part_name(b.part) + " buffer is " + dims_text(want));
+  const size_t element = b.part == QuantizedPart::Scales ? sizeof(float) : 1;
+  const auto *source = b.part == QuantizedPart::Values  ? static_cast<const void *>(q.values.data())
+                       : b.part == QuantizedPart::Zeros ? static_cast<const void *>(q.zeros.data())
+                                                        : static_cast<const void *>(q.scales.data());
+  AlignedBuffer rows(static_cast<size_t>((end - begin) * per_row) * element);
+  std::memcpy(rows.data(), static_cast<const uint8_t *>(source) + begin * per_row * element,
+              rows.size());
+  if (b.part == QuantizedPart::Values)
+    rows = pack_rows8x64(rows, end - begin, q.cols, /*int4=*/true);
+  return keep_converted(std::move(rows));
 }
 
 void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,

@@ -8,6 +8,7 @@
 #include "bundle/aligned_buffer.h"
 #include "bundle/manifest.h"
 #include "model/checkpoint.h"
+#include "model/quantized_checkpoint.h"
 #include "model/safetensors.h"
 
 #include <map>
@@ -46,6 +47,7 @@ public:
 private:
   void bind_weights(const std::string &checkpoint_dir);
   const TensorView &find_tensor(const std::string &name) const;
+  bool has_tensor(const std::string &name) const;
   // Base address of weight buffer `b`: in the mapped file or converted.
   void *bind_weight(const Buffer &b);
   // A weight of stacked tensors, each converted (or quantized) into its
@@ -54,6 +56,8 @@ private:
   // A part of a weight the runtime quantizes; `want` is the part's shape.
   void *bind_quantized_weight(const Buffer &b, const TensorView &t,
                               const std::vector<int64_t> &want);
+  // A part of a linear the checkpoint stores quantized (GPTQ, AWQ).
+  void *bind_checkpoint_quantized(const Buffer &b, const std::vector<int64_t> &want);
   // That part's array, in the buffer's layout.
   AlignedBuffer quantized_part(const Buffer &b, const TensorView &t,
                                const std::vector<int64_t> &want);
@@ -89,6 +93,9 @@ private:
   std::map<std::tuple<std::string, bool, int64_t, int64_t, WeightQuantization>,
            QuantizedMatrix>
       quantized_;
+  // Linears unpacked from a quantized checkpoint, by (module, rows), until
+  // their three buffers are bound.
+  std::map<std::tuple<std::string, int64_t, int64_t>, Int4WithZeros> unpacked_;
   std::vector<void *> weights_; // by buffer id
   size_t mapped_weight_bytes_ = 0;
   size_t converted_weight_bytes_ = 0;

@@ -293,8 +293,25 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       const std::string part = r.string(b, p, "part");
       std::optional<QuantizedPart> parsed = parse_quantized_part(part);
       if (!parsed)
-        r.fail(p + ".part", "unknown part '" + part + "' (expected values or scales)");
+        r.fail(p + ".part", "unknown part '" + part + "' (expected values, scales or zeros)");
       buf.part = *parsed;
+      if (const json *from = r.optional_field(b, "from")) {
+        const std::string layout = r.string(*from, p + ".from");
+        buf.from = parse_quantized_checkpoint(layout);
+        if (!buf.from)
+          r.fail(p + ".from", "unknown quantized checkpoint '" + layout +
+                                  "' (expected gptq, gptq_v2 or awq)");
+        if (*buf.quantization != WeightQuantization::Int4Group128 || buf.stacked ||
+            transform != "none")
+          r.fail(p + ".from", "a quantized checkpoint's linear is int4_group128, not "
+                              "stacked and not transposed");
+      } else if (buf.part == QuantizedPart::Zeros) {
+        r.fail(p + ".part", "zeros come from a quantized checkpoint (\"from\")");
+      }
+      if (buf.part == QuantizedPart::Zeros &&
+          (buf.dtype != DType::I8 || buf.shape.size() != 2 || buf.rows8x64))
+        r.fail(p, "int4_group128 zeros are a 2-D i8 array, got " +
+                      std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
       const bool values = buf.part == QuantizedPart::Values;
       if (buf.panels16 || (buf.rows8x64 && !values))
         r.fail(p + ".layout", "quantized " + part + " are not stored in " +
@@ -308,7 +325,8 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
                       "-D i8 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
                       shape_text(buf.shape) + "]");
       const size_t scale_rank = (int4 ? 2 : 1) + tensor_dim;
-      if (!values && (buf.dtype != DType::F32 || buf.shape.size() != scale_rank))
+      if (buf.part == QuantizedPart::Scales &&
+          (buf.dtype != DType::F32 || buf.shape.size() != scale_rank))
         r.fail(p, scheme_name + " scales are a " + std::to_string(scale_rank) +
                       "-D f32 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
                       shape_text(buf.shape) + "]");
@@ -319,8 +337,9 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
                            buf.shape[1].evaluate({}) % 64 != 0))
         r.fail(p + ".layout", "rows8x64 needs rows a multiple of 8 and columns of 64, got [" +
                                   shape_text(buf.shape) + "]");
-    } else if (r.optional_field(b, "part")) {
-      r.fail(p + ".part", "a part of a weight that is not quantized");
+    } else if (r.optional_field(b, "part") || r.optional_field(b, "from")) {
+      r.fail(p + (r.optional_field(b, "part") ? ".part" : ".from"),
+             "a part of a weight that is not quantized");
     } else if (buf.rows8x64) {
       r.fail(p + ".layout", "rows8x64 holds quantized values only");
     }

@@ -9,6 +9,7 @@
 #include "bundle/step_batch.h"
 #include "model/dtype.h"
 #include "model/quantize.h"
+#include "model/quantized_checkpoint.h"
 
 #include <array>
 #include <cstdint>
@@ -82,6 +83,9 @@ struct Buffer {
   // of its arrays this buffer holds (the values' [N, K] or the scales' [N]).
   std::optional<WeightQuantization> quantization;
   QuantizedPart part = QuantizedPart::Values;
+  // A linear the checkpoint stores quantized (int4_group128 only): `tensor`
+  // is its module, whose tensors this layout unpacks into the part.
+  std::optional<QuantizedCheckpoint> from;
   // kind == KvCache
   int64_t layer = -1;
   char role = 0; // 'k' or 'v'

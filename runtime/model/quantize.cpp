@@ -25,14 +25,21 @@ std::optional<WeightQuantization> parse_quantization(std::string_view name) {
 }
 
 const char *quantized_part_name(QuantizedPart p) {
-  return p == QuantizedPart::Values ? "values" : "scales";
+  switch (p) {
+  case QuantizedPart::Values:
+    return "values";
+  case QuantizedPart::Scales:
+    return "scales";
+  case QuantizedPart::Zeros:
+    return "zeros";
+  }
+  return "?";
 }
 
 std::optional<QuantizedPart> parse_quantized_part(std::string_view name) {
-  if (name == "values")
-    return QuantizedPart::Values;
-  if (name == "scales")
-    return QuantizedPart::Scales;
+  for (QuantizedPart p : {QuantizedPart::Values, QuantizedPart::Scales, QuantizedPart::Zeros})
+    if (name == quantized_part_name(p))
+      return p;
   return std::nullopt;
 }
 

@@ -22,11 +22,12 @@ enum class WeightQuantization {
 // Columns of a group of int4_group128.
 inline constexpr int64_t kInt4GroupSize = 128;
 
-// Which array of a quantized weight a bundle buffer holds.
-enum class QuantizedPart { Values, Scales };
+// Which array of a quantized weight a bundle buffer holds: zero points come
+// with int4_group128 read from a GPTQ or AWQ checkpoint.
+enum class QuantizedPart { Values, Scales, Zeros };
 
 // The bundle's spellings: "int8_channel", "int4_group128"; "values",
-// "scales".
+// "scales", "zeros".
 const char *quantization_name(WeightQuantization q);
 std::optional<WeightQuantization> parse_quantization(std::string_view name);
 const char *quantized_part_name(QuantizedPart p);

@@ -25,6 +25,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "reference"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "fixtures"))
 from safetensors_io import write_safetensors  # noqa: E402
 
 TOLERANCE = 1e-5
@@ -205,6 +207,49 @@ def case_linear_int4(m, k, n, **kwargs):
     """int4_group128, packed two a byte in rows8x64: the VNNI kernel, so the
     case needs a host with VNNI."""
     return case_linear_quantized("int4_group128", m, k, n, **kwargs)
+
+
+def case_linear_int4_checkpoint(layout, m, k, n, bias=True, rows=None):
+    """A linear a GPTQ or AWQ checkpoint stores quantized (`layout`, packed
+    by test/fixtures/checkpoints/quantized.py), optionally rows [begin, end)
+    of its outputs, against the dequantizing reference's values, zero points
+    and scales and the VNNI kernel's arithmetic: each block's sum of x's int8
+    values times (Q - z), times x's block scale and the group's scale."""
+    from checkpoints import quantized  # noqa: E402  (the fixtures' packer)
+    import quantized_checkpoint  # noqa: E402  (the reference's unpacker)
+    begin, end = rows or (0, n)
+    x, full = f32(m, k), torch.from_numpy(f32(n, k))
+    weights = quantized.linear_tensors(layout, "w", full)
+    tensors = [weights["w." + part] for part in ("qweight", "qzeros", "scales")]
+    w = quantized_checkpoint.dequantize_linear(layout, *tensors, weights.get("w.g_idx"))
+    q, z, s = quantized.quantize(full)
+    assert torch.equal(w, ((q - z.repeat_interleave(128, 1)).double() *
+                           s.double().repeat_interleave(128, 1)))
+    # As the kernel computes it: values q - 8, offset by 8 - z.
+    q, z, s = q[begin:end].numpy(), z[begin:end].numpy(), s[begin:end].double().numpy()
+    sums, x_scales = vnni_block_sums(x, (q - 8).astype(np.int8))
+    blocks = x.reshape(m, k // 64, 64)
+    absmax = np.abs(blocks).max(axis=2)
+    x_block_scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1))
+    x_sums = np.rint(blocks / x_block_scales[:, :, None]).astype(np.int64).sum(axis=2)
+    zeros = np.repeat(z, 2, axis=1)  # a zero point per 64-block
+    sums = sums + (8 - zeros)[None] * x_sums[:, None, :]
+    w_scales = np.repeat(s, 2, axis=1)
+    ref = t((sums * x_scales * w_scales[None]).sum(axis=2))
+    count = end - begin
+    ty, vty = f"tensor<{m}x{count}xf32>", f"tensor<{count}x{k}xi4>"
+    where = f" rows [{begin}, {end}]" if rows else ""
+    lines = [f'  %{p[0]} = llmserve.weight "w"{where} quantized int4_group128 {p} from {layout} : '
+             f"{t_}" for p, t_ in (("values", vty), ("scales", f"tensor<{count}x{k // 128}xf32>"),
+                                   ("zeros", f"tensor<{count}x{k // 128}xi8>"))]
+    if bias:
+        weights["b"] = torch.from_numpy(f32(count))
+        lines.append(f'  %b = llmserve.weight "b" : tensor<{count}xf32>')
+        ref = ref + t(weights["b"])
+    b, bty = (" bias %b", f", tensor<{count}xf32>") if bias else ("", "")
+    lines.append(f"  %y = llmserve.linear %a0, %v scales %s zeros %z{b} : {mlir_type(x)}, "
+                 f"{vty}{bty} -> {ty}")
+    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
 def case_gated_mlp(m, k, n, return_up=False):
@@ -827,6 +872,13 @@ CASES = {
     "linear_int4_decode": lambda: case_linear_int4(m=1, k=256, n=64),
     "linear_int4_bf16_transposed_rows": lambda: case_linear_int4(
         m=5, k=256, n=24, transposed=True, dtype=torch.bfloat16),
+    # int4 linears of GPTQ and AWQ checkpoints, with their zero points: a
+    # 13-row and a 1-row step, rows of a fused projection.
+    "linear_int4_gptq": lambda: case_linear_int4_checkpoint("gptq", m=13, k=384, n=40),
+    "linear_int4_gptq_v2_decode": lambda: case_linear_int4_checkpoint("gptq_v2", m=1, k=256,
+                                                                       n=64, bias=False),
+    "linear_int4_awq_rows": lambda: case_linear_int4_checkpoint("awq", m=5, k=256, n=48,
+                                                                rows=(16, 40)),
     "linear_int8_bf16_transposed_rows": lambda: case_linear_int8(
         m=5, k=64, n=48, transposed=True, dtype=torch.bfloat16),
     "linear_int8_blocks": lambda: case_linear_int8(m=13, k=640, n=296, bias=False),

@@ -19,6 +19,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from layers import KVCache  # noqa: E402
 from models import MODELS  # noqa: E402
+from quantized_checkpoint import dequantize  # noqa: E402
 from safetensors_io import read_checkpoint  # noqa: E402
 
 
@@ -29,7 +30,7 @@ def load_config(directory):
 
 def load_model(directory, dtype=torch.float64):
     config = load_config(directory)
-    weights = read_checkpoint(directory)
+    weights = dequantize(config, read_checkpoint(directory))
     model = MODELS.get(config["model_type"])
     if model is None:
         raise ValueError(f"{directory}: model_type {config['model_type']!r} is not supported")

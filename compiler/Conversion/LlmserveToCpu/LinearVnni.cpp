@@ -17,8 +17,9 @@
 // int4 values (int4_group128) are read 32 bytes a block, two values a byte
 // (Q + 8, so unsigned as they are): the low nibbles are the block's first 32
 // columns, the high ones its last 32. A block starts from -8 times its sum
-// of x, and its sum is scaled by x's block scale times Q's scale for the
-// block's group of 128 columns.
+// of x, or with zero points (a GPTQ or AWQ checkpoint's) from -z times it for
+// the row's zero point z of the block's group, and its sum is scaled by x's
+// block scale times Q's scale for the block's group of 128 columns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,17 +66,21 @@ public:
     w = e.binding(1, {e.index(n / kRowGroup), e.index(blocks),
                       e.index(kRowGroup), e.index(blockBytes())},
                   b.getI8Type());
-    scales = e.binding(2);
+    // Bindings: x, Q, scales, then zeros and bias where the op has them.
+    int next = 2;
+    scales = e.binding(next++);
+    if (o.getZeros())
+      zeros = e.binding(next++);
     if (o.getBias())
-      bias = e.binding(3);
-    y = e.binding(o->getNumOperands());
+      bias = e.binding(next++);
+    y = e.binding(next);
     // Scratch for one tile's rows of x, made once at the kernel's entry.
     auto scratch = [&](ArrayRef<int64_t> shape, Type element) {
       return memref::AllocaOp::create(b, MemRefType::get(shape, element));
     };
     xValues = scratch({kMicroRows, depth}, b.getI8Type());
     xScales = scratch({kMicroRows, blocks}, b.getF32Type());
-    xOffsets = scratch({kMicroRows, blocks}, b.getI32Type());
+    xSums = scratch({kMicroRows, blocks}, b.getI32Type());
   }
 
   Grid build() {
@@ -105,7 +110,7 @@ private:
   int64_t blockBytes() const { return int4 ? kBlock / 2 : kBlock; }
 
   /// Row `row` of x as int8 blocks into scratch row `slot`: values, the
-  /// block's scale, and -128 (int4: -8) times the block's sum of values.
+  /// block's scale and the block's sum of values.
   void quantizeRow(Value row, int64_t slot) {
     VectorType f32x16 = vector(16, b.getF32Type());
     VectorType i32x16 = vector(16, b.getI32Type());
@@ -140,7 +145,7 @@ private:
             xValues, {slotIndex, a.addi(k0, e.index(16 * j))});
       }
       a.store(scale, xScales, {slotIndex, block});
-      a.store(a.muli(sum, e.i32(int4 ? -8 : -128)), xOffsets, {slotIndex, block});
+      a.store(sum, xSums, {slotIndex, block});
     });
   }
 
@@ -149,7 +154,7 @@ private:
     VectorType f32x16 = vector(16, b.getF32Type());
     VectorType i32x16 = vector(16, b.getI32Type());
     VectorType i8x64 = vector(kBlock, b.getI8Type());
-    Value zeros = arith::ConstantOp::create(
+    Value floatZeros = arith::ConstantOp::create(
         b, f32x16, DenseElementsAttr::get(f32x16, 0.0f));
     Value intZeros = arith::ConstantOp::create(
         b, i32x16, DenseElementsAttr::get(i32x16, int32_t(0)));
@@ -166,17 +171,17 @@ private:
     for (int64_t j = 0; j < nr; ++j)
       cols.push_back(a.addi(n0, e.index(j)));
     SmallVector<Value> acc = e.forLoop(
-        e.index(0), e.index(blocks), 1, SmallVector<Value>(mr * nr, zeros),
+        e.index(0), e.index(blocks), 1, SmallVector<Value>(mr * nr, floatZeros),
         [&](Value block, ValueRange acc) -> SmallVector<Value> {
           Value k0 = a.muli(block, e.index(kBlock));
-          SmallVector<Value> xq, xScale, start, wq, wScale, next;
+          SmallVector<Value> xq, xScale, xSum, wq, wScale, wZero, next;
           for (int64_t i = 0; i < mr; ++i) {
             Value slot = e.index(i);
             xq.push_back(vector::LoadOp::create(b, i8x64, xValues, {slot, k0}));
             xScale.push_back(a.load(xScales, {slot, block}));
-            start.push_back(vector::InsertOp::create(
-                b, a.load(xOffsets, {slot, block}), intZeros, int64_t(0)));
+            xSum.push_back(a.load(xSums, {slot, block}));
           }
+          Value group128 = a.divui(block, e.index(kInt4GroupColumns / kBlock));
           for (Value c : cols) {
             Value group = a.divui(c, e.index(kRowGroup));
             Value lane = a.remui(c, e.index(kRowGroup));
@@ -200,14 +205,22 @@ private:
             wq.push_back(vector::ShuffleOp::create(
                 b, arith::AndIOp::create(b, packed, lowNibbles),
                 arith::ShRUIOp::create(b, packed, nibbleShift), concat));
-            wScale.push_back(a.load(
-                scales, {c, a.divui(block, e.index(kInt4GroupColumns / kBlock))}));
+            wScale.push_back(a.load(scales, {c, group128}));
+            if (zeros)
+              wZero.push_back(arith::ExtSIOp::create(b, b.getI32Type(),
+                                                     a.load(zeros, {c, group128})));
           }
           for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j) {
+              // The unsigned weights' offset: 128 (int8, sign bit flipped),
+              // 8 (int4) or the zero point, times the block's sum of x.
+              Value offset = zeros ? wZero[j] : e.i32(int4 ? 8 : 128);
+              Value start = vector::InsertOp::create(
+                  b, a.muli(xSum[i], arith::SubIOp::create(b, e.i32(0), offset)),
+                  intZeros, int64_t(0));
               Value dot =
                   LLVM::CallIntrinsicOp::create(
-                      b, i32x16, vpdpbusd, ValueRange{start[i], wq[j], xq[i]})
+                      b, i32x16, vpdpbusd, ValueRange{start, wq[j], xq[i]})
                       .getResult(0);
               Value scale = int4 ? a.mul(xScale[i], wScale[j]) : xScale[i];
               next.push_back(vector::FMAOp::create(
@@ -236,8 +249,8 @@ private:
   ImplicitLocOpBuilder &b;
   bool int4;
   int64_t n, depth, blocks;
-  Value x, w, scales, bias, y;
-  Value xValues, xScales, xOffsets;
+  Value x, w, scales, zeros, bias, y;
+  Value xValues, xScales, xSums;
 };
 
 } // namespace

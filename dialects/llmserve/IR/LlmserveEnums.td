@@ -86,11 +86,33 @@ def Llmserve_WeightQuantizationAttr
 def Llmserve_QuantizedPart : I32Enum<"QuantizedPart",
     "which array of a quantized weight a weight op reads", [
       I32EnumCase<"values", 0>,
-      I32EnumCase<"scales", 1>
+      I32EnumCase<"scales", 1>,
+      // int4_group128 from a checkpoint with zero points: z in [0, 16] per
+      // row and group, w ~ (q + 8 - z) * s.
+      I32EnumCase<"zeros", 2>
     ]> {
   let cppNamespace = "::mlir::llmserve";
 }
 def Llmserve_QuantizedPartAttr
     : EnumAttr<Llmserve_Dialect, Llmserve_QuantizedPart, "quantized_part">;
+
+def Llmserve_QuantizedCheckpoint : I32Enum<"QuantizedCheckpoint",
+    "the layout of a checkpoint that stores a linear quantized to 4 bits", [
+      // AutoGPTQ: qweight int32 [K / 8, N] packed along K, qzeros int32
+      // [K / G, N / 8] holding each zero point minus one, scales [K / G, N],
+      // g_idx [K].
+      I32EnumCase<"gptq", 0>,
+      // GPTQModel's gptq_v2: the same with the zero points as they are.
+      I32EnumCase<"gptq_v2", 1>,
+      // AutoAWQ's GEMM layout: qweight int32 [K, N / 8] and qzeros int32
+      // [K / G, N / 8] packed along N in the order 0, 2, 4, 6, 1, 3, 5, 7;
+      // scales [K / G, N].
+      I32EnumCase<"awq", 2>
+    ]> {
+  let cppNamespace = "::mlir::llmserve";
+}
+def Llmserve_QuantizedCheckpointAttr
+    : EnumAttr<Llmserve_Dialect, Llmserve_QuantizedCheckpoint,
+               "quantized_checkpoint">;
 
 #endif // LLMSERVE_IR_LLMSERVEENUMS_TD

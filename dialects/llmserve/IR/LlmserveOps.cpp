@@ -128,6 +128,13 @@ Type mlir::llmserve::expertScalesType(Type weight) {
                                Float32Type::get(weight.getContext()));
 }
 
+Type mlir::llmserve::quantizedZerosType(Type weight) {
+  auto type = cast<ShapedType>(weight);
+  return RankedTensorType::get(
+      {type.getDimSize(0), type.getDimSize(1) / kInt4GroupColumns},
+      IntegerType::get(weight.getContext(), 8));
+}
+
 Type mlir::llmserve::quantizedScalesType(Type weight) {
   auto type = cast<ShapedType>(weight);
   Type f32 = Float32Type::get(weight.getContext());
@@ -185,6 +192,26 @@ LogicalResult WeightOp::verify() {
   std::optional<QuantizedPart> part = getPart();
   if (quantization.has_value() != part.has_value())
     return emitOpError("quantization and part go together");
+  // A checkpoint quantized by GPTQ or AWQ: int4 with zero points, read from
+  // the module's tensors as they are.
+  if (getCheckpoint()) {
+    if (quantization != WeightQuantization::int4_group128 || stacked ||
+        getTransposed())
+      return emitOpError("a weight from a quantized checkpoint is an "
+                         "int4_group128 array of an untransposed, unstacked "
+                         "linear");
+  } else if (part == QuantizedPart::zeros) {
+    return emitOpError("zeros come from a quantized checkpoint ('from gptq', "
+                       "'from gptq_v2' or 'from awq')");
+  }
+  if (part == QuantizedPart::zeros) {
+    if (type.getRank() != 2 || !type.getElementType().isInteger(8))
+      return emitOpError() << "the zeros of an int4_group128 weight are a 2-D "
+                              "i8 tensor (one per row and group of 128 "
+                              "columns), got "
+                           << type;
+    return success();
+  }
   if (!quantization) {
     if (!isa<FloatType>(type.getElementType()))
       return emitOpError() << "an unquantized weight must be a float tensor, "
@@ -318,6 +345,8 @@ LogicalResult LinearOp::verify() {
   if (quantized != bool(getScales()))
     return emitOpError(quantized ? "an i8 or i4 weight needs scales"
                                  : "scales go with an i8 or i4 weight only");
+  if (getZeros() && !weightElement.isInteger(4))
+    return emitOpError("zeros go with an i4 weight only");
   if (weightElement.isInteger(4) &&
       cast<ShapedType>(weight.getType()).getDimSize(1) % kInt4GroupColumns != 0)
     return emitOpError() << "an i4 weight has scales per group of "

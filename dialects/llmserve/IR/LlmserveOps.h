@@ -19,6 +19,8 @@ inline constexpr int64_t kInt4GroupColumns = 128;
 /// The scales of a linear's quantized weight of type `weight`: [N] for i8
 /// values (int8_channel), [N, K / 128] for i4 (int4_group128).
 Type quantizedScalesType(Type weight);
+/// The zero points of a linear's i4 weight [N, K]: i8 [N, K / 128].
+Type quantizedZerosType(Type weight);
 /// The scales of an expert_linear's i8 weight [E, N, K]: f32 [E, N].
 Type expertScalesType(Type weight);
 } // namespace mlir::llmserve

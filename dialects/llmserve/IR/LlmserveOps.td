@@ -39,6 +39,13 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     of its arrays: for `int8_channel`, `values` is the i8 [N, K] matrix and
     `scales` the f32 [N] scale of each row.
 
+    With `from <checkpoint>` too (`int4_group128` only), the checkpoint
+    already holds the linear quantized, in the layout `checkpoint` names
+    (GPTQ's or AWQ's), and `tensor_name` is the linear's module (its
+    `qweight`, `qzeros`, `scales` and GPTQ's `g_idx`): the runtime unpacks
+    them into `values`, `scales` and `zeros`, the i8 [N, K / 128] zero point
+    z in [0, 16] of each row and group, for w = (values + 8 - z) * scales.
+
     With `stacked <E>`, the result's leading dimension is E and slice e of
     it is the tensor named by `tensor_name` with its one `{}` replaced by e
     (transposed, sliced and quantized as said here, each on its own): the
@@ -56,6 +63,8 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     %q = llmserve.weight "h.0.attn.c_attn.weight" transposed rows [0, 64] : tensor<64x64xf32>
     %v = llmserve.weight "lm_head.weight" quantized int8_channel values : tensor<512x64xi8>
     %s = llmserve.weight "lm_head.weight" quantized int8_channel scales : tensor<512xf32>
+    %z = llmserve.weight "model.layers.0.mlp.up_proj" quantized int4_group128 zeros from awq
+        : tensor<512x2xi8>
     ```
   }];
   let arguments = (ins StrAttr:$tensor_name,
@@ -63,11 +72,13 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
                        UnitAttr:$transposed,
                        OptionalAttr<DenseI64ArrayAttr>:$rows,
                        OptionalAttr<Llmserve_WeightQuantizationAttr>:$quantization,
-                       OptionalAttr<Llmserve_QuantizedPartAttr>:$part);
+                       OptionalAttr<Llmserve_QuantizedPartAttr>:$part,
+                       OptionalAttr<Llmserve_QuantizedCheckpointAttr>:$checkpoint);
   let results = (outs Llmserve_WeightTensor:$result);
   let assemblyFormat = [{
     $tensor_name (`stacked` $stacked^)? (`transposed` $transposed^)? (`rows` $rows^)?
-    (`quantized` `` $quantization^ `` $part)? attr-dict `:` type($result)
+    (`quantized` `` $quantization^ `` $part)? (`from` `` $checkpoint^)?
+    attr-dict `:` type($result)
   }];
 }
 
@@ -197,7 +208,10 @@ def Llmserve_LayerNormOp : Llmserve_NormOp<"layer_norm"> {
 def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
     OptionalTypesMatchWith<"scales has one f32 per row of an i8 weight, and "
         "per row and group of 128 columns of an i4 one",
-        "weight", "scales", "::mlir::llmserve::quantizedScalesType($_self)">]> {
+        "weight", "scales", "::mlir::llmserve::quantizedScalesType($_self)">,
+    OptionalTypesMatchWith<"zeros has one i8 per row and group of 128 "
+        "columns of an i4 weight",
+        "weight", "zeros", "::mlir::llmserve::quantizedZerosType($_self)">]> {
   let summary = "x·Wᵀ + b";
   let description = [{
     `result[m, n] = sum_k input[m, k] * weight[n, k] + bias[n]`, with `input`
@@ -211,7 +225,9 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
     (an `int8_channel` quantized weight). An i4 `weight` (K a multiple of
     128) comes with `scales` [N, K / 128], one f32 per row and group of 128
     columns: `result[m, n] = sum_k input[m, k] * weight[n, k] *
-    scales[n, k / 128] + bias[n]` (`int4_group128`).
+    scales[n, k / 128] + bias[n]` (`int4_group128`). With `zeros` [N, K /
+    128] (i8, each in [0, 16]: a GPTQ or AWQ checkpoint's zero points),
+    `weight[n, k]` counts as `weight[n, k] + 8 - zeros[n, k / 128]`.
 
     Example:
 
@@ -228,16 +244,19 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
   let arguments = (ins Llmserve_FloatTensor2D:$input,
                        Llmserve_LinearWeight:$weight,
                        Optional<Llmserve_F32Tensor>:$scales,
+                       Optional<2DTensorOf<[I8]>>:$zeros,
                        Optional<Llmserve_FloatTensor1D>:$bias);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`scales` $scales^)? (`bias` $bias^)? attr-dict `:`
-    type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
+    $input `,` $weight (`scales` $scales^)? (`zeros` $zeros^)? (`bias` $bias^)?
+    attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)? `->`
+    type($result)
   }];
   let builders = [
     OpBuilder<(ins "Type":$result, "Value":$input, "Value":$weight,
                    "Value":$bias), [{
-      build($_builder, $_state, result, input, weight, /*scales=*/Value(), bias);
+      build($_builder, $_state, result, input, weight, /*scales=*/Value(),
+            /*zeros=*/Value(), bias);
     }]>
   ];
 }

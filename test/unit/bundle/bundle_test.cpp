@@ -151,6 +151,49 @@ TEST(Bundle, QuantizesEachStackedExpertAtLoad) {
   EXPECT_EQ(floats(bundle.weight(11), 6), scales);
 }
 
+TEST(Bundle, UnpacksAGptqLinearIntoItsThreeArrays) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  // Module "m": 8 outputs of 128 inputs, rows [0, 8) of it.
+  auto part = [](const char *dtype, json shape, const char *which) {
+    return json{{"kind", "weight"}, {"name", std::string("m#") + which},
+                {"dtype", dtype},   {"shape", shape},
+                {"tensor", "m"},    {"transform", "none"},
+                {"quantization", "int4_group128"}, {"part", which},
+                {"from", "gptq"}};
+  };
+  m["buffers"].push_back(part("i8", {8, 64}, "values"));
+  m["buffers"].back()["layout"] = "rows8x64";                 // 10
+  m["buffers"].push_back(part("f32", {8, 1}, "scales"));      // 11
+  m["buffers"].push_back(part("i8", {8, 1}, "zeros"));        // 12
+  test::write_bundle(dir, m);
+  // Every value 9 (word 0x99999999), zero points 7 + 1, scales n + 1.
+  test::TestTensor qweight{"m.qweight", DType::I32, {16, 8}, std::vector<uint8_t>(16 * 8 * 4, 0x99)};
+  test::TestTensor qzeros{"m.qzeros", DType::I32, {1, 1}, std::vector<uint8_t>(4, 0x77)};
+  std::vector<float> scale_values(8);
+  for (int n = 0; n < 8; ++n)
+    scale_values[n] = static_cast<float>(n + 1);
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back(qweight);
+  weights.push_back(qzeros);
+  weights.push_back(test::f16_tensor("m.scales", {1, 8}, scale_values));
+  test::write_weights(dir / "weights.safetensors", weights);
+  const Bundle bundle(dir.string());
+  // Values 9 - 8 = 1, stored as 1 + 8 in both nibbles of each byte.
+  const auto *values = static_cast<const uint8_t *>(bundle.weight(10));
+  for (int i = 0; i < 8 * 64; ++i)
+    ASSERT_EQ(values[i], 0x99) << i;
+  EXPECT_EQ(floats(bundle.weight(11), 8), scale_values);
+  const auto *zeros = static_cast<const int8_t *>(bundle.weight(12));
+  EXPECT_EQ(std::vector<int8_t>(zeros, zeros + 8), std::vector<int8_t>(8, 8));
+
+  weights.erase(weights.end() - 2); // m.qzeros
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'm#values'): gptq linear 'm' in " +
+                                         (dir / "weights.safetensors").string() +
+                                         ": tensor 'm.qzeros' is missing"));
+}
+
 TEST(Bundle, PacksPanelsOfSixteenColumns) {
   const path dir = test::fresh_dir();
   json m = test::ops_manifest();

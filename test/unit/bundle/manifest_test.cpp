@@ -222,6 +222,27 @@ const BrokenCase kBroken[] = {
        m["model"]["num_experts_per_tok"] = 5;
      },
      "model.num_experts_per_tok: 5 experts of 4"},
+    {"zeros without a quantized checkpoint",
+     [](json &m) {
+       m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
+                               {"part", "zeros"}});
+     },
+     "buffers[5].part: zeros come from a quantized checkpoint (\"from\")"},
+    {"unknown quantized checkpoint",
+     [](json &m) {
+       m["buffers"][5].update({{"dtype", "i8"}, {"shape", {8, 1}}, {"quantization", "int4_group128"},
+                               {"part", "zeros"}, {"from", "exl2"}});
+     },
+     "buffers[5].from: unknown quantized checkpoint 'exl2' (expected gptq, gptq_v2 or awq)"},
+    {"int8 from a quantized checkpoint",
+     [](json &m) {
+       m["buffers"][5].update({{"dtype", "f32"}, {"quantization", "int8_channel"},
+                               {"part", "scales"}, {"from", "awq"}});
+     },
+     "buffers[5].from: a quantized checkpoint's linear is int4_group128, not stacked and not "
+     "transposed"},
+    {"from on a weight that is not quantized", [](json &m) { m["buffers"][5]["from"] = "gptq"; },
+     "buffers[5].from: a part of a weight that is not quantized"},
     {"stacked count", [](json &m) { m["buffers"][8]["stacked"] = 0; },
      "buffers[8].stacked: must be positive, got 0"},
     {"stacked without a placeholder", [](json &m) { m["buffers"][8]["stacked"] = 4; },

@@ -91,6 +91,31 @@ Shapes llama_shapes(const json &c) {
   return s;
 }
 
+// A 4-bit GPTQ or AWQ checkpoint of `s`'s tensors: each decoder-layer
+// linear [N, K] as qweight, qzeros and scales (and GPTQ's g_idx), groups of
+// `group` inputs.
+Shapes quantized_shapes(const json &q, const Shapes &s) {
+  const bool awq = q["quant_method"] == "awq";
+  const int64_t group = q["group_size"];
+  Shapes out;
+  for (const auto &[name, shape] : s) {
+    const std::string suffix = "_proj.weight";
+    if (name.find(".layers.") == std::string::npos || name.size() < suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      out[name] = shape;
+      continue;
+    }
+    const std::string module = name.substr(0, name.size() - std::string(".weight").size());
+    const int64_t n = shape[0], k = shape[1];
+    out[module + ".qweight"] = awq ? std::vector<int64_t>{k, n / 8} : std::vector<int64_t>{k / 8, n};
+    out[module + ".qzeros"] = {k / group, n / 8};
+    out[module + ".scales"] = {k / group, n};
+    if (!awq)
+      out[module + ".g_idx"] = {k};
+  }
+  return out;
+}
+
 // Gemma2ForCausalLM's and Gemma3ForCausalLM's tensors: four norms a layer,
 // and Gemma 3's per-head q/k norms.
 Shapes gemma_shapes(const json &c) {
@@ -202,6 +227,8 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
       expected = gemma_shapes(config);
     else
       expected = llama_shapes(config);
+    if (config.contains("quantization_config"))
+      expected = quantized_shapes(config["quantization_config"], expected);
     const DType dtype = *parse_dtype(std::map<std::string, std::string>{
         {"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}}[config["torch_dtype"]]);
 
@@ -215,7 +242,11 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
       }
       ++matched;
       EXPECT_EQ(t->shape, it->second) << t->name;
-      EXPECT_EQ(t->dtype, dtype) << t->name;
+      // The packed values, zero points and groups of a quantized linear.
+      const bool packed = t->name.find(".qweight") != std::string::npos ||
+                          t->name.find(".qzeros") != std::string::npos ||
+                          t->name.find(".g_idx") != std::string::npos;
+      EXPECT_EQ(t->dtype, packed ? DType::I32 : dtype) << t->name;
     }
     EXPECT_EQ(matched, expected.size());
   }

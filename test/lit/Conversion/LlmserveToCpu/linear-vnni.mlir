@@ -2,9 +2,9 @@
 
 // With VNNI, an int8 linear whose K is a multiple of 64 quantizes each row
 // of x in blocks of 64 into scratch made at the kernel's entry (values, the
-// block's scale, -128 times the block's sum), then per block multiplies the
-// weight's 64 bytes, sign bit flipped, with x's 64 by vpdpbusd, starting
-// from the block's offset, and accumulates the lanes times the block's
+// block's scale and sum), then per block multiplies the weight's 64 bytes,
+// sign bit flipped, with x's 64 by vpdpbusd, starting from -128 times the
+// block's sum, and accumulates the lanes times the block's
 // scale; the reduced sum is scaled by the row's scale, then the bias added.
 // The weight is asked for in rows8x64 ([N/8][K/64][8][64]); a single-row
 // tile prefetches its group 8 blocks ahead. Workgroups cover 256 columns.
@@ -14,16 +14,19 @@
 //       CHECK: func.func @llmserve_d0_linear
 //       CHECK:   %[[XQ:.+]] = memref.alloca() : memref<4x128xi8>
 //       CHECK:   %[[XS:.+]] = memref.alloca() : memref<4x2xf32>
-//       CHECK:   %[[XO:.+]] = memref.alloca() : memref<4x2xi32>
+//       CHECK:   %[[XSUM:.+]] = memref.alloca() : memref<4x2xi32>
 //       CHECK:   vector.reduction <maximumf>
 //       CHECK:   math.roundeven
 //       CHECK:   arith.fptosi %{{.+}} : vector<16xf32> to vector<16xi32>
 //       CHECK:   arith.trunci %{{.+}} : vector<16xi32> to vector<16xi8>
 //       CHECK:   vector.store %{{.+}}, %[[XQ]]
 //       CHECK:   memref.store %{{.+}}, %[[XS]]
-//       CHECK:   memref.store %{{.+}}, %[[XO]]
+//       CHECK:   memref.store %{{.+}}, %[[XSUM]]
 //       CHECK:   vector.load %[[XQ]]{{.+}} : memref<4x128xi8>, vector<64xi8>
-//       CHECK:   vector.insert %{{.+}}, %{{.+}} [0] : i32 into vector<16xi32>
+//       CHECK:   %[[SUM:.+]] = memref.load %[[XSUM]]
+//       CHECK:   %[[MINUS128:.+]] = arith.subi %c0_i32, %c128_i32
+//       CHECK:   %[[OFFSET:.+]] = arith.muli %[[SUM]], %[[MINUS128]]
+//       CHECK:   vector.insert %[[OFFSET]], %{{.+}} [0] : i32 into vector<16xi32>
 //       CHECK:   memref.prefetch %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}], read, locality<3>, data : memref<37x2x8x64xi8>
 //       CHECK:   %[[W:.+]] = vector.load %{{.+}} : memref<37x2x8x64xi8>, vector<64xi8>
 //       CHECK:   %[[WU:.+]] = arith.xori %[[W]], %{{.+}} : vector<64xi8>
@@ -67,16 +70,16 @@ func.func @linear_int8_ragged(%x: tensor<?x96xf32>, %x2: tensor<?x128xf32>) -> (
 // -----
 
 // int4: x is quantized as for int8, but each block starts from -8 times its
-// sum; the weight's 32 bytes of a block (rows8x64, [N/8][K/64][8][32]) give
+// sum (-z times it with zero points: below); the weight's 32 bytes of a block (rows8x64, [N/8][K/64][8][32]) give
 // its 64 values as low nibbles then high ones (unsigned, Q + 8), and the
 // lanes accumulate times x's block scale and the weight's scale for the
 // block's group of 128 columns; the reduced sum is not scaled again.
 // CHECK-LABEL: func.func @linear_int4_vnni
 //       CHECK:   llmserve.weight "w" quantized int4_group128 values {llmserve.layout = "rows8x64"}
 //       CHECK: func.func @llmserve_d0_linear
-//       CHECK:   %[[XO:.+]] = memref.alloca() : memref<4x4xi32>
-//       CHECK:   %[[MINUS8:.+]] = arith.muli %{{.+}}, %c-8_i32
-//       CHECK:   memref.store %[[MINUS8]], %[[XO]]
+//       CHECK:   %[[XSUM:.+]] = memref.alloca() : memref<4x4xi32>
+//       CHECK:   memref.store %{{.+}}, %[[XSUM]]
+//       CHECK:   %[[MINUS8:.+]] = arith.subi %c0_i32, %c8_i32
 //       CHECK:   %[[W:.+]] = vector.load %{{.+}} : memref<5x4x8x32xi8>, vector<32xi8>
 //       CHECK:   %[[LO:.+]] = arith.andi %[[W]], %{{.+}} : vector<32xi8>
 //       CHECK:   %[[HI:.+]] = arith.shrui %[[W]], %{{.+}} : vector<32xi8>
@@ -94,4 +97,25 @@ func.func @linear_int4_vnni(%x: tensor<?x256xf32>) -> tensor<?x40xf32> {
   %s = llmserve.weight "w" quantized int4_group128 scales : tensor<40x2xf32>
   %y = llmserve.linear %x, %v scales %s : tensor<?x256xf32>, tensor<40x256xi4> -> tensor<?x40xf32>
   return %y : tensor<?x40xf32>
+}
+
+// -----
+
+// int4 with zero points (a GPTQ or AWQ checkpoint's): a block of column c
+// starts from -zeros[c, group] times x's block sum, the zero point read as
+// i8 and widened.
+// CHECK-LABEL: func.func @linear_int4_zeros_vnni
+//       CHECK:   llmserve.weight "w" quantized int4_group128 values from awq {llmserve.layout = "rows8x64"}
+//       CHECK: func.func @llmserve_d0_linear
+//       CHECK:   %[[Z:.+]] = memref.load %{{.+}}[%{{.+}}, %{{.+}}] : memref<16x2xi8>
+//       CHECK:   %[[ZW:.+]] = arith.extsi %[[Z]] : i8 to i32
+//       CHECK:   %[[NEG:.+]] = arith.subi %c0_i32, %[[ZW]]
+//       CHECK:   arith.muli %{{.+}}, %[[NEG]]
+//       CHECK:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+func.func @linear_int4_zeros_vnni(%x: tensor<?x256xf32>) -> tensor<?x16xf32> {
+  %v = llmserve.weight "w" quantized int4_group128 values from awq : tensor<16x256xi4>
+  %s = llmserve.weight "w" quantized int4_group128 scales from awq : tensor<16x2xf32>
+  %z = llmserve.weight "w" quantized int4_group128 zeros from awq : tensor<16x2xi8>
+  %y = llmserve.linear %x, %v scales %s zeros %z : tensor<?x256xf32>, tensor<16x256xi4> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
 }

@@ -131,6 +131,30 @@ func.func @weight_not_float() {
   return
 }
 
+func.func @weight_zeros_without_checkpoint() {
+  // expected-error @+1 {{'llmserve.weight' op zeros come from a quantized checkpoint ('from gptq', 'from gptq_v2' or 'from awq')}}
+  %w = llmserve.weight "w" quantized int4_group128 zeros : tensor<4x1xi8>
+  return
+}
+
+// -----
+
+func.func @weight_checkpoint_int8() {
+  // expected-error @+1 {{'llmserve.weight' op a weight from a quantized checkpoint is an int4_group128 array of an untransposed, unstacked linear}}
+  %w = llmserve.weight "w" quantized int8_channel scales from awq : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_zeros_shape() {
+  // expected-error @+1 {{'llmserve.weight' op the zeros of an int4_group128 weight are a 2-D i8 tensor (one per row and group of 128 columns), got 'tensor<4xi8>'}}
+  %w = llmserve.weight "w" quantized int4_group128 zeros from gptq : tensor<4xi8>
+  return
+}
+
+// -----
+
 func.func @weight_stacked_count() {
   // expected-error @+1 {{'llmserve.weight' op stacked must be positive, got 0}}
   %w = llmserve.weight "e.{}.w" stacked 0 : tensor<1x4x4xf32>
@@ -415,9 +439,17 @@ func.func @linear_scales_without_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %s
 
 // -----
 
+func.func @linear_zeros_with_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tensor<4xf32>, %z: tensor<4x0xi8>) {
+  // expected-error @+1 {{'llmserve.linear' op zeros go with an i4 weight only}}
+  %y = llmserve.linear %x, %w scales %s zeros %z : tensor<?x8xf32>, tensor<4x8xi8> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
 func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tensor<8xf32>) {
   // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, and per row and group of 128 columns of an i4 one}}
-  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (tensor<?x8xf32>, tensor<4x8xi8>, tensor<8xf32>) -> tensor<?x4xf32>
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x8xf32>, tensor<4x8xi8>, tensor<8xf32>) -> tensor<?x4xf32>
   return
 }
 
@@ -425,7 +457,7 @@ func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tens
 
 func.func @linear_int4_scales_shape(%x: tensor<?x256xf32>, %w: tensor<4x256xi4>, %s: tensor<4xf32>) {
   // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, and per row and group of 128 columns of an i4 one}}
-  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (tensor<?x256xf32>, tensor<4x256xi4>, tensor<4xf32>) -> tensor<?x4xf32>
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x256xf32>, tensor<4x256xi4>, tensor<4xf32>) -> tensor<?x4xf32>
   return
 }
 

@@ -33,6 +33,21 @@ func.func @quantized_weight() -> (tensor<128x64xi8>, tensor<128xf32>, tensor<64x
 
 // -----
 
+// CHECK-LABEL: func @gptq_linear
+func.func @gptq_linear(%x: tensor<?x256xf32>) -> tensor<?x16xf32> {
+  // CHECK: llmserve.weight "q_proj" rows [16, 32] quantized int4_group128 values from gptq : tensor<16x256xi4>
+  %v = llmserve.weight "q_proj" rows [16, 32] quantized int4_group128 values from gptq : tensor<16x256xi4>
+  // CHECK: llmserve.weight "q_proj" rows [16, 32] quantized int4_group128 scales from gptq : tensor<16x2xf32>
+  %s = llmserve.weight "q_proj" rows [16, 32] quantized int4_group128 scales from gptq : tensor<16x2xf32>
+  // CHECK: llmserve.weight "q_proj" rows [16, 32] quantized int4_group128 zeros from gptq : tensor<16x2xi8>
+  %z = llmserve.weight "q_proj" rows [16, 32] quantized int4_group128 zeros from gptq : tensor<16x2xi8>
+  // CHECK: llmserve.linear %{{.*}}, %{{.*}} scales %{{.*}} zeros %{{.*}} : tensor<?x256xf32>, tensor<16x256xi4> -> tensor<?x16xf32>
+  %y = llmserve.linear %x, %v scales %s zeros %z : tensor<?x256xf32>, tensor<16x256xi4> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @int4_weight
 func.func @int4_weight() -> (tensor<128x256xi4>, tensor<128x2xf32>) {
   // CHECK: llmserve.weight "w" quantized int4_group128 values : tensor<128x256xi4>

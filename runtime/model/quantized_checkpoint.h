@@ -1,0 +1,54 @@
+// Linears a checkpoint stores already quantized to 4 bits (GPTQ, AWQ),
+// unpacked into int4_group128 arrays with zero points (docs/bundle.md).
+#ifndef LLMSERVE_MODEL_QUANTIZED_CHECKPOINT_H
+#define LLMSERVE_MODEL_QUANTIZED_CHECKPOINT_H
+
+#include "model/safetensors.h"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace llmserve {
+
+enum class QuantizedCheckpoint {
+  // AutoGPTQ: qweight int32 [K / 8, N], eight 4-bit values along K a word
+  // (row k at bits 4 (k % 8)); qzeros int32 [K / G, N / 8] along N, each the
+  // zero point minus one; scales [K / G, N]; g_idx int32 [K], the group of
+  // each row of K.
+  Gptq,
+  // GPTQModel's gptq_v2: as Gptq, with the zero points as they are.
+  GptqV2,
+  // AutoAWQ's GEMM layout: qweight int32 [K, N / 8] and qzeros int32
+  // [K / G, N / 8], eight values along N a word in the order 0, 2, 4, 6, 1,
+  // 3, 5, 7 (word bits 4i hold column 8j + order[i]); scales [K / G, N].
+  Awq,
+};
+
+// The bundle's spellings: "gptq", "gptq_v2", "awq".
+const char *quantized_checkpoint_name(QuantizedCheckpoint c);
+std::optional<QuantizedCheckpoint> parse_quantized_checkpoint(std::string_view name);
+
+// One linear y = x·Wᵀ of [N, K] in int4_group128 with zero points:
+// W[n, k] = (values[n, k] + 8 - zeros[n, k / 128]) * scales[n, k / 128],
+// values in [-8, 7] and zeros in [0, 16] (GPTQ's stored zero point plus
+// one, as its kernels compute it), row-major, one a byte.
+struct Int4WithZeros {
+  int64_t rows = 0, cols = 0;
+  std::vector<int8_t> values; // [rows, cols]
+  std::vector<float> scales;  // [rows, cols / 128]
+  std::vector<int8_t> zeros;  // [rows, cols / 128]
+};
+
+// Unpacks a linear's tensors (g_idx only for GPTQ, and optional there).
+// Throws std::runtime_error naming the tensor at fault: a dtype or shape
+// that is not the layout's, a group size other than 128, a g_idx that is
+// not the plain k / 128 (act-order checkpoints), a non-finite scale.
+Int4WithZeros unpack_int4_checkpoint(QuantizedCheckpoint layout, const TensorView &qweight,
+                                     const TensorView &qzeros, const TensorView &scales,
+                                     const TensorView *g_idx);
+
+} // namespace llmserve
+
+#endif // LLMSERVE_MODEL_QUANTIZED_CHECKPOINT_H

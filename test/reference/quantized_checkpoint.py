@@ -1,0 +1,69 @@
+"""Linears a checkpoint stores quantized to 4 bits, as the formats define
+them: AutoGPTQ's (quant_method gptq; checkpoint_format gptq or gptq_v2) and
+AutoAWQ's GEMM layout (quant_method awq). `dequantize` turns each quantized
+module's qweight, qzeros and scales (and GPTQ's g_idx) back into the float
+`<module>.weight` [N, K] the models read: W = (q - z) * s per group."""
+
+import torch
+
+AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
+
+
+def unpack_nibbles(words):
+    """int32 [..., C] -> [..., C, 8]: nibble i of each word (bits 4i)."""
+    shifts = torch.arange(0, 32, 4, dtype=torch.int64)
+    return (words.to(torch.int64)[..., None] >> shifts) & 0xF
+
+
+def gptq_layout(config):
+    """'gptq', 'gptq_v2' or 'awq' for a config.json holding a 4-bit GPTQ or
+    AWQ quantization_config, else None."""
+    q = config.get("quantization_config")
+    if not q or q.get("quant_method") not in ("gptq", "awq"):
+        return None
+    if q.get("bits") != 4 or q.get("group_size") != 128 or q.get("desc_act"):
+        raise ValueError(f"quantization_config {q} is not 4 bits in consecutive groups of 128")
+    return "awq" if q["quant_method"] == "awq" else q.get("checkpoint_format", "gptq")
+
+
+def dequantize_linear(layout, qweight, qzeros, scales, g_idx=None):
+    """The float [N, K] weight of one quantized linear."""
+    if layout == "awq":
+        # qweight [K, N/8], qzeros [G, N/8]: word j's nibble i is column 8j + order[i].
+        order = torch.tensor(AWQ_ORDER)
+        q = torch.empty(qweight.shape[0], qweight.shape[1] * 8, dtype=torch.int64)
+        z = torch.empty(qzeros.shape[0], qzeros.shape[1] * 8, dtype=torch.int64)
+        for packed, out in ((qweight, q), (qzeros, z)):
+            nibbles = unpack_nibbles(packed)  # [rows, N/8, 8]
+            for i in range(8):
+                out[:, order[i]::8] = nibbles[:, :, i]
+        k = q.shape[0]
+        group = torch.arange(k) // (k // scales.shape[0])
+    else:
+        # qweight [K/8, N]: word r's nibble i is row 8r + i; qzeros [G, N/8]
+        # along N, each zero point minus one in the gptq layout.
+        q = unpack_nibbles(qweight).permute(0, 2, 1).reshape(-1, qweight.shape[1])
+        z = unpack_nibbles(qzeros).reshape(qzeros.shape[0], -1)
+        if layout == "gptq":
+            z = z + 1
+        k = q.shape[0]
+        group = g_idx.to(torch.int64) if g_idx is not None else torch.arange(k) // 128
+    s = scales.to(torch.float64)
+    w = (q.to(torch.float64) - z[group].to(torch.float64)) * s[group]  # [K, N]
+    return w.T.contiguous()
+
+
+def dequantize(config, weights):
+    """`weights` with every quantized module's tensors replaced by its
+    `<module>.weight`, exactly (float64)."""
+    layout = gptq_layout(config)
+    if layout is None:
+        return weights
+    out = dict(weights)
+    for name in [n for n in weights if n.endswith(".qweight")]:
+        module = name[:-len(".qweight")]
+        tensors = [out.pop(module + suffix) for suffix in (".qweight", ".qzeros", ".scales")]
+        g_idx = out.pop(module + ".g_idx", None)
+        w = dequantize_linear(layout, *tensors, g_idx)
+        out[module + ".weight"] = w
+    return out

@@ -1,0 +1,156 @@
+#include "model/convert.h"
+#include "model/quantized_checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+
+namespace llmserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A tensor over bytes this test owns.
+struct Tensor {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+
+  Tensor(std::string name, DType dtype, std::vector<int64_t> shape, size_t element)
+      : bytes(element * count(shape)), view{std::move(name), dtype, std::move(shape), nullptr, 0} {
+    view.data = bytes.data();
+    view.nbytes = bytes.size();
+  }
+  static size_t count(const std::vector<int64_t> &shape) {
+    size_t n = 1;
+    for (int64_t d : shape)
+      n *= static_cast<size_t>(d);
+    return n;
+  }
+  void set_word(int64_t i, uint32_t w) { std::memcpy(bytes.data() + 4 * i, &w, 4); }
+  void set_half(int64_t i, float f) {
+    const uint16_t h = f32_to_f16(f);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+};
+
+// One linear of N = 8 outputs and K = 128 inputs (one group) in `layout`:
+// value q[n, k] = (n + k) % 16, zero point z[n] = n + 1, scale s[n] = 0.5 n.
+struct Linear {
+  Tensor qweight, qzeros, scales, g_idx;
+
+  explicit Linear(QuantizedCheckpoint layout)
+      : qweight("m.qweight", DType::I32,
+                layout == QuantizedCheckpoint::Awq ? std::vector<int64_t>{128, 1}
+                                                   : std::vector<int64_t>{16, 8},
+                4),
+        qzeros("m.qzeros", DType::I32, {1, 1}, 4), scales("m.scales", DType::F16, {1, 8}, 2),
+        g_idx("m.g_idx", DType::I32, {128}, 4) {
+    const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    const bool awq = layout == QuantizedCheckpoint::Awq;
+    if (awq) {
+      for (int k = 0; k < 128; ++k) {
+        uint32_t w = 0;
+        for (int i = 0; i < 8; ++i)
+          w |= uint32_t((order[i] + k) % 16) << (4 * i);
+        qweight.set_word(k, w);
+      }
+    } else {
+      for (int r = 0; r < 16; ++r)
+        for (int n = 0; n < 8; ++n) {
+          uint32_t w = 0;
+          for (int i = 0; i < 8; ++i)
+            w |= uint32_t((n + 8 * r + i) % 16) << (4 * i);
+          qweight.set_word(r * 8 + n, w);
+        }
+    }
+    uint32_t z = 0;
+    for (int i = 0; i < 8; ++i) {
+      const int n = awq ? order[i] : i;
+      z |= uint32_t(n + 1 - (layout == QuantizedCheckpoint::Gptq ? 1 : 0)) << (4 * i);
+    }
+    qzeros.set_word(0, z);
+    for (int n = 0; n < 8; ++n)
+      scales.set_half(n, 0.5f * n);
+    for (int k = 0; k < 128; ++k)
+      g_idx.set_word(k, 0);
+  }
+
+  Int4WithZeros unpack(QuantizedCheckpoint layout, bool with_g_idx = true) {
+    return unpack_int4_checkpoint(layout, qweight.view, qzeros.view, scales.view,
+                                  with_g_idx ? &g_idx.view : nullptr);
+  }
+};
+
+TEST(QuantizedCheckpoint, UnpacksGptqAndAwqIntoValuesZerosAndScales) {
+  for (QuantizedCheckpoint layout :
+       {QuantizedCheckpoint::Gptq, QuantizedCheckpoint::GptqV2, QuantizedCheckpoint::Awq}) {
+    SCOPED_TRACE(quantized_checkpoint_name(layout));
+    Linear linear(layout);
+    const Int4WithZeros q = linear.unpack(layout, layout != QuantizedCheckpoint::Awq);
+    ASSERT_EQ(q.rows, 8);
+    ASSERT_EQ(q.cols, 128);
+    for (int n = 0; n < 8; ++n) {
+      EXPECT_EQ(q.zeros[n], n + 1);
+      EXPECT_EQ(q.scales[n], 0.5f * n);
+      for (int k = 0; k < 128; ++k)
+        ASSERT_EQ(q.values[n * 128 + k], (n + k) % 16 - 8) << n << "," << k;
+    }
+  }
+}
+
+TEST(QuantizedCheckpoint, NamesTheTensorAtFault) {
+  auto error = [](auto &&unpack) -> std::string {
+    try {
+      unpack();
+    } catch (const std::runtime_error &e) {
+      return e.what();
+    }
+    return "(unpacked)";
+  };
+  const auto gptq = QuantizedCheckpoint::Gptq;
+  {
+    Linear l(gptq); // scales of 64-input groups
+    l.scales = Tensor("m.scales", DType::F16, {2, 8}, 2);
+    EXPECT_THAT(error([&] { l.unpack(gptq); }),
+                HasSubstr("tensor 'm.scales': 2 groups of 128 inputs, a group size of 64; "
+                          "llmserve reads groups of 128"));
+  }
+  {
+    Linear l(gptq); // truncated: scales for 4 of the 8 outputs
+    l.scales = Tensor("m.scales", DType::F16, {1, 4}, 2);
+    EXPECT_THAT(error([&] { l.unpack(gptq); }),
+                HasSubstr("tensor 'm.scales': [1, 4], but m.qweight [16, 8] is a linear of 8 "
+                          "outputs: expected [groups, 8]"));
+  }
+  {
+    Linear l(gptq);
+    l.qweight.view.dtype = DType::F32;
+    EXPECT_THAT(error([&] { l.unpack(gptq); }),
+                HasSubstr("tensor 'm.qweight': f32 [16, 8], but gptq packs 4-bit values in a "
+                          "2-D i32 tensor"));
+  }
+  {
+    Linear l(gptq);
+    l.qzeros = Tensor("m.qzeros", DType::I32, {1, 2}, 4);
+    EXPECT_THAT(error([&] { l.unpack(gptq); }),
+                HasSubstr("tensor 'm.qzeros': i32 [1, 2], but gptq stores i32 [1, 1]"));
+  }
+  {
+    Linear l(gptq); // act-order: row 3 in another group
+    l.g_idx.set_word(3, 1);
+    EXPECT_THAT(error([&] { l.unpack(gptq); }),
+                HasSubstr("tensor 'm.g_idx': row 3 is in group 1, not 0: act-order (desc_act) "
+                          "checkpoints are not supported"));
+  }
+  {
+    Linear l(QuantizedCheckpoint::Awq);
+    l.scales.set_half(2, std::numeric_limits<float>::infinity());
+    EXPECT_THAT(error([&] { l.unpack(QuantizedCheckpoint::Awq); }),
+                HasSubstr("tensor 'm.scales': holds a NaN or an infinity"));
+  }
+}
+
+} // namespace
+} // namespace llmserve
