@@ -101,10 +101,6 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
       cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512vnni,+avx512bw");
   if (failed(vnni))
     return failure();
-  if (options.quantize == "int4" && !*vnni)
-    return emitUnlocatedError(context)
-           << "--quantize int4 needs a CPU with AVX-512 VNNI, and --cpu "
-           << options.cpu << " has none (--quantize int8 runs on any CPU)";
   PassManager outline(context);
   if (options.quantize) {
     QuantizeWeightsOptions quantize;

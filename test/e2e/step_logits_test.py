@@ -34,11 +34,13 @@ BLOCK_TABLES = {"A": [9, 2, 7, 0, 5], "B": [1, 8, 3, 6]}
 # decodes, B in one chunk of 5 then five decodes.
 SCHEDULE = [{"A": 7, "B": 5}, {"A": 6, "B": 1}] + [{"A": 1, "B": 1}] * 4
 # Relative error bound: max |ours - reference| / max |reference|; for a
-# GPTQ or AWQ checkpoint, whose int4 linears run on the VNNI kernel, which
+# GPTQ or AWQ checkpoint whose int4 linears run on the VNNI kernel, which
 # quantizes activations to int8 in blocks of 64 (op_numerics_test.py checks
-# that kernel exactly).
+# that kernel exactly), a looser one. Those checkpoints also run compiled
+# for a CPU without VNNI (PORTABLE_CPU), whose int4 kernel computes in f32.
 TOLERANCE = 1e-4
 QUANTIZED_TOLERANCE = 5e-2
+PORTABLE_CPU = "x86-64-v3"
 
 
 def run(*args):
@@ -107,17 +109,21 @@ def steps_and_reference(checkpoint):
     return steps, rows_at, reference, tokens, model
 
 
-def check_fixture(build, work, checkpoint):
-    name = os.path.basename(checkpoint)
+def check_fixture(build, work, checkpoint, cpu=None):
+    """The fixture compiled for this CPU, or for `cpu`."""
+    name = os.path.basename(checkpoint) + (f" (--cpu {cpu})" if cpu else "")
     bin_dir = os.path.join(build, "bin")
-    mlir = os.path.join(work, name + ".mlir")
-    bundle = os.path.join(work, name + ".llmb")
+    mlir = os.path.join(work, os.path.basename(checkpoint) + ".mlir")
+    bundle = os.path.join(work, os.path.basename(checkpoint) + (cpu or "") + ".llmb")
     run(os.path.join(bin_dir, "llmc"), "import", checkpoint, "-o", mlir,
         "--logits-entry", f"--block-size={BLOCK_SIZE}")
-    run(os.path.join(bin_dir, "llmc"), "compile", mlir, "-o", bundle)
+    run(os.path.join(bin_dir, "llmc"), "compile", mlir, "-o", bundle,
+        *(["--cpu", cpu] if cpu else []))
 
     with open(os.path.join(checkpoint, "config.json")) as f:
-        tolerance = QUANTIZED_TOLERANCE if "quantization_config" in json.load(f) else TOLERANCE
+        quantized = "quantization_config" in json.load(f)
+    vnni = op_numerics_test.host_has_vnni() if cpu is None else False
+    tolerance = QUANTIZED_TOLERANCE if quantized and vnni else TOLERANCE
     steps, rows_at, reference, _, _ = steps_and_reference(checkpoint)
     steps_path = os.path.join(work, name + ".steps.json")
     with open(steps_path, "w") as f:
@@ -157,15 +163,12 @@ def main():
     build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or ["llama"]
     torch.set_num_threads(1)
-    if not op_numerics_test.host_has_vnni():
-        # int4 linears have only the VNNI kernel; llmc refuses them here.
-        skipped = [n for n in names if n.startswith("llama_gptq") or n == "llama_awq"]
-        names = [n for n in names if n not in skipped]
-        print(f"skipped {', '.join(skipped)}: this CPU has no AVX-512 VNNI")
     fixtures = os.path.join(work, "fixtures")
     run("/usr/bin/python3", os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"),
         fixtures, "--only", ",".join(names))
     results = [check_fixture(build, work, os.path.join(fixtures, n)) for n in names]
+    results += [check_fixture(build, work, os.path.join(fixtures, n), PORTABLE_CPU)
+                for n in names if n.startswith("llama_gptq") or n == "llama_awq"]
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     sys.exit(0 if all(results) else 1)

@@ -38,14 +38,16 @@ Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 // Elementwise.cpp
 FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
                                        linalg::GenericOp op);
-// Linear.cpp: with `vnni`, int8 and int4 linears that useVnniLinear take
-// the VNNI kernel; an int4 linear it cannot take is an error.
+// Linear.cpp: int8 linears that useVnniLinear takes get the VNNI kernel
+// with `vnni`, int4 ones the same kernel with or without VNNI; an int4
+// linear it cannot take is an error.
 FailureOr<Grid> buildLinearKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
-// LinearVnni.cpp: whether the VNNI kernel takes `op` (int8 or int4 values
-// of a weight op, N a multiple of 8 and K of 64), and if so marks the weight
-// for the rows8x64 layout. int4 linears have no other kernel.
+// LinearVnni.cpp: whether the rows8x64 kernel takes `op` (int8 or int4
+// values of a weight op, N a multiple of 8 and K of 64), and if so marks the
+// weight for the rows8x64 layout. int4 linears have no other kernel; without
+// `vnni` (int4 only) it computes in f32.
 bool useVnniLinear(LinearOp op);
-Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op);
+Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
 // Moe.cpp
 Grid buildMoeRouterKernel(CpuKernelEmitter &e, MoeRouterOp op);
 Grid buildExpertLinearKernel(CpuKernelEmitter &e, ExpertLinearOp op);

@@ -289,12 +289,13 @@ SmallVector<Value> mlir::llmserve::dotTile(CpuKernelEmitter &e, Value x,
 
 FailureOr<Grid> mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e,
                                                   LinearOp o, bool vnni) {
-  if (vnni && useVnniLinear(o))
-    return buildLinearVnniKernel(e, o);
-  if (cast<RankedTensorType>(o.getWeight().getType()).getElementType().isInteger(4))
-    return o.emitOpError("has int4 weights, whose one CPU kernel needs AVX-512 "
-                         "VNNI (llmc --cpu), a weight op, N a multiple of 8 and "
-                         "K of 128"),
+  bool int4 =
+      cast<RankedTensorType>(o.getWeight().getType()).getElementType().isInteger(4);
+  if ((vnni || int4) && useVnniLinear(o))
+    return buildLinearVnniKernel(e, o, vnni);
+  if (int4)
+    return o.emitOpError("has int4 weights, whose one CPU kernel needs a weight "
+                         "op, N a multiple of 8 and K of 128"),
            failure();
   return usePanelLayout(o.getWeight()) ? linearPanels(e, o) : linearDot(e, o);
 }

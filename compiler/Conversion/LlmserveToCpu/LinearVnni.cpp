@@ -21,6 +21,11 @@
 // the row's zero point z of the block's group, and its sum is scaled by x's
 // block scale times Q's scale for the block's group of 128 columns.
 //
+// Without VNNI, int4 linears take the same layout and tiles in f32: x is not
+// quantized, and each block's 64 values become f32 (Q + 8, less 8 or the
+// zero point) times their group's scale, multiplied with x's 64 by FMAs into
+// 16 lanes.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/LlmserveToCpu/CpuKernels.h"
@@ -52,11 +57,13 @@ constexpr int64_t kPrefetchBlocks = 8;
 
 class VnniLinear {
 public:
-  VnniLinear(CpuKernelEmitter &e, LinearOp o)
+  VnniLinear(CpuKernelEmitter &e, LinearOp o, bool vnni)
       : e(e), a(e.arith()), b(e.builder()),
         int4(cast<RankedTensorType>(o.getWeight().getType())
                  .getElementType()
-                 .isInteger(4)) {
+                 .isInteger(4)),
+        vnni(vnni) {
+    assert((vnni || int4) && "int8 linears without VNNI take the dot kernel");
     auto weightType = cast<RankedTensorType>(o.getWeight().getType());
     n = weightType.getDimSize(0);
     depth = weightType.getDimSize(1);
@@ -78,9 +85,11 @@ public:
     auto scratch = [&](ArrayRef<int64_t> shape, Type element) {
       return memref::AllocaOp::create(b, MemRefType::get(shape, element));
     };
-    xValues = scratch({kMicroRows, depth}, b.getI8Type());
-    xScales = scratch({kMicroRows, blocks}, b.getF32Type());
-    xSums = scratch({kMicroRows, blocks}, b.getI32Type());
+    if (vnni) {
+      xValues = scratch({kMicroRows, depth}, b.getI8Type());
+      xScales = scratch({kMicroRows, blocks}, b.getF32Type());
+      xSums = scratch({kMicroRows, blocks}, b.getI32Type());
+    }
   }
 
   Grid build() {
@@ -89,7 +98,7 @@ public:
     Value nEnd = arith::MinSIOp::create(
         b, a.addi(nBegin, e.index(kColumnsPerGroup)), e.index(n));
     forEachTile(e, mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
-      for (int64_t i = 0; i < mr; ++i)
+      for (int64_t i = 0; vnni && i < mr; ++i)
         quantizeRow(a.addi(m0, e.index(i)), i);
       forEachTile(e, nBegin, nEnd, mr == 1 ? kSingleRowColumns : kMicroColumns,
                   [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
@@ -149,6 +158,43 @@ private:
     });
   }
 
+  /// Without VNNI: a block's int4 values `wq` (unsigned) of each column as
+  /// f32, less the column's zero point (8 without), times its group's scale,
+  /// multiplied with x's 64 values in four 16-lane FMAs per output.
+  SmallVector<Value> floatBlock(Value m0, int64_t mr, int64_t nr, Value k0,
+                                ArrayRef<Value> wq, ArrayRef<Value> wScale,
+                                ArrayRef<Value> wZero, ValueRange acc) {
+    VectorType f32x16 = vector(16, b.getF32Type());
+    constexpr int64_t kChunks = kBlock / 16;
+    SmallVector<SmallVector<Value>> xs(mr), ws(nr);
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t c = 0; c < kChunks; ++c)
+        xs[i].push_back(vector::LoadOp::create(
+            b, f32x16, x, {a.addi(m0, e.index(i)), a.addi(k0, e.index(16 * c))}));
+    for (int64_t j = 0; j < nr; ++j) {
+      Value offset = zeros ? arith::SIToFPOp::create(b, b.getF32Type(), wZero[j])
+                           : e.f32(8);
+      Value offsets = splat(f32x16, offset), scale = splat(f32x16, wScale[j]);
+      for (int64_t c = 0; c < kChunks; ++c) {
+        Value chunk = vector::ExtractStridedSliceOp::create(
+            b, wq[j], ArrayRef<int64_t>{16 * c}, ArrayRef<int64_t>{16},
+            ArrayRef<int64_t>{1});
+        Value values = arith::UIToFPOp::create(b, f32x16, chunk);
+        ws[j].push_back(arith::MulFOp::create(
+            b, arith::SubFOp::create(b, values, offsets), scale));
+      }
+    }
+    SmallVector<Value> next;
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nr; ++j) {
+        Value sum = acc[i * nr + j];
+        for (int64_t c = 0; c < kChunks; ++c)
+          sum = vector::FMAOp::create(b, xs[i][c], ws[j][c], sum);
+        next.push_back(sum);
+      }
+    return next;
+  }
+
   /// Outputs (m0 + i, n0 + j) for i < mr, j < nr.
   void microkernel(Value m0, int64_t mr, Value n0, int64_t nr) {
     VectorType f32x16 = vector(16, b.getF32Type());
@@ -175,7 +221,7 @@ private:
         [&](Value block, ValueRange acc) -> SmallVector<Value> {
           Value k0 = a.muli(block, e.index(kBlock));
           SmallVector<Value> xq, xScale, xSum, wq, wScale, wZero, next;
-          for (int64_t i = 0; i < mr; ++i) {
+          for (int64_t i = 0; vnni && i < mr; ++i) {
             Value slot = e.index(i);
             xq.push_back(vector::LoadOp::create(b, i8x64, xValues, {slot, k0}));
             xScale.push_back(a.load(xScales, {slot, block}));
@@ -206,10 +252,14 @@ private:
                 b, arith::AndIOp::create(b, packed, lowNibbles),
                 arith::ShRUIOp::create(b, packed, nibbleShift), concat));
             wScale.push_back(a.load(scales, {c, group128}));
-            if (zeros)
-              wZero.push_back(arith::ExtSIOp::create(b, b.getI32Type(),
-                                                     a.load(zeros, {c, group128})));
+            if (zeros) {
+              Value zero = a.load(zeros, {c, group128});
+              wZero.push_back(vnni ? arith::ExtSIOp::create(b, b.getI32Type(), zero)
+                                   : zero);
+            }
           }
+          if (!vnni)
+            return floatBlock(m0, mr, nr, k0, wq, wScale, wZero, acc);
           for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j) {
               // The unsigned weights' offset: 128 (int8, sign bit flipped),
@@ -247,7 +297,7 @@ private:
   CpuKernelEmitter &e;
   Arith &a;
   ImplicitLocOpBuilder &b;
-  bool int4;
+  bool int4, vnni;
   int64_t n, depth, blocks;
   Value x, w, scales, zeros, bias, y;
   Value xValues, xScales, xSums;
@@ -267,6 +317,7 @@ bool mlir::llmserve::useVnniLinear(LinearOp o) {
   return true;
 }
 
-Grid mlir::llmserve::buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp o) {
-  return VnniLinear(e, o).build();
+Grid mlir::llmserve::buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp o,
+                                           bool vnni) {
+  return VnniLinear(e, o, vnni).build();
 }

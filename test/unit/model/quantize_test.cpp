@@ -145,7 +145,8 @@ TEST(QuantizeInt8Channel, NamesParse) {
   EXPECT_EQ(parse_quantization("awq"), std::nullopt);
   EXPECT_STREQ(quantization_name(WeightQuantization::Int4Group128), "int4_group128");
   EXPECT_EQ(parse_quantized_part("scales"), QuantizedPart::Scales);
-  EXPECT_EQ(parse_quantized_part("zeros"), std::nullopt);
+  EXPECT_EQ(parse_quantized_part("zeros"), QuantizedPart::Zeros);
+  EXPECT_EQ(parse_quantized_part("offsets"), std::nullopt);
   EXPECT_STREQ(quantization_name(WeightQuantization::Int8Channel), "int8_channel");
   EXPECT_STREQ(quantized_part_name(QuantizedPart::Values), "values");
 }

@@ -70,11 +70,12 @@ func.func @region_weight_not_in_panels(%x: tensor<?x32xf32>, %w: tensor<32x32xf3
 
 // -----
 
-// int4 linears have only the VNNI kernel.
-func.func @linear_int4_without_vnni(%x: tensor<?x128xf32>) -> tensor<?x8xf32> {
-  %v = llmserve.weight "w" quantized int4_group128 values : tensor<8x128xi4>
-  %s = llmserve.weight "w" quantized int4_group128 scales : tensor<8x1xf32>
-  // expected-error @+1 {{'llmserve.linear' op has int4 weights, whose one CPU kernel needs AVX-512 VNNI (llmc --cpu), a weight op, N a multiple of 8 and K of 128}}
-  %y = llmserve.linear %x, %v scales %s : tensor<?x128xf32>, tensor<8x128xi4> -> tensor<?x8xf32>
-  return %y : tensor<?x8xf32>
+// int4 linears have only the rows8x64 kernel, which reads a weight op of
+// whole groups of 8 rows.
+func.func @linear_int4_rows(%x: tensor<?x128xf32>) -> tensor<?x4xf32> {
+  %v = llmserve.weight "w" quantized int4_group128 values : tensor<4x128xi4>
+  %s = llmserve.weight "w" quantized int4_group128 scales : tensor<4x1xf32>
+  // expected-error @+1 {{'llmserve.linear' op has int4 weights, whose one CPU kernel needs a weight op, N a multiple of 8 and K of 128}}
+  %y = llmserve.linear %x, %v scales %s : tensor<?x128xf32>, tensor<4x128xi4> -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
 }

@@ -1,4 +1,5 @@
 // RUN: %llmserve-opt %s -llmserve-to-cpu-kernels=vnni=true -split-input-file | FileCheck %s
+// RUN: %llmserve-opt %s -llmserve-to-cpu-kernels=vnni=false -split-input-file | FileCheck %s --check-prefix=PORTABLE
 
 // With VNNI, an int8 linear whose K is a multiple of 64 quantizes each row
 // of x in blocks of 64 into scratch made at the kernel's entry (values, the
@@ -104,6 +105,19 @@ func.func @linear_int4_vnni(%x: tensor<?x256xf32>) -> tensor<?x40xf32> {
 // int4 with zero points (a GPTQ or AWQ checkpoint's): a block of column c
 // starts from -zeros[c, group] times x's block sum, the zero point read as
 // i8 and widened.
+// Without VNNI the same layout and tiles: no scratch for x, and each
+// block's 16-value chunks of the weight as f32, less the zero point, times
+// the group's scale, FMA'd with x's f32 values.
+// PORTABLE-LABEL: func.func @linear_int4_zeros_vnni
+//       PORTABLE:   llmserve.weight "w" quantized int4_group128 values from awq {llmserve.layout = "rows8x64"}
+//       PORTABLE: func.func @llmserve_d0_linear
+//   PORTABLE-NOT:   memref.alloca
+//   PORTABLE-NOT:   vpdpbusd
+//       PORTABLE:   vector.extract_strided_slice %{{.+}} {offsets = [0], sizes = [16], strides = [1]} : vector<64xi8> to vector<16xi8>
+//       PORTABLE:   arith.uitofp %{{.+}} : vector<16xi8> to vector<16xf32>
+//       PORTABLE:   arith.subf
+//       PORTABLE:   arith.mulf
+//       PORTABLE:   vector.fma
 // CHECK-LABEL: func.func @linear_int4_zeros_vnni
 //       CHECK:   llmserve.weight "w" quantized int4_group128 values from awq {llmserve.layout = "rows8x64"}
 //       CHECK: func.func @llmserve_d0_linear
