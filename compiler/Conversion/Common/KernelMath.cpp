@@ -113,3 +113,20 @@ Value mlir::llmserve::gumbel(ImplicitLocOpBuilder &b, Value u) {
       b, math::LogOp::create(
              b, arith::NegFOp::create(b, math::LogOp::create(b, u))));
 }
+
+Value mlir::llmserve::routerScore(Arith &a, Value logit, MoeScoring scoring,
+                                  Value max, Value sum) {
+  if (scoring == MoeScoring::softmax)
+    return a.div(a.exp(a.sub(logit, max)), sum);
+  Type f32 = logit.getType();
+  Value one = arith::ConstantOp::create(a.b, f32, a.b.getFloatAttr(f32, 1.0));
+  return a.div(one, a.add(one, a.exp(arith::NegFOp::create(a.b, logit))));
+}
+
+Value mlir::llmserve::ranksAfter(Arith &a, Value score, Value index,
+                                 Value previous, Value previousIndex) {
+  return arith::OrIOp::create(
+      a.b, a.cmpf(arith::CmpFPredicate::OLT, score, previous),
+      a.andi(a.cmpf(arith::CmpFPredicate::OEQ, score, previous),
+             a.cmpi(arith::CmpIPredicate::sgt, index, previousIndex)));
+}

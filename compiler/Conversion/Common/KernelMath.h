@@ -96,6 +96,16 @@ Value counterUniform(ImplicitLocOpBuilder &b, Value seed, Value offset,
 /// The Gumbel noise -log(-log(u)) of a uniform u.
 Value gumbel(ImplicitLocOpBuilder &b, Value u);
 
+/// moe_router's score of `logit`: exp(logit - max) / sum for a softmax (the
+/// row's largest logit and sum of exponentials), 1 / (1 + exp(-logit)) for a
+/// sigmoid.
+Value routerScore(Arith &a, Value logit, MoeScoring scoring, Value max,
+                  Value sum);
+/// Whether (score, index) ranks after (previous, previousIndex) in
+/// moe_router's order of picks: a lower score, or the same at a higher index.
+Value ranksAfter(Arith &a, Value score, Value index, Value previous,
+                 Value previousIndex);
+
 } // namespace mlir::llmserve
 
 #endif

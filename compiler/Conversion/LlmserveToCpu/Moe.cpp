@@ -58,10 +58,7 @@ Grid mlir::llmserve::buildMoeRouterKernel(CpuKernelEmitter &e, MoeRouterOp o) {
                       })[0];
     }
     auto score = [&](Value x) {
-      Value l = a.load(logits, {t, x});
-      if (softmax)
-        return a.div(a.exp(a.sub(l, max)), sum);
-      return a.div(e.f32(1), a.add(e.f32(1), a.exp(arith::NegFOp::create(b, l))));
+      return routerScore(a, a.load(logits, {t, x}), o.getScoring(), max, sum);
     };
     // The previous pick (score, index); the first pick ranks after +inf.
     Value previousScore = e.f32(INFINITY), previousIndex = e.index(-1);
@@ -72,10 +69,7 @@ Grid mlir::llmserve::buildMoeRouterKernel(CpuKernelEmitter &e, MoeRouterOp o) {
           zero, numExperts, 1, {e.f32(-INFINITY), e.index(-1)},
           [&](Value x, ValueRange best) -> SmallVector<Value> {
             Value s = score(x);
-            Value after = arith::OrIOp::create(
-                b, a.cmpf(arith::CmpFPredicate::OLT, s, previousScore),
-                a.andi(a.cmpf(arith::CmpFPredicate::OEQ, s, previousScore),
-                       a.cmpi(arith::CmpIPredicate::sgt, x, previousIndex)));
+            Value after = ranksAfter(a, s, x, previousScore, previousIndex);
             // Strictly greater: the lowest index wins among equals.
             Value better = a.andi(
                 after, arith::OrIOp::create(

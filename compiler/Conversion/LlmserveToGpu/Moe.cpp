@@ -53,10 +53,7 @@ Grid mlir::llmserve::buildMoeRouterKernel(GpuKernelEmitter &e, MoeRouterOp o) {
     sum = e.warpReduce(sum, [&](Value x, Value y) { return a.add(x, y); });
   }
   auto score = [&](Value x) {
-    Value l = e.loadF32(logits, {t, x});
-    if (softmax)
-      return a.div(a.exp(a.sub(l, max)), sum);
-    return a.div(e.f32(1), a.add(e.f32(1), a.exp(arith::NegFOp::create(b, l))));
+    return routerScore(a, e.loadF32(logits, {t, x}), o.getScoring(), max, sum);
   };
   auto i32 = [&](Value index) {
     return arith::IndexCastOp::create(b, b.getI32Type(), index);
@@ -80,10 +77,7 @@ Grid mlir::llmserve::buildMoeRouterKernel(GpuKernelEmitter &e, MoeRouterOp o) {
     SmallVector<Value> best = lanes(
         {e.f32(-INFINITY), e.i32(-1)}, [&](Value x, ValueRange best) -> SmallVector<Value> {
           Value s = score(x), i = i32(x);
-          Value after = arith::OrIOp::create(
-              b, a.cmpf(arith::CmpFPredicate::OLT, s, previousScore),
-              a.andi(a.cmpf(arith::CmpFPredicate::OEQ, s, previousScore),
-                     a.cmpi(arith::CmpIPredicate::sgt, i, previousIndex)));
+          Value after = ranksAfter(a, s, i, previousScore, previousIndex);
           Value take = a.andi(after, better(s, i, best[0], best[1]));
           return {a.select(take, s, best[0]), a.select(take, i, best[1])};
         });
