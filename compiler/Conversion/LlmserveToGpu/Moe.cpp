@@ -13,6 +13,7 @@
 #include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -24,6 +25,8 @@ namespace {
 constexpr int64_t kExpertColumnsPerWarp = 2;
 /// Pairs an expert_linear block lists at a time.
 constexpr int64_t kExpertPairChunk = 256;
+/// Bytes of x and of a weight row a lane loads at once, where K allows.
+constexpr int64_t kLoadBytes = 16;
 } // namespace
 
 /// Lane l scores experts l, l + 32, ...; a pick is the warp's highest
@@ -102,7 +105,9 @@ Grid mlir::llmserve::buildMoeRouterKernel(GpuKernelEmitter &e, MoeRouterOp o) {
 /// Block (x, y): expert y's columns [cx, cx + c) for c = warps x
 /// kExpertColumnsPerWarp. Thread 0 lists the expert's pairs of each chunk
 /// of kExpertPairChunk in shared memory; then warp w computes columns
-/// cx + w * kExpertColumnsPerWarp + i of every listed pair.
+/// cx + w * kExpertColumnsPerWarp + i of every listed pair, its lanes
+/// reading 16 bytes of x and of each column's weights at a time (one
+/// element where K is no multiple of 16 bytes' worth).
 Grid mlir::llmserve::buildExpertLinearKernel(GpuKernelEmitter &e,
                                              ExpertLinearOp o) {
   Arith &a = e.arith();
@@ -149,24 +154,55 @@ Grid mlir::llmserve::buildExpertLinearKernel(GpuKernelEmitter &e,
     });
     e.barrier();
     Value count = a.toIndex(a.load(listed, zero));
+    // A lane reads `width` consecutive elements of x and of each column's
+    // weights at a time: 16 bytes where K allows.
+    int64_t elementBytes = weightType.getElementTypeBitWidth() / 8;
+    int64_t width = depth % (kLoadBytes / elementBytes) == 0 ? kLoadBytes / elementBytes : 1;
+    auto load = [&](Value memref, Value r, Value k) {
+      SmallVector<Value> elements;
+      if (width == 1)
+        return SmallVector<Value>{e.loadF32(memref, {r, k})};
+      auto type = cast<MemRefType>(memref.getType());
+      Value v = vector::LoadOp::create(
+          b, VectorType::get({width}, type.getElementType()), memref, ValueRange{r, k},
+          /*nontemporal=*/false, llvm::MaybeAlign(kLoadBytes));
+      for (int64_t t = 0; t < width; ++t) {
+        Value element = vector::ExtractOp::create(b, v, t);
+        elements.push_back(element.getType().isF32()
+                               ? element
+                               : arith::ExtFOp::create(b, b.getF32Type(), element));
+      }
+      return elements;
+    };
     e.forLoop(zero, count, 1, [&](Value i) {
       Value row = a.toIndex(a.load(inputRows, i));
       Value outRow = a.toIndex(a.load(resultRows, i));
+      // The warp's columns past N read row N - 1 and store nothing, so that
+      // every lane reaches the shuffles.
+      SmallVector<Value> columns, weightRows;
       for (int64_t c = 0; c < kExpertColumnsPerWarp; ++c) {
-        Value column = a.addi(warpColumn0, e.index(c));
-        // Uniform across the warp, so all its lanes reach the shuffles.
-        e.ifThen(a.cmpi(arith::CmpIPredicate::ult, column, e.index(n)), [&] {
-          Value weightRow = a.addi(weightRow0, column);
-          Value partial = e.forLoop(
-              e.laneId(), e.index(depth), kWarpSize, {e.f32(0)},
-              [&](Value k, ValueRange acc) -> SmallVector<Value> {
-                return {a.add(acc[0], a.mul(e.loadF32(x, {row, k}),
-                                            e.loadF32(w, {weightRow, k})))};
-              })[0];
-          Value sum = e.warpReduce(partial, [&](Value p, Value q) { return a.add(p, q); });
-          e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.laneId(), zero),
-                   [&] { e.storeF32(sum, y, {outRow, column}); });
-        });
+        columns.push_back(a.addi(warpColumn0, e.index(c)));
+        weightRows.push_back(a.addi(weightRow0, a.mini(columns.back(), e.index(n - 1))));
+      }
+      SmallVector<Value> partial = e.forLoop(
+          a.muli(e.laneId(), e.index(width)), e.index(depth), kWarpSize * width,
+          SmallVector<Value>(kExpertColumnsPerWarp, e.f32(0)),
+          [&](Value k, ValueRange acc) -> SmallVector<Value> {
+            SmallVector<Value> xs = load(x, row, k), next;
+            for (int64_t c = 0; c < kExpertColumnsPerWarp; ++c) {
+              SmallVector<Value> ws = load(w, weightRows[c], k);
+              Value sum = acc[c];
+              for (int64_t t = 0; t < width; ++t)
+                sum = a.add(sum, a.mul(xs[t], ws[t]));
+              next.push_back(sum);
+            }
+            return next;
+          });
+      for (int64_t c = 0; c < kExpertColumnsPerWarp; ++c) {
+        Value sum = e.warpReduce(partial[c], [&](Value p, Value q) { return a.add(p, q); });
+        e.ifThen(a.andi(a.cmpi(arith::CmpIPredicate::eq, e.laneId(), zero),
+                        a.cmpi(arith::CmpIPredicate::ult, columns[c], e.index(n))),
+                 [&] { e.storeF32(sum, y, {outRow, columns[c]}); });
       }
     });
     // The list is rewritten by the next chunk.

@@ -503,7 +503,8 @@ func.func @same_code(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>, %w: tensor<?x
 // max and sum and each top-k pick by warp butterflies. expert_linear: a
 // block of 4 warps per 8 columns (grid x) of one expert (grid y); thread 0
 // lists the expert's pairs in shared memory, then each warp's lanes stride
-// along K of the stacked weight viewed as [experts * N, K]. moe_combine: a
+// along K of the stacked weight viewed as [experts * N, K], 16 bytes of x
+// and of each of the warp's 2 columns at a time. moe_combine: a
 // block per token.
 // CHECK-LABEL: func.func @moe
 //       CHECK:   llmserve.moe_router
@@ -518,6 +519,8 @@ func.func @same_code(%g: tensor<?x64xbf16>, %u: tensor<?x64xbf16>, %w: tensor<?x
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<1xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [1024, 64], strides: [64, 1] : memref<1xbf16> to memref<1024x64xbf16, strided<[64, 1]>>
 //       CHECK:   gpu.barrier
+//       CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<?x64xbf16, strided<[64, 1]>>, vector<8xbf16>
+//       CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<1024x64xbf16, strided<[64, 1]>>, vector<8xbf16>
 //       CHECK:   gpu.shuffle  xor
 //       CHECK: gpu.func @llmserve_d2_moe_combine
 func.func @moe(%x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %wg: tensor<8x128x64xbf16>)
