@@ -244,6 +244,10 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
     buf.tensor = r.string(b, p, "tensor");
     if (buf.tensor.empty())
       r.fail(p + ".tensor", "empty tensor name");
+    for (const Expression &dim : buf.shape)
+      if (!dim.is_constant())
+        r.fail(p + ".shape", "a weight's shape must be constant, got [" +
+                                 shape_text(buf.shape) + "]");
     if (const json *stacked = r.optional_field(b, "stacked")) {
       buf.stacked = r.integer(*stacked, p + ".stacked");
       const size_t at = buf.tensor.find("{}");
@@ -266,10 +270,6 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
     else if (transform != "none")
       r.fail(p + ".transform", "unknown transform '" + transform +
                                    "' (expected none or transpose)");
-    for (const Expression &dim : buf.shape)
-      if (!dim.is_constant())
-        r.fail(p + ".shape", "a weight's shape must be constant, got [" +
-                                 shape_text(buf.shape) + "]");
     const json *layout = r.optional_field(b, "layout");
     if (layout) {
       const std::string name = layout->is_string() ? layout->get<std::string>() : "";
