@@ -182,6 +182,14 @@ Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
   for (int64_t i = 0; i < count && !names.empty(); ++i) {
     std::string name = pattern;
     name.replace(at, 2, std::to_string(i));
+    llvm::StringRef module = name;
+    if (module.consume_back(".weight") && storedQuantized(module)) {
+      unreadable.push_back((stringifyQuantizedCheckpoint(*quantized) + " expert '" +
+                            module + "': llmserve reads the experts of a mixture "
+                            "unquantized (llmc compile --quantize int8 quantizes them)")
+                               .str());
+      break;
+    }
     if (!names.contains(name))
       missing.push_back(name);
   }
