@@ -11,7 +11,6 @@
 
 #include "compiler/Conversion/LlmserveToCpu/CpuKernels.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <cmath>
@@ -45,7 +44,7 @@ Grid mlir::llmserve::buildMoeRouterKernel(CpuKernelEmitter &e, MoeRouterOp o) {
   Value zero = e.index(0);
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value t) {
-    // softmax: exp(l - max) / sum; sigmoid: 1 / (1 + exp(-l)).
+    // A softmax needs the row's largest logit and sum of exponentials.
     Value max, sum;
     if (softmax) {
       max = e.forLoop(zero, numExperts, 1, {e.f32(-INFINITY)},

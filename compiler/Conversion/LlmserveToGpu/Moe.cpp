@@ -12,7 +12,6 @@
 
 #include "compiler/Conversion/LlmserveToGpu/GpuKernels.h"
 
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
