@@ -76,8 +76,8 @@ static cl::opt<std::string> compileQuantize(
     "quantize",
     cl::desc("cpu: int8 stores the weights of linears as int8 with one f32 "
              "scale per output channel, int4 as int4 with one per output "
-             "channel and group of 128 inputs (AVX-512 VNNI CPUs); both "
-             "quantized when the bundle loads"),
+             "channel and group of 128 inputs (a mixture's experts as int8 "
+             "either way); both quantized when the bundle loads"),
     cl::sub(compileCommand));
 static cl::opt<bool> embedWeights(
     "embed-weights",
