@@ -107,6 +107,12 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
     quantize.scheme = *options.quantize == "int4" ? "int4_group128" : "int8_channel";
     outline.addPass(createQuantizeWeights(quantize));
   }
+  // The linears' float weights narrow, widened to f32 as they are read.
+  if (options.dtype && *options.dtype != "f32") {
+    NarrowLinearWeightsOptions narrow;
+    narrow.dtype = *options.dtype;
+    outline.addPass(createNarrowLinearWeights(narrow));
+  }
   outline.addPass(createLlmserveToLinalg());
   outline.addPass(createFormDispatchRegions());
   LlmserveToCpuKernelsOptions kernelOptions;
@@ -188,14 +194,9 @@ mlir::llmserve::verifyCompileOptions(MLIRContext *context,
     return emitUnlocatedError(context)
            << "unknown target '" << options.target << "' (supported: cpu, "
            << abi::kCudaTarget << ")";
-  if (nvptx && options.dtype &&
-      !llvm::is_contained({"bf16", "f16", "f32"}, *options.dtype))
+  if (options.dtype && !llvm::is_contained({"bf16", "f16", "f32"}, *options.dtype))
     return emitUnlocatedError(context) << "unknown --dtype '" << *options.dtype
                                        << "' (supported: bf16, f16, f32)";
-  if (cpu && options.dtype)
-    return emitUnlocatedError(context)
-           << "--dtype applies to target " << abi::kCudaTarget
-           << " (CPU kernels compute in f32)";
   if (options.quantize && !llvm::is_contained({"int8", "int4"}, *options.quantize))
     return emitUnlocatedError(context) << "unknown --quantize '"
                                        << *options.quantize

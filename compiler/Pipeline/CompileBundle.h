@@ -24,8 +24,9 @@ struct CompileOptions {
   /// "cpu" or "sm_90".
   std::string target = "cpu";
   /// sm_90: the storage type of weights, KV cache and activations: "bf16"
-  /// (when unset), "f16", or "f32", which keeps the types as written. The
-  /// CPU computes in f32 and takes none.
+  /// (when unset), "f16", or "f32", which keeps the types as written. cpu:
+  /// the type of the linears' float weights, computed in f32 ("f32" when
+  /// unset).
   std::optional<std::string> dtype;
   /// cpu: the LLVM CPU the kernels are compiled for; "native" is the host's
   /// CPU and features.
@@ -44,8 +45,7 @@ struct CompileOptions {
 /// upstream dialects and extensions the pipelines use, and the NVPTX target.
 void registerCompilerDialects(DialectRegistry &registry);
 
-/// Checks `options` on their own: a known target and dtype, and no dtype for
-/// the CPU.
+/// Checks `options` on their own: a known target and dtype.
 LogicalResult verifyCompileOptions(MLIRContext *context,
                                    const CompileOptions &options);
 

@@ -53,9 +53,9 @@ SmallVector<LinearOp> fusableLinears(linalg::GenericOp g) {
         !llvm::all_of(linear->getUsers(),
                       [&](Operation *user) { return user == g; }))
       continue;
-    // The fused kernel reads float weights in panels.
+    // The fused kernel reads f32 weights in panels.
     Value weight = linear.getWeight();
-    if (!weight.getDefiningOp<WeightOp>() || linear.getScales() ||
+    if (!weight.getDefiningOp<WeightOp>() || linear.getScales() || !isF32(weight) ||
         cast<RankedTensorType>(weight.getType()).getDimSize(0) % LlmserveDialect::kPanelWidth != 0)
       continue;
     if (!linears.empty() &&

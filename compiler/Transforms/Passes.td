@@ -101,6 +101,21 @@ def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {
   ];
 }
 
+def NarrowLinearWeights : Pass<"llmserve-narrow-linear-weights", "ModuleOp"> {
+  let summary = "Store the weights of linears as f16 or bf16, computing in f32";
+  let description = [{
+    On the CPU, where kernels compute in f32, a linear may read a narrower
+    weight, widened as it is read: every unquantized f32 `llmserve.weight`
+    whose only uses are as linears' weights becomes `dtype`, halving the
+    bytes a step streams. Activations, KV caches and other weights (norms,
+    an embedding table, tied or not, the experts of a mixture) keep f32.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
+           "Weight type: bf16 or f16">
+  ];
+}
+
 def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
   let summary = "Read the weights of linears quantized";
   let description = [{

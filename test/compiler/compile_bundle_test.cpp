@@ -171,13 +171,12 @@ TEST_F(CompileBundle, RefusesAnUnknownDtype) {
             "unknown --dtype 'fp8' (supported: bf16, f16, f32)");
 }
 
-TEST_F(CompileBundle, RefusesADtypeForTheCpu) {
+TEST_F(CompileBundle, RefusesAnUnknownDtypeForTheCpu) {
   CompileOptions options;
-  options.dtype = "bf16";
+  options.dtype = "fp8";
   EXPECT_TRUE(failed(verifyCompileOptions(&context, options)));
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].message,
-            "--dtype applies to target sm_90 (CPU kernels compute in f32)");
+  EXPECT_EQ(errors[0].message, "unknown --dtype 'fp8' (supported: bf16, f16, f32)");
 }
 
 TEST_F(CompileBundle, LocatesAnErrorInTheIr) {

@@ -38,6 +38,8 @@ SCHEDULE = [{"A": 7, "B": 5}, {"A": 6, "B": 1}] + [{"A": 1, "B": 1}] * 4
 # quantizes activations to int8 in blocks of 64 (op_numerics_test.py checks
 # that kernel exactly), a looser one. Those checkpoints also run compiled
 # for a CPU without VNNI (PORTABLE_CPU), whose int4 kernel computes in f32.
+# The bf16 fixtures also run with their linears' weights bf16 (--dtype bf16),
+# exactly as they are stored, so within TOLERANCE too.
 TOLERANCE = 1e-4
 QUANTIZED_TOLERANCE = 5e-2
 PORTABLE_CPU = "x86-64-v3"
@@ -109,20 +111,19 @@ def steps_and_reference(checkpoint):
     return steps, rows_at, reference, tokens, model
 
 
-def check_fixture(build, work, checkpoint, cpu=None):
-    """The fixture compiled for this CPU, or for `cpu`."""
-    name = os.path.basename(checkpoint) + (f" (--cpu {cpu})" if cpu else "")
+def check_fixture(build, work, checkpoint, flags=()):
+    """The fixture compiled with llmc compile's `flags`."""
+    name = os.path.basename(checkpoint) + (f" ({' '.join(flags)})" if flags else "")
     bin_dir = os.path.join(build, "bin")
     mlir = os.path.join(work, os.path.basename(checkpoint) + ".mlir")
-    bundle = os.path.join(work, os.path.basename(checkpoint) + (cpu or "") + ".llmb")
+    bundle = os.path.join(work, os.path.basename(checkpoint) + "".join(flags) + ".llmb")
     run(os.path.join(bin_dir, "llmc"), "import", checkpoint, "-o", mlir,
         "--logits-entry", f"--block-size={BLOCK_SIZE}")
-    run(os.path.join(bin_dir, "llmc"), "compile", mlir, "-o", bundle,
-        *(["--cpu", cpu] if cpu else []))
+    run(os.path.join(bin_dir, "llmc"), "compile", mlir, "-o", bundle, *flags)
 
     with open(os.path.join(checkpoint, "config.json")) as f:
         quantized = "quantization_config" in json.load(f)
-    vnni = op_numerics_test.host_has_vnni() if cpu is None else False
+    vnni = op_numerics_test.host_has_vnni() and "--cpu" not in flags
     tolerance = QUANTIZED_TOLERANCE if quantized and vnni else TOLERANCE
     steps, rows_at, reference, _, _ = steps_and_reference(checkpoint)
     steps_path = os.path.join(work, name + ".steps.json")
@@ -167,8 +168,11 @@ def main():
     run("/usr/bin/python3", os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"),
         fixtures, "--only", ",".join(names))
     results = [check_fixture(build, work, os.path.join(fixtures, n)) for n in names]
-    results += [check_fixture(build, work, os.path.join(fixtures, n), PORTABLE_CPU)
+    results += [check_fixture(build, work, os.path.join(fixtures, n), ("--cpu", PORTABLE_CPU))
                 for n in names if n.startswith("llama_gptq") or n == "llama_awq"]
+    # bf16 checkpoints with their linears' weights kept bf16 (widened as read).
+    results += [check_fixture(build, work, os.path.join(fixtures, n), ("--dtype", "bf16"))
+                for n in names if n.endswith("_bf16")]
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     sys.exit(0 if all(results) else 1)

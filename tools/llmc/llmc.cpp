@@ -59,8 +59,10 @@ static cl::opt<std::string> compileTarget("target", cl::init("cpu"),
                                           cl::sub(compileCommand));
 static cl::opt<std::string> compileDtype(
     "dtype", cl::init("bf16"),
-    cl::desc("sm_90: storage type of weights, KV cache and activations: "
-             "bf16, f16 or f32 (f32 keeps the types as written)"),
+    cl::desc("sm_90: storage type of weights, KV cache and activations "
+             "(default bf16); cpu: of the linears' float weights, computed in "
+             "f32 (default f32): bf16, f16 or f32 (f32 keeps the types as "
+             "written)"),
     cl::sub(compileCommand));
 static cl::opt<std::string> compilePtxas(
     "ptxas",

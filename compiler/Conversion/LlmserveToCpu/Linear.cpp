@@ -44,7 +44,7 @@ void forEachUse(Value value, function_ref<void(OpOperand &)> fn) {
 bool mlir::llmserve::usePanelLayout(Value weight) {
   auto op = weight.getDefiningOp<WeightOp>();
   auto type = cast<RankedTensorType>(weight.getType());
-  if (!op || op.getQuantization() ||
+  if (!op || op.getQuantization() || !type.getElementType().isF32() ||
       type.getDimSize(0) % LlmserveDialect::kPanelWidth != 0)
     return false;
   bool asLinearWeight = false, otherwise = false;
@@ -238,13 +238,15 @@ SmallVector<Value> mlir::llmserve::dotTile(CpuKernelEmitter &e, Value x,
   auto weightType = cast<MemRefType>(w.getType());
   Type weightElement = weightType.getElementType();
   int64_t depth = weightType.getDimSize(1);
-  // An integer weight is converted to f32 as it is read.
+  // An integer or narrow float weight is converted to f32 as it is read.
   auto asF32 = [&](Value weight) -> Value {
-    if (!isa<IntegerType>(weightElement))
+    if (weightElement.isF32())
       return weight;
     Type f32 = b.getF32Type();
     if (auto vector = dyn_cast<VectorType>(weight.getType()))
       f32 = vector.clone(f32);
+    if (isa<FloatType>(weightElement))
+      return arith::ExtFOp::create(b, f32, weight);
     return arith::SIToFPOp::create(b, f32, weight);
   };
   auto vectorType = VectorType::get({kVectorWidth}, b.getF32Type());

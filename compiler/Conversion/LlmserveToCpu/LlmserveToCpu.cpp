@@ -39,11 +39,17 @@ using namespace mlir::llmserve;
 namespace {
 
 FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
-  for (Type type : op->getOperandTypes())
+  // A linear's weight alone may be narrow: widened as it is read.
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto linear = dyn_cast<LinearOp>(op);
+    if (linear && operand.get() == linear.getWeight())
+      continue;
+    Type type = operand.get().getType();
     if (auto element = cast<RankedTensorType>(type).getElementType();
         isa<FloatType>(element) && !element.isF32())
       return op->emitOpError("CPU kernels compute in f32; got ") << type,
              failure();
+  }
   return llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
       .Case<EmbeddingOp, GatherRowsOp>(
           [&](auto) { return buildGatherKernel(e, op); })

@@ -353,9 +353,12 @@ LogicalResult LinearOp::verify() {
                          << kInt4GroupColumns
                          << " columns, so K must be a multiple of it, got "
                          << weight.getType();
-  // A narrow (f16/bf16) linear may produce f32: the logits that sample reads.
+  // A narrow (f16/bf16) linear may produce f32: the logits that sample reads;
+  // and an f32 linear may read a narrow weight (the CPU's widened weights).
   Type resultElement = cast<ShapedType>(result.getType()).getElementType();
-  if ((!quantized &&
+  Type inputElement = cast<ShapedType>(input.getType()).getElementType();
+  bool widenedWeight = inputElement.isF32() && isa<FloatType>(weightElement);
+  if ((!quantized && !widenedWeight &&
        failed(verifySameElementType(op, "weight", weight, "input", input))) ||
       (!resultElement.isF32() &&
        failed(verifySameElementType(op, "result", result, "input", input))) ||

@@ -218,7 +218,8 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
     [M, K], `weight` [N, K] (the PyTorch `nn.Linear` layout), the optional
     `bias` [N] and the result [M, N]. Products are accumulated in f32. The
     result has the input's element type, or f32 when the input is f16 or
-    bf16 (the logits of a model stored narrow).
+    bf16 (the logits of a model stored narrow). An f32 input may read an
+    f16 or bf16 weight, widened as it is read.
 
     An i8 `weight` comes with `scales` [N], one f32 per row:
     `result[m, n] = (sum_k input[m, k] * weight[n, k]) * scales[n] + bias[n]`

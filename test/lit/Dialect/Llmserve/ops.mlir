@@ -129,6 +129,15 @@ func.func @linear(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf
 // -----
 
 // A narrow linear may compute f32 (the logits of a bf16 model).
+// CHECK-LABEL: func @linear_widened_weight
+func.func @linear_widened_weight(%x: tensor<?x64xf32>, %w: tensor<128x64xbf16>) -> tensor<?x128xf32> {
+  // CHECK: llmserve.linear %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<128x64xbf16> -> tensor<?x128xf32>
+  %y = llmserve.linear %x, %w : tensor<?x64xf32>, tensor<128x64xbf16> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @linear_f32_result
 func.func @linear_f32_result(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>) -> tensor<?x128xf32> {
   // CHECK: llmserve.linear %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xf32>

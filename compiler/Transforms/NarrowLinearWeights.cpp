@@ -1,0 +1,52 @@
+//===- NarrowLinearWeights.cpp - Linears read f16/bf16 weights -----------===//
+
+#include "compiler/Transforms/Passes.h"
+
+#include "llmserve/IR/LlmserveOps.h"
+
+namespace mlir::llmserve {
+#define GEN_PASS_DEF_NARROWLINEARWEIGHTS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlir::llmserve
+
+using namespace mlir;
+using namespace mlir::llmserve;
+
+namespace {
+
+/// Whether every use of `weight` is a linear's weight operand.
+bool onlyLinearWeight(WeightOp weight) {
+  return !weight->use_empty() &&
+         llvm::all_of(weight->getUses(), [](OpOperand &use) {
+           auto linear = dyn_cast<LinearOp>(use.getOwner());
+           return linear && use.get() == linear.getWeight();
+         });
+}
+
+struct NarrowLinearWeightsPass
+    : public mlir::llmserve::impl::NarrowLinearWeightsBase<
+          NarrowLinearWeightsPass> {
+  using NarrowLinearWeightsBase::NarrowLinearWeightsBase;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    FloatType storage;
+    if (dtype == "bf16")
+      storage = BFloat16Type::get(ctx);
+    else if (dtype == "f16")
+      storage = Float16Type::get(ctx);
+    if (!storage) {
+      getOperation().emitError("unknown weight type '")
+          << dtype << "' (expected bf16 or f16)";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](WeightOp weight) {
+      auto type = cast<RankedTensorType>(weight.getType());
+      if (type.getElementType().isF32() && !weight.getQuantization() &&
+          onlyLinearWeight(weight))
+        weight.getResult().setType(type.clone(storage));
+    });
+  }
+};
+
+} // namespace
