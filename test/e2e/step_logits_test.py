@@ -126,7 +126,7 @@ def check_fixture(build, work, checkpoint, flags=()):
     vnni = op_numerics_test.host_has_vnni() and "--cpu" not in flags
     tolerance = QUANTIZED_TOLERANCE if quantized and vnni else TOLERANCE
     steps, rows_at, reference, _, _ = steps_and_reference(checkpoint)
-    steps_path = os.path.join(work, name + ".steps.json")
+    steps_path = bundle[:-len(".llmb")] + ".steps.json"
     with open(steps_path, "w") as f:
         json.dump({"num_blocks": NUM_BLOCKS, "steps": steps}, f)
     ours = json.loads(run(os.path.join(bin_dir, "llmserve-step-driver"), bundle,
