@@ -275,6 +275,11 @@ private:
       key += "#" + stringifyQuantizedCheckpoint(*from).str();
     auto it = weightBuffers.find(key);
     if (it != weightBuffers.end()) {
+      // One buffer serves every read of the tensor, so all read one type.
+      Type element = cast<RankedTensorType>(op.getType()).getElementType();
+      if (Type first = weightElements.lookup(key); first != element)
+        return op.emitOpError() << "reads '" << key << "' as " << element
+                                << ", which another weight op reads as " << first;
       bufferOf[op.getResult()] = it->second;
       shapeOf[op.getResult()] = *shapeFrom(op.getResult(), {});
       return success();
@@ -301,6 +306,7 @@ private:
         failed(bindValue(op.getResult(), *shape, std::move(buffer))))
       return failure();
     weightBuffers[key] = bufferOf[op.getResult()];
+    weightElements[key] = cast<RankedTensorType>(op.getType()).getElementType();
     return success();
   }
 
@@ -557,6 +563,7 @@ private:
   DenseMap<Value, int64_t> bufferOf;
   DenseMap<Value, Shape> shapeOf;
   llvm::StringMap<int64_t> weightBuffers, kvCacheBuffers;
+  llvm::StringMap<Type> weightElements; // by weightBuffers' key
 };
 
 } // namespace

@@ -4,6 +4,8 @@
 
 #include "llmserve/IR/LlmserveOps.h"
 
+#include "llvm/ADT/StringSet.h"
+
 namespace mlir::llmserve {
 #define GEN_PASS_DEF_NARROWLINEARWEIGHTS
 #include "compiler/Transforms/Passes.h.inc"
@@ -14,12 +16,16 @@ using namespace mlir::llmserve;
 
 namespace {
 
-/// Whether every use of `weight` is a linear's weight operand.
+/// Whether every use of `weight` is a linear's or an expert_linear's weight
+/// operand.
 bool onlyLinearWeight(WeightOp weight) {
   return !weight->use_empty() &&
          llvm::all_of(weight->getUses(), [](OpOperand &use) {
-           auto linear = dyn_cast<LinearOp>(use.getOwner());
-           return linear && use.get() == linear.getWeight();
+           if (auto linear = dyn_cast<LinearOp>(use.getOwner()))
+             return use.get() == linear.getWeight();
+           if (auto experts = dyn_cast<ExpertLinearOp>(use.getOwner()))
+             return use.get() == experts.getWeight();
+           return false;
          });
 }
 
@@ -40,10 +46,17 @@ struct NarrowLinearWeightsPass
           << dtype << "' (expected bf16 or f16)";
       return signalPassFailure();
     }
+    // A tensor that some weight op must keep f32 (the embedding table of
+    // tied embeddings) stays f32 for all: the bundle reads it once.
+    llvm::StringSet<> keptF32;
+    getOperation().walk([&](WeightOp weight) {
+      if (!weight.getQuantization() && !onlyLinearWeight(weight))
+        keptF32.insert(weight.getTensorName());
+    });
     getOperation().walk([&](WeightOp weight) {
       auto type = cast<RankedTensorType>(weight.getType());
       if (type.getElementType().isF32() && !weight.getQuantization() &&
-          onlyLinearWeight(weight))
+          onlyLinearWeight(weight) && !keptF32.contains(weight.getTensorName()))
         weight.getResult().setType(type.clone(storage));
     });
   }

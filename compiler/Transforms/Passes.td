@@ -106,9 +106,11 @@ def NarrowLinearWeights : Pass<"llmserve-narrow-linear-weights", "ModuleOp"> {
   let description = [{
     On the CPU, where kernels compute in f32, a linear may read a narrower
     weight, widened as it is read: every unquantized f32 `llmserve.weight`
-    whose only uses are as linears' weights becomes `dtype`, halving the
-    bytes a step streams. Activations, KV caches and other weights (norms,
-    an embedding table, tied or not, the experts of a mixture) keep f32.
+    whose only uses are as linears' (or expert_linears') weights becomes
+    `dtype`, halving the bytes a step streams. Activations, KV caches and
+    other weights (norms, an embedding table) keep f32, and so does a tensor
+    another weight op reads otherwise (the output layer of tied embeddings),
+    since the bundle reads a tensor once.
   }];
   let options = [
     Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",

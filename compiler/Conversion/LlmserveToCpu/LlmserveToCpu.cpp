@@ -39,10 +39,13 @@ using namespace mlir::llmserve;
 namespace {
 
 FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
-  // A linear's weight alone may be narrow: widened as it is read.
+  // A linear's or expert_linear's weight alone may be narrow: widened as it
+  // is read.
   for (OpOperand &operand : op->getOpOperands()) {
     auto linear = dyn_cast<LinearOp>(op);
-    if (linear && operand.get() == linear.getWeight())
+    auto experts = dyn_cast<ExpertLinearOp>(op);
+    if ((linear && operand.get() == linear.getWeight()) ||
+        (experts && operand.get() == experts.getWeight()))
       continue;
     Type type = operand.get().getType();
     if (auto element = cast<RankedTensorType>(type).getElementType();

@@ -421,7 +421,11 @@ LogicalResult ExpertLinearOp::verify() {
   if (quantized != bool(getScales()))
     return emitOpError(quantized ? "an i8 weight needs scales"
                                  : "scales go with an i8 weight only");
-  if ((!quantized &&
+  // An f32 input may read narrow experts (the CPU's widened weights).
+  bool widenedWeight =
+      cast<ShapedType>(input.getType()).getElementType().isF32() &&
+      isa<FloatType>(cast<ShapedType>(weight.getType()).getElementType());
+  if ((!quantized && !widenedWeight &&
        failed(verifySameElementType(op, "weight", weight, "input", input))) ||
       failed(verifySameElementType(op, "result", result, "input", input)) ||
       failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 2)) ||

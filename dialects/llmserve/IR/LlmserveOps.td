@@ -600,7 +600,8 @@ def Llmserve_ExpertLinearOp : Llmserve_Op<"expert_linear", [Pure,
     expert_linear yields). Every expert id must be in [0, E).
 
     An i8 `weight` (each expert's `int8_channel` values) comes with `scales`
-    [E, N], one f32 per expert and row, which multiplies that row's sum.
+    [E, N], one f32 per expert and row, which multiplies that row's sum. An
+    f32 input may read f16 or bf16 experts, widened as they are read.
 
     Kernels take the pairs of each expert together, so that its weight is
     read once per step however many tokens chose it; a row's result does
