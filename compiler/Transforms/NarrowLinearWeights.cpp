@@ -35,12 +35,7 @@ struct NarrowLinearWeightsPass
   using NarrowLinearWeightsBase::NarrowLinearWeightsBase;
 
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    FloatType storage;
-    if (dtype == "bf16")
-      storage = BFloat16Type::get(ctx);
-    else if (dtype == "f16")
-      storage = Float16Type::get(ctx);
+    FloatType storage = narrowFloatType(&getContext(), dtype);
     if (!storage) {
       getOperation().emitError("unknown weight type '")
           << dtype << "' (expected bf16 or f16)";

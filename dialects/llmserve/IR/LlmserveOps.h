@@ -19,6 +19,15 @@ inline constexpr int64_t kInt4GroupColumns = 128;
 /// The scales of a linear's quantized weight of type `weight`: [N] for i8
 /// values (int8_channel), [N, K / 128] for i4 (int4_group128).
 Type quantizedScalesType(Type weight);
+/// The narrow float type `name` spells ("bf16" or "f16"); null for another
+/// name.
+inline FloatType narrowFloatType(MLIRContext *ctx, StringRef name) {
+  if (name == "bf16")
+    return BFloat16Type::get(ctx);
+  if (name == "f16")
+    return Float16Type::get(ctx);
+  return {};
+}
 /// The zero points of a linear's i4 weight [N, K]: i8 [N, K / 128].
 Type quantizedZerosType(Type weight);
 /// The scales of an expert_linear's i8 weight [E, N, K]: f32 [E, N].
