@@ -23,7 +23,7 @@ float float_of(uint32_t u) {
 }
 
 bool is_float(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::F8E4M3;
 }
 
 // A conversion is a function of one element, In -> Out; the loops below are
@@ -35,12 +35,15 @@ template <typename T> T same(T v) { return v; }
 // Between float dtypes, through f32.
 template <DType D> struct Stored { using type = uint16_t; };
 template <> struct Stored<DType::F32> { using type = float; };
+template <> struct Stored<DType::F8E4M3> { using type = uint8_t; };
 
 template <DType D> float widen(typename Stored<D>::type v) {
   if constexpr (D == DType::F32)
     return v;
   else if constexpr (D == DType::F16)
     return f16_to_f32(v);
+  else if constexpr (D == DType::F8E4M3)
+    return e4m3_to_f32(v);
   else
     return bf16_to_f32(v);
 }
@@ -50,6 +53,8 @@ template <DType D> typename Stored<D>::type narrow(float f) {
     return f;
   else if constexpr (D == DType::F16)
     return f32_to_f16(f);
+  else if constexpr (D == DType::F8E4M3)
+    return f32_to_e4m3(f);
   else
     return f32_to_bf16(f);
 }
@@ -106,6 +111,7 @@ template <DType From> Conversion from_float_to(DType to) {
   switch (to) {
   case DType::F32: return kBetweenFloats<From, DType::F32>;
   case DType::F16: return kBetweenFloats<From, DType::F16>;
+  case DType::F8E4M3: return kBetweenFloats<From, DType::F8E4M3>;
   default: return kBetweenFloats<From, DType::BF16>;
   }
 }
@@ -123,6 +129,7 @@ Conversion conversion(DType from, DType to) {
   switch (from) {
   case DType::F32: return from_float_to<DType::F32>(to);
   case DType::F16: return from_float_to<DType::F16>(to);
+  case DType::F8E4M3: return from_float_to<DType::F8E4M3>(to);
   default: return from_float_to<DType::BF16>(to);
   }
 }
@@ -171,6 +178,31 @@ uint16_t f32_to_bf16(float f) {
     return static_cast<uint16_t>((u >> 16) | 0x40);
   const uint32_t odd = (u >> 16) & 1;
   return static_cast<uint16_t>((u + 0x7fff + odd) >> 16);
+}
+
+// e4m3: 1 sign, 4 exponent (bias 7) and 3 mantissa bits; magnitude code
+// 0x7f is NaN. As the kernels convert (KernelMath's encodeE4M3): a normal
+// value's code is its f32 bits rebased by 127 - 7 with the low 20 mantissa
+// bits rounded off, nearest even; below 2^-6 it counts steps of 2^-9.
+float e4m3_to_f32(uint8_t c) {
+  const uint32_t sign = static_cast<uint32_t>(c & 0x80) << 24;
+  const uint32_t magnitude = c & 0x7f;
+  if (magnitude == 0x7f)
+    return float_of(sign | 0x7fc00000u);
+  if (magnitude < 8)
+    return float_of(sign | bits_of(static_cast<float>(magnitude) * 0x1p-9f));
+  return float_of(sign | ((magnitude << 20) + ((127u - 7u) << 23)));
+}
+
+uint8_t f32_to_e4m3(float f) {
+  const uint8_t sign = static_cast<uint8_t>((bits_of(f) >> 24) & 0x80);
+  if (std::isnan(f))
+    return sign | 0x7f;
+  const float a = std::min(std::fabs(f), 448.0f);
+  if (a < 0x1p-6f)
+    return sign | static_cast<uint8_t>(std::nearbyint(a * 0x1p9f));
+  const uint32_t rebased = bits_of(a) - ((127u - 7u) << 23);
+  return sign | static_cast<uint8_t>((rebased + 0x7ffff + ((rebased >> 20) & 1)) >> 20);
 }
 
 void convert_tensor(const TensorView &src, DType dst_dtype, bool transpose,

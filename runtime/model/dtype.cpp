@@ -15,6 +15,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::F32, 4, "f32", "F32"},   {DType::F16, 2, "f16", "F16"},
     {DType::BF16, 2, "bf16", "BF16"}, {DType::I32, 4, "i32", "I32"},
     {DType::I64, 8, "i64", "I64"},   {DType::I8, 1, "i8", "I8"},
+    {DType::F8E4M3, 1, "f8_e4m3", "F8_E4M3"},
 };
 
 const DTypeInfo &info(DType dtype) { return kDTypes[static_cast<int>(dtype)]; }

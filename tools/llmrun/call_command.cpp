@@ -67,7 +67,8 @@ llmserve::HostTensor converted(const llmserve::HostTensor &t, llmserve::DType dt
 }
 
 bool is_narrow_float(llmserve::DType dtype) {
-  return dtype == llmserve::DType::F16 || dtype == llmserve::DType::BF16;
+  return dtype == llmserve::DType::F16 || dtype == llmserve::DType::BF16 ||
+         dtype == llmserve::DType::F8E4M3;
 }
 
 int call(const Options &o) {
@@ -113,7 +114,7 @@ int call(const Options &o) {
 
   std::filesystem::create_directories(o.output_dir);
   for (llmserve::HostTensor &r : results)
-    if (r.dtype == llmserve::DType::BF16)
+    if (r.dtype == llmserve::DType::BF16 || r.dtype == llmserve::DType::F8E4M3)
       r = converted(r, llmserve::DType::F32);
   for (size_t i = 0; i < results.size(); ++i)
     llmserve::write_npy(
@@ -145,8 +146,9 @@ Command add_call_command(CLI::App &llmrun) {
           "a KV cache of N blocks (repeatable)")
       ->type_name("S=N")
       ->allow_extra_args(false);
-  command->footer("A float32 input of an f16 or bf16 argument is rounded to it; bf16 results\n"
-                  "are written as float32 (numpy has no bf16), exactly.");
+  command->footer("A float32 input of an f16, bf16 or f8_e4m3 argument is rounded to it;\n"
+                  "bf16 and f8_e4m3 results are written as float32 (numpy has neither),\n"
+                  "exactly.");
   return {command, [o] { return call(*o); }};
 }
 

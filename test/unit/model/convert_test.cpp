@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -109,6 +110,72 @@ TEST(Convert, Bf16RoundTripsAndRoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(from_bits(0x7f800001)))));
 }
 
+// e4m3 from its definition: (-1)^s * 2^(e - 7) * (1 + m / 8), or
+// 2^-6 * m / 8 when e = 0; NaN where e and m are all ones.
+double e4m3_value(uint8_t c) {
+  const int e = (c >> 3) & 0xf, m = c & 7;
+  const double sign = (c & 0x80) ? -1.0 : 1.0;
+  if (e == 15 && m == 7)
+    return std::nan("");
+  return sign * (e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1 + m / 8.0, e - 7));
+}
+
+// The nearest finite e4m3 value to f by exhaustive search (ties to the even
+// code), magnitudes past 448 saturating to it.
+uint8_t reference_e4m3(float f) {
+  uint8_t best = 0;
+  double best_distance = INFINITY;
+  const double target = std::clamp<double>(std::fabs(f), 0, 448);
+  for (int c = 0; c < 0x7f; ++c) {
+    const double distance = std::fabs(e4m3_value(static_cast<uint8_t>(c)) - target);
+    if (distance < best_distance || (distance == best_distance && c % 2 == 0)) {
+      best = static_cast<uint8_t>(c);
+      best_distance = distance;
+    }
+  }
+  return static_cast<uint8_t>(best | (std::signbit(f) ? 0x80 : 0));
+}
+
+TEST(Convert, E4m3DecodesEveryCodeByItsDefinitionAndRoundTrips) {
+  for (int c = 0; c < 0x100; ++c) {
+    const uint8_t code = static_cast<uint8_t>(c);
+    const float f = e4m3_to_f32(code);
+    if ((code & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(f)) << c;
+      EXPECT_EQ(f32_to_e4m3(f) & 0x7f, 0x7f) << c;
+      continue;
+    }
+    ASSERT_EQ(static_cast<double>(f), e4m3_value(code)) << c;
+    ASSERT_EQ(std::signbit(f), (code & 0x80) != 0) << c;
+    ASSERT_EQ(f32_to_e4m3(f), code) << c;
+  }
+}
+
+TEST(Convert, F32ToE4m3RoundsToNearestEvenAndSaturates) {
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> exponent(-12.0f, 10.0f);
+  std::vector<float> values;
+  for (int i = 0; i < 200'000; ++i)
+    values.push_back((i % 2 ? -1.0f : 1.0f) * std::exp2(exponent(rng)));
+  // Every midpoint between neighbouring codes: a tie, which goes to the even
+  // code, and the floats either side of it.
+  for (int c = 0; c < 0x7e; ++c) {
+    const float mid = static_cast<float>((e4m3_value(c) + e4m3_value(c + 1)) / 2);
+    for (float v : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e3f)})
+      values.insert(values.end(), {v, -v});
+  }
+  for (float f : values)
+    ASSERT_EQ(f32_to_e4m3(f), reference_e4m3(f)) << f;
+  EXPECT_EQ(f32_to_e4m3(1.0f + 0x1p-4f), 0x38);      // tie to even (down to 1)
+  EXPECT_EQ(f32_to_e4m3(1.0f + 3 * 0x1p-4f), 0x3a);  // tie to even (up)
+  EXPECT_EQ(f32_to_e4m3(0x1p-10f), 0x00);             // half the smallest step: to 0
+  EXPECT_EQ(f32_to_e4m3(3 * 0x1p-10f), 0x02);         // 1.5 steps: to 2 steps
+  EXPECT_EQ(f32_to_e4m3(464.0f), 0x7e);               // saturates, never NaN
+  EXPECT_EQ(f32_to_e4m3(-1e30f), 0xfe);
+  EXPECT_EQ(f32_to_e4m3(std::numeric_limits<float>::infinity()), 0x7e);
+  EXPECT_EQ(f32_to_e4m3(-0.0f), 0x80);
+}
+
 // A tensor of `dtype` holding the values 0.5 * (i % 128) - 3, exact in every float type.
 struct Owned {
   std::vector<uint8_t> bytes;
@@ -210,16 +277,37 @@ TEST(ConvertErrors, RejectsIntegerFloatMixesAndNon2DTranspose) {
   EXPECT_THAT(error(ints.view, DType::I32, true), HasSubstr("1-D"));
 }
 
+TEST(Convert, F32TensorToE4m3AndBack) {
+  const std::vector<float> values = {0.0f, 1.0f, -2.5f, 0.3f, 500.0f, 0x1p-8f};
+  const TensorView src{"kv", DType::F32, {2, 3}, reinterpret_cast<const uint8_t *>(values.data()),
+                       values.size() * 4};
+  std::vector<uint8_t> codes(6);
+  convert_tensor(src, DType::F8E4M3, /*transpose=*/false, codes.data());
+  for (size_t i = 0; i < values.size(); ++i)
+    EXPECT_EQ(codes[i], f32_to_e4m3(values[i])) << i;
+  const TensorView fp8{"kv", DType::F8E4M3, {2, 3}, codes.data(), codes.size()};
+  std::vector<float> back(6);
+  convert_tensor(fp8, DType::F32, /*transpose=*/true, back.data());
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(back[c * 2 + r], e4m3_to_f32(codes[r * 3 + c]));
+  EXPECT_EQ(back[0 * 2 + 1], 0.3125f); // 0.3, to the nearest e4m3
+  EXPECT_EQ(back[1 * 2 + 1], 448.0f);  // 500, saturated
+}
+
 TEST(DType, NamesSizesAndParsing) {
-  const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64};
-  const size_t sizes[] = {4, 2, 2, 4, 8};
-  for (int i = 0; i < 5; ++i) {
+  const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
+                       DType::I64, DType::I8,  DType::F8E4M3};
+  const size_t sizes[] = {4, 2, 2, 4, 8, 1, 1};
+  for (int i = 0; i < 7; ++i) {
     EXPECT_EQ(dtype_size(all[i]), sizes[i]);
     EXPECT_EQ(parse_dtype(dtype_name(all[i])), all[i]);
     EXPECT_EQ(parse_dtype(safetensors_dtype_name(all[i])), all[i]);
   }
   EXPECT_STREQ(dtype_name(DType::BF16), "bf16");
   EXPECT_STREQ(safetensors_dtype_name(DType::BF16), "BF16");
+  EXPECT_STREQ(dtype_name(DType::F8E4M3), "f8_e4m3");
+  EXPECT_STREQ(safetensors_dtype_name(DType::F8E4M3), "F8_E4M3");
   EXPECT_EQ(parse_dtype("F64"), std::nullopt);
   EXPECT_EQ(parse_dtype("Bf16"), std::nullopt);
   EXPECT_EQ(parse_dtype(""), std::nullopt);
