@@ -44,6 +44,8 @@ std::optional<std::string> dtypeName(Type type) {
     return "i64";
   if (type.isInteger(8))
     return "i8";
+  if (isa<Float8E4M3FNType>(type))
+    return "f8_e4m3";
   return std::nullopt;
 }
 

@@ -279,8 +279,10 @@ Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
                               std::optional<double> scale,
                               std::optional<double> softcap) {
   Value slots = contract("slot_mapping");
-  Value kc = KvWriteOp::create(b, loc, cacheType(), k, cache(layer, 0), slots);
-  Value vc = KvWriteOp::create(b, loc, cacheType(), v, cache(layer, 1), slots);
+  Value kc = KvWriteOp::create(b, loc, cacheType(), k, cache(layer, 0), slots,
+                               /*scale=*/FloatAttr());
+  Value vc = KvWriteOp::create(b, loc, cacheType(), v, cache(layer, 1), slots,
+                               /*scale=*/FloatAttr());
   auto lseType = RankedTensorType::get({ShapedType::kDynamic, m.heads}, f32());
   auto op = PagedAttentionOp::create(
       b, loc, tokens(m.heads * m.headDim), lseType, q, kc, vc,
@@ -288,7 +290,8 @@ Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
       b.getI64IntegerAttr(m.heads),
       b.getF32FloatAttr(scale ? *scale : 1.0 / std::sqrt(static_cast<double>(m.headDim))),
       slidingWindow ? b.getI64IntegerAttr(*slidingWindow) : IntegerAttr(),
-      softcap ? b.getF32FloatAttr(*softcap) : FloatAttr());
+      softcap ? b.getF32FloatAttr(*softcap) : FloatAttr(),
+      /*key_scale=*/FloatAttr(), /*value_scale=*/FloatAttr());
   return op.getResult();
 }
 

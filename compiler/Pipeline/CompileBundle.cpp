@@ -113,6 +113,8 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
     narrow.dtype = *options.dtype;
     outline.addPass(createNarrowLinearWeights(narrow));
   }
+  if (options.kvCacheDtype != "auto")
+    outline.addPass(createQuantizeKvCache());
   outline.addPass(createLlmserveToLinalg());
   outline.addPass(createFormDispatchRegions());
   LlmserveToCpuKernelsOptions kernelOptions;
@@ -148,6 +150,8 @@ FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
     narrow.dtype = dtype;
     outline.addPass(createNarrowStorage(narrow));
   }
+  if (options.kvCacheDtype != "auto")
+    outline.addPass(createQuantizeKvCache());
   outline.addPass(createLlmserveToGpuKernels());
   if (failed(outline.run(module)))
     return failure();
@@ -201,6 +205,10 @@ mlir::llmserve::verifyCompileOptions(MLIRContext *context,
     return emitUnlocatedError(context) << "unknown --quantize '"
                                        << *options.quantize
                                        << "' (supported: int8, int4)";
+  if (!llvm::is_contained({"auto", "fp8", "fp8_e4m3"}, options.kvCacheDtype))
+    return emitUnlocatedError(context)
+           << "unknown --kv-cache-dtype '" << options.kvCacheDtype
+           << "' (supported: auto, fp8, fp8_e4m3)";
   if (nvptx && options.quantize)
     return emitUnlocatedError(context)
            << "--quantize applies to target cpu (the " << abi::kCudaTarget

@@ -39,13 +39,16 @@ struct CompileOptions {
   /// cpu: "int8" reads the weights of linears as int8 values with a scale
   /// per output channel, quantized by the runtime at load.
   std::optional<std::string> quantize;
+  /// The KV cache's storage type: "auto" (the activations') or "fp8" (=
+  /// "fp8_e4m3").
+  std::string kvCacheDtype = "auto";
 };
 
 /// Registers what compileBundle needs of a context: the llmserve dialect, the
 /// upstream dialects and extensions the pipelines use, and the NVPTX target.
 void registerCompilerDialects(DialectRegistry &registry);
 
-/// Checks `options` on their own: a known target and dtype.
+/// Checks `options` on their own: a known target and types.
 LogicalResult verifyCompileOptions(MLIRContext *context,
                                    const CompileOptions &options);
 

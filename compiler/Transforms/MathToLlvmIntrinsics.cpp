@@ -63,6 +63,7 @@ struct MathToLlvmIntrinsicsPass
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
     patterns.add<ToIntrinsic<math::FloorOp>>(ctx, "llvm.floor.f32");
+    patterns.add<ToIntrinsic<math::RoundEvenOp>>(ctx, "llvm.roundeven.f32");
     patterns.add<ToIntrinsic<math::FmaOp>>(ctx, "llvm.fma.f32");
     patterns.add<ToIntrinsic<math::AbsFOp>>(ctx, "llvm.fabs.f32");
     patterns.add<ToIntrinsic<math::SqrtOp>>(ctx, "llvm.sqrt.f32");

@@ -25,7 +25,7 @@ def ApproximateMath : Pass<"llmserve-approximate-math"> {
 }
 
 def MathToLlvmIntrinsics : Pass<"llmserve-math-to-llvm-intrinsics"> {
-  let summary = "Call LLVM intrinsics for math.floor, fma, absf, sqrt and rsqrt";
+  let summary = "Call LLVM intrinsics for math.floor, roundeven, fma, absf, sqrt and rsqrt";
   let description = [{
     convert-gpu-to-nvvm turns the math ops left after
     llmserve-approximate-math into calls to CUDA's libdevice (`__nv_floorf`,
@@ -137,6 +137,20 @@ def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
            "per output channel and group of 128 inputs; weights of other "
            "widths stay float)">
   ];
+}
+
+def QuantizeKvCache : Pass<"llmserve-quantize-kv-cache", "ModuleOp"> {
+  let summary = "Store the KV cache as FP8 e4m3";
+  let description = [{
+    Every KV-cache argument (`llmserve.kv_cache`) becomes `f8E4M3FN`, a
+    quarter of f32's bytes and half of bf16's, so twice to four times the
+    tokens fit a given KV budget. `kv_write` stores x / scale rounded to
+    e4m3 and `paged_attention` reads codes times the scale, computing in
+    f32 as before. The scale of each cache tensor is 1 (what vLLM uses for
+    a checkpoint without KV scales): e4m3 then holds magnitudes from 2^-9
+    to 448, with 3 mantissa bits. Only `kv_write` and `paged_attention` may
+    use a cache.
+  }];
 }
 
 #endif

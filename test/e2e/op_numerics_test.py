@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "reference"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "fixtures"))
+from fp8 import e4m3_round  # noqa: E402
 from safetensors_io import write_safetensors  # noqa: E402
 
 TOLERANCE = 1e-5
@@ -471,7 +472,7 @@ def gelu_case(approximation):
     return [x], module([x], body, [("%y", mlir_type(x))]), [ref]
 
 
-def attention_case(window, d=8, context=None, qlen=None, softcap=None):
+def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales=None):
     """kv_write of this step's K and V into a paged cache that already holds
     earlier tokens, then paged_attention: by default two sequences, one
     mid-prefill and one decoding, with scattered blocks. The head size `d`
@@ -480,7 +481,11 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None):
     `qlen` (tokens this step), the blocks are a random permutation of the
     pool; all-decode steps with contexts past 256 keys run sm_90's
     split-context kernels over several chunks. `softcap`: scores become
-    softcap * tanh(score / softcap) (Gemma 2)."""
+    softcap * tanh(score / softcap) (Gemma 2). `kv_scales` (key, value):
+    FP8 e4m3 caches with those scales; the earlier tokens' codes are their
+    K and V rounded to e4m3 (llmrun call's conversion), and the step's are
+    written by kv_write (a sequence of one token attends to its own value
+    alone: its output is that value's code times the scale)."""
     bs, kvh, heads = 4, 2, 4
     if context is None:
         nb = 10
@@ -503,10 +508,17 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None):
     bt = np.array([r + [-1] * (mb - len(r)) for r in tables], dtype=np.int32)
     slots, qs, cl = (np.array(a, dtype=np.int32) for a in (slots, qs, context))
 
-    # Reference: write the new K, V, then attend over each sequence's cache.
-    kref, vref = t(kc).reshape(nb * bs, kvh, d).clone(), t(vc).reshape(nb * bs, kvh, d).clone()
-    kref[torch.from_numpy(slots).long()] = t(k).view(tnum, kvh, d)
-    vref[torch.from_numpy(slots).long()] = t(v).view(tnum, kvh, d)
+    # Reference: write the new K, V, then attend over each sequence's cache
+    # (of codes times the scales, when FP8).
+    def stored(x, scale):
+        return t(x) if kv_scales is None else t(e4m3_round(x / np.float32(scale)))
+
+    key_scale, value_scale = kv_scales or (1, 1)
+    kref = stored(kc * np.float32(key_scale), key_scale).reshape(nb * bs, kvh, d).clone()
+    vref = stored(vc * np.float32(value_scale), value_scale).reshape(nb * bs, kvh, d).clone()
+    kref[torch.from_numpy(slots).long()] = stored(k, key_scale).view(tnum, kvh, d)
+    vref[torch.from_numpy(slots).long()] = stored(v, value_scale).view(tnum, kvh, d)
+    kref, vref = kref * key_scale, vref * value_scale
     out = torch.zeros(tnum, heads, d, dtype=torch.float64)
     lse = torch.zeros(tnum, heads, dtype=torch.float64)
     scale = 1 / math.sqrt(d)
@@ -525,26 +537,39 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None):
                 out[i, h] = torch.softmax(scores, 0) @ values[first:pos + 1, g]
 
     inputs = [q, k, v, kc, vc, slots, bt, cl, qs]
-    return inputs, attention_module(inputs, heads, scale, window, softcap), [out.view(tnum, -1), lse]
+    return (inputs, attention_module(inputs, heads, scale, window, softcap, kv_scales),
+            [out.view(tnum, -1), lse])
 
 
-def attention_module(inputs, heads, scale, window, softcap=None):
+def attention_module(inputs, heads, scale, window, softcap=None, kv_scales=None):
     """kv_write of K and V, then paged_attention, over attention_case's
     inputs (q, k, v, k_cache, v_cache, slots, block_table, context_len,
-    query_start)."""
+    query_start); with `kv_scales`, into FP8 caches."""
     q, k, v, kc, _, slots, bt, cl, qs = inputs
     tnum, cty = q.shape[0], mlir_type(kc)
     win = f" sliding_window {window}" if window else ""
     win += f" softcap {softcap}" if softcap is not None else ""
+    writes = ["", ""]
+    if kv_scales:
+        cty = cty.replace("xf32>", "xf8E4M3FN>")
+        writes = [f" scale {kv_scales[0]:e}", f" scale {kv_scales[1]:e}"]
+        win += f" kv_scales {kv_scales[0]:e}, {kv_scales[1]:e}"
     body = "\n".join([
-        f"  %kc = llmserve.kv_write %a1 into %a3 at %a5 : {mlir_type(k)}, {cty}, {mlir_type(slots)}",
-        f"  %vc = llmserve.kv_write %a2 into %a4 at %a5 : {mlir_type(v)}, {cty}, {mlir_type(slots)}",
+        f"  %kc = llmserve.kv_write %a1 into %a3 at %a5{writes[0]} : {mlir_type(k)}, {cty}, "
+        f"{mlir_type(slots)}",
+        f"  %vc = llmserve.kv_write %a2 into %a4 at %a5{writes[1]} : {mlir_type(v)}, {cty}, "
+        f"{mlir_type(slots)}",
         f"  %o, %lse = llmserve.paged_attention %a0, %kc, %vc block_table %a6 context_len %a7 "
         f"query_start %a8 num_heads {heads} scale {scale:e}{win} : {mlir_type(q)}, {cty}, "
         f"{mlir_type(bt)}, {mlir_type(cl)}, {mlir_type(qs)} -> tensor<{tnum}x{heads}xf32>",
     ])
     results = [("%o", mlir_type(q)), ("%lse", f"tensor<{tnum}x{heads}xf32>")]
-    return module(inputs, body, results)
+    text = module(inputs, body, results)
+    # FP8 caches' f32 inputs are their codes' values (llmrun call rounds
+    # them).
+    for a in ("%a3", "%a4"):
+        text = text.replace(f"{a}: {mlir_type(kc)}", f"{a}: {cty}")
+    return text
 
 
 def top_k_reference(scores, k):
@@ -941,6 +966,11 @@ CASES = {
                                                           qlen=[1, 1, 1]),
     "paged_attention_decode_window": lambda: attention_case(200, context=[300, 530],
                                                             qlen=[1, 1]),
+    # FP8 e4m3 caches: one with the scale of a checkpoint without KV scales,
+    # one with other scales, over several 256-key chunks.
+    "paged_attention_fp8": lambda: attention_case(None, kv_scales=(1.0, 1.0)),
+    "paged_attention_fp8_scaled_decode": lambda: attention_case(
+        None, context=[300, 1, 530, 7], qlen=[1, 1, 1, 1], kv_scales=(0.5, 0.125)),
     "moe_router_softmax_normalized": lambda: case_moe_router("softmax", True),
     "moe_router_sigmoid_tie": lambda: case_moe_router("sigmoid", False, tie=True),
     "moe_router_top_1": lambda: case_moe_router("softmax", False, t_=4, e=3, k=1),

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """The shipped model (examples/kjv-devil-tiny) compiled with --quantize int8
-and int4 against the same model in f32:
+and int4, and with an FP8 KV cache (--kv-cache-dtype fp8), against the same
+model in f32:
 
 - `llmrun bench ppl` of the f32 bundle equals the perplexity the torch
   reference computes on the same windows (so the scoring is right);
 - the int8 bundle's perplexity on a text the model did not train on is
   within 1% of the f32 bundle's, with a small mean KL divergence;
 - the int4 bundle's within 10%, with a mean KL divergence below 0.3 nats;
-- the int8 bundle's greedy continuations of the end-to-end prompts equal the f32 bundle's
+- the FP8 KV cache's within 1%, with a mean KL divergence below 0.02 nats;
+- the int8 and FP8 KV bundles' greedy continuations of the end-to-end prompts
+  equal the f32 bundle's
   up to the first step where the reference's two best logits are closer than
   MARGIN (a near-tie that a rounding error may flip);
 - bench ppl refuses a bundle without a `logits` entry point, a baseline of
@@ -75,11 +78,13 @@ def main():
     mlir, plain_mlir = os.path.join(work, "model.mlir"), os.path.join(work, "plain.mlir")
     f32, int8 = os.path.join(work, "f32.llmb"), os.path.join(work, "int8.llmb")
     int4 = os.path.join(work, "int4.llmb")
+    fp8_kv = os.path.join(work, "fp8-kv.llmb")
     plain = os.path.join(work, "plain.llmb")
     run(llmc, "import", MODEL, "-o", mlir, "--logits-entry")
     run(llmc, "compile", mlir, "-o", f32)
     run(llmc, "compile", mlir, "-o", int8, "--quantize", "int8")
     run(llmc, "compile", mlir, "-o", int4, "--quantize", "int4")
+    run(llmc, "compile", mlir, "-o", fp8_kv, "--kv-cache-dtype", "fp8")
     torch.set_num_threads(1)
     model = torch_reference.load_model(MODEL)
     failed = 0
@@ -118,6 +123,13 @@ def main():
           f"int4 perplexity {quantized:.4f} within 10% of f32's {baseline:.4f}")
     check(0 < kl < 0.3, f"mean KL(f32 || int4) {kl:.6f} nats")
 
+    # e4m3 keeps 3 mantissa bits of each key and value: about +0.1% here.
+    out = run(llmrun, *ppl[:2], fp8_kv, "--baseline", f32, *ppl[2:])
+    quantized, kl = (report(out, n) for n in ("perplexity", "mean KL"))
+    check(abs(quantized / baseline - 1) < 0.01,
+          f"FP8 KV perplexity {quantized:.4f} within 1% of f32's {baseline:.4f}")
+    check(0 < kl < 0.02, f"mean KL(f32 || FP8 KV) {kl:.6f} nats")
+
     encoded = run(llmrun, "tokenize", "--tokenizer", MODEL,
                   stdin="".join(json.dumps(p) + "\n" for p in PROMPTS)).splitlines()
     for text, line in zip(PROMPTS, encoded):
@@ -125,14 +137,15 @@ def main():
         with torch.no_grad():
             _, margins = torch_reference.greedy(model, prompt, STEPS)
         confident = next((i for i, m in enumerate(margins) if m < MARGIN), STEPS)
-        f32_tokens, int8_tokens = (
+        f32_tokens, int8_tokens, fp8_kv_tokens = (
             json.loads(run(driver, bundle, "--greedy", str(STEPS), "--prompt",
                            ",".join(map(str, prompt))))
-            for bundle in (f32, int8))
-        same = next((i for i, (a, b) in enumerate(zip(f32_tokens, int8_tokens)) if a != b), STEPS)
-        check(same >= confident,
-              f"{text!r}: int8 greedy equals f32 for {same} of {STEPS} tokens "
-              f"(the first near-tie is at {confident})")
+            for bundle in (f32, int8, fp8_kv))
+        for kind, tokens in (("int8", int8_tokens), ("FP8 KV", fp8_kv_tokens)):
+            same = next((i for i, (a, b) in enumerate(zip(f32_tokens, tokens)) if a != b), STEPS)
+            check(same >= confident,
+                  f"{text!r}: {kind} greedy equals f32 for {same} of {STEPS} tokens "
+                  f"(the first near-tie is at {confident})")
 
     run(llmc, "import", MODEL, "-o", plain_mlir)
     run(llmc, "compile", plain_mlir, "-o", plain)

@@ -211,6 +211,8 @@ def prepare(build, out, tinyllama, moe_layers):
         run(llmc, "import", checkpoint, "-o", mlir)
         run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama.sm90.llmb"),
             "--target", "sm_90")
+        run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama-fp8kv.sm90.llmb"),
+            "--target", "sm_90", "--kv-cache-dtype", "fp8")
 
     if moe_layers:
         sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))

@@ -3,7 +3,8 @@
 # (the executor's GPU tests, gpu_checks.py check, the torch reference against
 # transformers on every family's fixture), then every benchmark on a
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
-# each op's time, a 2047-token prefill, cuBLAS on the same linear shapes,
+# each op's time, the same with an FP8 KV cache, a 2047-token prefill,
+# cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
 # throughput, 512 sequences at once, a KV cache sized by
 # --gpu-memory-utilization). Run from the repository root after
@@ -87,6 +88,10 @@ echo "== bench decode"
 decode $T decode --profile
 head -3 "$OUT/decode_512.log"
 prefill $T prefill
+echo "== bench decode, FP8 KV cache (against bf16 above: half the KV bytes)"
+timeout 150 $B bench decode $R/tinyllama-fp8kv.sm90.llmb --weights $W --batch 1,64,256 \
+  --context 2048 --profile > "$OUT/decode_fp8kv_2048.log" 2>&1
+echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_fp8kv_2048.log"
 if [ -d $BASE ]; then
   echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
   decode $BASE baseline_decode --profile

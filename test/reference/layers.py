@@ -7,14 +7,19 @@ import torch
 
 
 class KVCache:
-    """Keys and values of every position seen so far, per layer: [kv_heads, L, head_dim]."""
+    """Keys and values of every position seen so far, per layer: [kv_heads, L, head_dim].
+    `store`, if given, is what a key or value tensor becomes when stored
+    (e.g. rounded to FP8)."""
 
-    def __init__(self, num_layers):
+    def __init__(self, num_layers, store=None):
         self.keys = [None] * num_layers
         self.values = [None] * num_layers
         self.length = 0
+        self.store = store
 
     def append(self, layer, k, v):
+        if self.store:
+            k, v = self.store(k), self.store(v)
         if self.keys[layer] is not None:
             k = torch.cat([self.keys[layer], k], dim=1)
             v = torch.cat([self.values[layer], v], dim=1)

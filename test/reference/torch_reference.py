@@ -17,6 +17,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fp8 import e4m3_round  # noqa: E402
 from layers import KVCache  # noqa: E402
 from models import MODELS  # noqa: E402
 from quantized_checkpoint import dequantize  # noqa: E402
@@ -37,16 +38,22 @@ def load_model(directory, dtype=torch.float64):
     return model(config, weights, dtype)
 
 
-def logits(model, tokens):
-    """Next-token logits after each prefix of `tokens`: [len(tokens), vocab]."""
-    return model.forward(list(tokens), KVCache(model.layers))
+def fp8_kv(x):
+    """A key or value tensor as an FP8 e4m3 KV cache with a scale of 1 holds it."""
+    return torch.from_numpy(e4m3_round(x.numpy())).to(x.dtype)
 
 
-def greedy(model, tokens, steps):
+def logits(model, tokens, store=None):
+    """Next-token logits after each prefix of `tokens`: [len(tokens), vocab].
+    `store`: what the KV cache makes of keys and values (e.g. fp8_kv)."""
+    return model.forward(list(tokens), KVCache(model.layers, store))
+
+
+def greedy(model, tokens, steps, store=None):
     """The `steps` tokens greedy decoding appends to `tokens`, decoding one
     token at a time against the KV cache, and each step's margin (top logit
     minus runner-up: how robust the choice is to rounding)."""
-    cache = KVCache(model.layers)
+    cache = KVCache(model.layers, store)
     last = model.forward(list(tokens), cache)[-1]
     generated, margins = [], []
     for _ in range(steps):

@@ -2,7 +2,8 @@
 //
 //   llmc import <hf-checkpoint-dir> -o model.mlir
 //   llmc compile model.mlir -o model.llmb [--target cpu|sm_90] [--embed-weights]
-//                [--dtype bf16|f16|f32] [--quantize int8|int4] [--ptxas <path>]
+//                [--dtype bf16|f16|f32] [--quantize int8|int4]
+//                [--kv-cache-dtype auto|fp8|fp8_e4m3] [--ptxas <path>]
 //
 // Option parsing around the importer (compiler/Import/HfImporter.h) and the
 // pipelines (compiler/Pipeline/CompileBundle.h). Exit status: 0 on success,
@@ -81,6 +82,12 @@ static cl::opt<std::string> compileQuantize(
              "channel and group of 128 inputs (a mixture's experts as int8 "
              "either way); both quantized when the bundle loads"),
     cl::sub(compileCommand));
+static cl::opt<std::string> compileKvCacheDtype(
+    "kv-cache-dtype", cl::init("auto"),
+    cl::desc("Storage type of the KV cache: auto (the activations' type: f32 "
+             "on cpu, --dtype on sm_90) or fp8 (= fp8_e4m3: OCP FP8 e4m3 with "
+             "a scale of 1 per cache tensor)"),
+    cl::sub(compileCommand));
 static cl::opt<bool> embedWeights(
     "embed-weights",
     cl::desc("Copy the checkpoint's model.safetensors into the bundle"),
@@ -136,6 +143,7 @@ LogicalResult compile(MLIRContext &context) {
   options.embedWeights = embedWeights;
   if (compileQuantize.getNumOccurrences())
     options.quantize = compileQuantize;
+  options.kvCacheDtype = compileKvCacheDtype;
   {
     ScopedDiagnosticHandler llmcErrors(&context, printAsLlmcError);
     if (failed(mlir::llmserve::verifyCompileOptions(&context, options)))

@@ -16,6 +16,12 @@ KernelEmitter::KernelEmitter(Location loc, MLIRContext *ctx,
   }
 }
 
+Type KernelEmitter::storageType(Type element) {
+  if (isa<FloatType>(element) && element.getIntOrFloatBitWidth() == 8)
+    return IntegerType::get(element.getContext(), 8);
+  return element;
+}
+
 Value KernelEmitter::dimSize(int binding, int dim) {
   RankedTensorType type = bindingTypes[binding];
   if (!type.isDynamicDim(dim))

@@ -37,6 +37,10 @@ public:
   Type elementType(int binding) const {
     return bindingTypes[binding].getElementType();
   }
+  /// The element type a kernel's view of a buffer of `element`s has: the
+  /// same, but i8 for an 8-bit float, whose codes kernels convert with
+  /// encodeE4M3 and decodeE4M3.
+  static Type storageType(Type element);
   /// The push constants: one per dynamic size of the bindings.
   int numPushConstants() const { return pushConstantCount; }
 

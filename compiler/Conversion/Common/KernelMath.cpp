@@ -130,3 +130,98 @@ Value mlir::llmserve::ranksAfter(Arith &a, Value score, Value index,
       a.andi(a.cmpf(arith::CmpFPredicate::OEQ, score, previous),
              a.cmpi(arith::CmpIPredicate::sgt, index, previousIndex)));
 }
+
+namespace {
+
+/// `type` with its element type replaced: a scalar or a vector of the same
+/// shape.
+Type withElement(Type type, Type element) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return vector.clone(element);
+  return element;
+}
+
+/// A constant of `type` (scalar or vector), every element `value`.
+Value splat(ImplicitLocOpBuilder &b, Type type, TypedAttr value) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(b, DenseElementsAttr::get(vector, value));
+  return arith::ConstantOp::create(b, value);
+}
+
+Value i32Splat(ImplicitLocOpBuilder &b, Type type, int32_t value) {
+  return splat(b, type, b.getI32IntegerAttr(value));
+}
+
+Value f32Splat(ImplicitLocOpBuilder &b, Type type, float value) {
+  return splat(b, type, b.getF32FloatAttr(value));
+}
+
+// e4m3: 1 sign, 4 exponent (bias 7) and 3 mantissa bits. A normal value's
+// code is its f32 bits with the exponent rebased by 127 - 7 and the low 20
+// mantissa bits rounded off; below 2^-6 the codes count steps of 2^-9.
+constexpr int32_t kMantissaShift = 20;
+constexpr int32_t kRebase = (127 - 7) << 23;
+constexpr float kSmallestNormal = 0x1p-6f;
+constexpr float kSubnormalStep = 0x1p-9f;
+constexpr float kLargest = 448.0f;
+constexpr int32_t kNaN = 0x7f;
+
+} // namespace
+
+Value mlir::llmserve::encodeE4M3(ImplicitLocOpBuilder &b, Value x) {
+  Type f32 = x.getType(), i32 = withElement(f32, b.getI32Type());
+  auto i32Of = [&](int32_t v) { return i32Splat(b, i32, v); };
+  auto f32Of = [&](float v) { return f32Splat(b, f32, v); };
+  Value bits = arith::BitcastOp::create(b, i32, x);
+  Value sign = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, bits, i32Of(24)), i32Of(0x80));
+  Value magnitude = arith::BitcastOp::create(
+      b, f32, arith::AndIOp::create(b, bits, i32Of(0x7fffffff)));
+  Value clamped = arith::MinimumFOp::create(b, magnitude, f32Of(kLargest));
+
+  // Normal: round to nearest even at the 20th bit of the rebased bits.
+  Value rebased = arith::SubIOp::create(
+      b, arith::BitcastOp::create(b, i32, clamped), i32Of(kRebase));
+  Value odd = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, rebased, i32Of(kMantissaShift)), i32Of(1));
+  Value rounded = arith::AddIOp::create(
+      b, rebased,
+      arith::AddIOp::create(b, odd, i32Of((1 << (kMantissaShift - 1)) - 1)));
+  Value normal = arith::ShRUIOp::create(b, rounded, i32Of(kMantissaShift));
+  // Subnormal: steps of 2^-9, rounded to nearest even (8 steps round up to
+  // the smallest normal's code).
+  Value steps = math::RoundEvenOp::create(
+      b, arith::MulFOp::create(b, clamped, f32Of(1 / kSubnormalStep)));
+  Value subnormal = arith::FPToSIOp::create(b, i32, steps);
+  Value small = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, clamped,
+                                      f32Of(kSmallestNormal));
+  Value code = arith::SelectOp::create(b, small, subnormal, normal);
+  Value nan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+  code = arith::SelectOp::create(b, nan, i32Of(kNaN), code);
+  return arith::TruncIOp::create(
+      b, withElement(f32, b.getI8Type()), arith::OrIOp::create(b, code, sign));
+}
+
+Value mlir::llmserve::decodeE4M3(ImplicitLocOpBuilder &b, Value codes) {
+  Type i32 = withElement(codes.getType(), b.getI32Type()),
+       f32 = withElement(codes.getType(), b.getF32Type());
+  auto i32Of = [&](int32_t v) { return i32Splat(b, i32, v); };
+  Value c = arith::ExtUIOp::create(b, i32, codes);
+  Value sign = arith::ShLIOp::create(b, arith::AndIOp::create(b, c, i32Of(0x80)),
+                                     i32Of(24));
+  Value magnitude = arith::AndIOp::create(b, c, i32Of(0x7f));
+  Value normal = arith::AddIOp::create(
+      b, arith::ShLIOp::create(b, magnitude, i32Of(kMantissaShift)),
+      i32Of(kRebase));
+  Value subnormal = arith::BitcastOp::create(
+      b, i32,
+      arith::MulFOp::create(b, arith::SIToFPOp::create(b, f32, magnitude),
+                            f32Splat(b, f32, kSubnormalStep)));
+  Value small = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, magnitude,
+                                      i32Of(1 << 3));
+  Value bits = arith::SelectOp::create(b, small, subnormal, normal);
+  Value nan = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, magnitude,
+                                    i32Of(kNaN));
+  bits = arith::SelectOp::create(b, nan, i32Of(0x7fc00000), bits);
+  return arith::BitcastOp::create(b, f32, arith::OrIOp::create(b, bits, sign));
+}

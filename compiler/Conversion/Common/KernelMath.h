@@ -1,8 +1,9 @@
 //===- KernelMath.h - Arithmetic shared by the CPU and GPU kernels --------===//
 //
 // What both targets must compute the same way: scalar arithmetic shorthands,
-// the rotary inverse frequencies, and the sampler's counter-based noise (so
-// that a seed samples the same tokens on either target).
+// the rotary inverse frequencies, the sampler's counter-based noise (so
+// that a seed samples the same tokens on either target), and the FP8
+// conversions of the KV cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +106,14 @@ Value routerScore(Arith &a, Value logit, MoeScoring scoring, Value max,
 /// moe_router's order of picks: a lower score, or the same at a higher index.
 Value ranksAfter(Arith &a, Value score, Value index, Value previous,
                  Value previousIndex);
+
+/// OCP FP8 e4m3 (`f8E4M3FN`), whose codes kernels hold as i8: `x` (f32, or
+/// a vector of f32) to its codes, rounded to the nearest value (ties to
+/// even) and saturated to +-448, NaN to NaN; and codes back to f32. Integer
+/// arithmetic, so that both targets convert bit for bit alike, whatever
+/// their handling of subnormal floats.
+Value encodeE4M3(ImplicitLocOpBuilder &b, Value x);
+Value decodeE4M3(ImplicitLocOpBuilder &b, Value codes);
 
 } // namespace mlir::llmserve
 

@@ -71,6 +71,19 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
       return vector::LoadOp::create(b, vectorType, memref,
                                     ValueRange{row, column});
     };
+    // A key or value row's piece as f32: FP8 codes are decoded and scaled.
+    auto codesType = VectorType::get({width}, b.getI8Type());
+    auto loadCached = [&](Value cache, std::optional<APFloat> cacheScale,
+                          Value slot, Value column) -> Value {
+      if (!cacheScale)
+        return loadVector(cache, slot, column);
+      Value x = decodeE4M3(b, vector::LoadOp::create(b, codesType, cache,
+                                                     ValueRange{slot, column}));
+      if (cacheScale->isExactlyValue(1.0))
+        return x;
+      return a.mul(x, vector::BroadcastOp::create(
+                          b, vectorType, e.f32(cacheScale->convertToFloat())));
+    };
     auto chunkColumn = [&](Value base, int64_t c) {
       return a.addi(base, e.index(c * width));
     };
@@ -114,7 +127,9 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
                 for (int64_t c = 0; c < chunks; ++c)
                   products = vector::FMAOp::create(
                       b, query[c],
-                      loadVector(keys, slot, chunkColumn(kvBase, c)), products);
+                      loadCached(keys, o.getKeyScale(), slot,
+                                 chunkColumn(kvBase, c)),
+                      products);
                 Value dot = vector::ReductionOp::create(
                     b, vector::CombiningKind::ADD, products,
                     arith::FastMathFlags::reassoc);
@@ -154,7 +169,8 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
                 for (int64_t c = 0; c < chunks; ++c)
                   next.push_back(vector::FMAOp::create(
                       b, weight,
-                      loadVector(values, slot, chunkColumn(kvBase, c)),
+                      loadCached(values, o.getValueScale(), slot,
+                                 chunkColumn(kvBase, c)),
                       acc[c]));
                 return next;
               });

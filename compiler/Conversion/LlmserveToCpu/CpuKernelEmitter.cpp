@@ -38,7 +38,7 @@ Value CpuKernelEmitter::workgroupId(int dim) {
 }
 
 Value CpuKernelEmitter::binding(int i, ArrayRef<Value> shape) {
-  return binding(i, shape, elementType(i));
+  return binding(i, shape, storageType(elementType(i)));
 }
 
 Value CpuKernelEmitter::binding(int i, ArrayRef<Value> shape, Type element) {

@@ -32,7 +32,7 @@ inline constexpr int64_t kPanelsPerGroup = 6;
 // RowKernels.cpp
 Grid buildGatherKernel(CpuKernelEmitter &e, Operation *op);
 Grid buildRopeKernel(CpuKernelEmitter &e, RopeOp op);
-Grid buildKvWriteKernel(CpuKernelEmitter &e);
+Grid buildKvWriteKernel(CpuKernelEmitter &e, KvWriteOp op);
 // Norm.cpp
 Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 // Elementwise.cpp

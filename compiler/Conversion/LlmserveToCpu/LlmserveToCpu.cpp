@@ -39,13 +39,17 @@ using namespace mlir::llmserve;
 namespace {
 
 FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
-  // A linear's or expert_linear's weight alone may be narrow: widened as it
-  // is read.
+  // A linear's or expert_linear's weight alone may be narrow, widened as it
+  // is read; and a KV cache may hold FP8 codes, converted as they are
+  // written and read.
   for (OpOperand &operand : op->getOpOperands()) {
     auto linear = dyn_cast<LinearOp>(op);
     auto experts = dyn_cast<ExpertLinearOp>(op);
     if ((linear && operand.get() == linear.getWeight()) ||
         (experts && operand.get() == experts.getWeight()))
+      continue;
+    if (isa<KvWriteOp, PagedAttentionOp>(op) &&
+        isa<Float8E4M3FNType>(getElementTypeOrSelf(operand.get().getType())))
       continue;
     Type type = operand.get().getType();
     if (auto element = cast<RankedTensorType>(type).getElementType();
@@ -60,7 +64,7 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
       .Case([&](LinearOp o) { return buildLinearKernel(e, o, vnni); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
-      .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
+      .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](linalg::GenericOp g) { return buildElementwiseKernel(e, g); })
       .Case([&](DispatchRegionOp r) { return buildDispatchRegionKernel(e, r); })

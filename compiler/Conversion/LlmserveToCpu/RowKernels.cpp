@@ -121,10 +121,11 @@ Grid mlir::llmserve::buildRopeKernel(CpuKernelEmitter &e, RopeOp o) {
   return e.rowGrid(0, kRowsPerGroup);
 }
 
-Grid mlir::llmserve::buildKvWriteKernel(CpuKernelEmitter &e) {
+Grid mlir::llmserve::buildKvWriteKernel(CpuKernelEmitter &e, KvWriteOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   Value input = e.binding(0), cache = e.cacheSlots(1), slots = e.binding(2);
+  std::optional<APFloat> scale = o.getScale();
   Value numSlots = memref::DimOp::create(b, cache, 0);
   Value width = e.dimSize(0, 1);
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
@@ -133,7 +134,10 @@ Grid mlir::llmserve::buildKvWriteKernel(CpuKernelEmitter &e) {
     // Negative (padding) or out-of-pool slots write nothing.
     e.ifThen(a.cmpi(arith::CmpIPredicate::ult, slot, numSlots), [&] {
       e.forLoop(e.index(0), width, 1, [&](Value d) {
-        a.store(a.load(input, {t, d}), cache, {slot, d});
+        Value x = a.load(input, {t, d});
+        if (scale)
+          x = encodeE4M3(b, a.div(x, e.f32(scale->convertToFloat())));
+        a.store(x, cache, {slot, d});
       });
     });
   });

@@ -57,14 +57,15 @@ class PagedAttention {
 public:
   PagedAttention(GpuKernelEmitter &e, PagedAttentionOp o)
       : e(e), a(e.arith()), b(e.builder()), window(o.getSlidingWindow()),
-        scale(o.getScale().convertToFloat()), softcap(o.getSoftcap()) {
+        scale(o.getScale().convertToFloat()), softcap(o.getSoftcap()),
+        keyScale(o.getKeyScale()), valueScale(o.getValueScale()) {
     auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
     blockSize = cacheType.getDimSize(1);
     kvHeads = cacheType.getDimSize(2);
     headDim = cacheType.getDimSize(3);
     heads = o.getNumHeads();
     group = heads / kvHeads;
-    element = cacheType.getElementType();
+    element = GpuKernelEmitter::storageType(cacheType.getElementType());
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
     perLane = (headDim + kWarpSize - 1) / kWarpSize;
     int64_t perLoad = kGatherBytes / elementBytes;
@@ -388,24 +389,42 @@ private:
     });
   }
 
+  /// Elements (a scalar or a vector) of a shared tile as f32; those of an
+  /// FP8 cache (`cacheScale` set) are codes, decoded and scaled.
+  Value widen(Value x, std::optional<APFloat> cacheScale) {
+    if (cacheScale) {
+      x = decodeE4M3(b, x);
+      if (!cacheScale->isExactlyValue(1.0))
+        x = a.mul(x, splatF32(x.getType(), cacheScale->convertToFloat()));
+      return x;
+    }
+    Type f32 = b.getF32Type();
+    if (auto vector = dyn_cast<VectorType>(x.getType()))
+      f32 = vector.clone(f32);
+    return x.getType() == f32 ? x : arith::ExtFOp::create(b, f32, x);
+  }
+  Value splatF32(Type type, float value) {
+    if (auto vector = dyn_cast<VectorType>(type))
+      return vector::BroadcastOp::create(b, vector, e.f32(value));
+    return e.f32(value);
+  }
+
   /// `width` consecutive elements of row `row` of a shared tile from `d0`,
-  /// as f32.
-  SmallVector<Value> loadPiece(Value tile, Value row, Value d0) {
+  /// as f32 (see widen).
+  SmallVector<Value> loadPiece(Value tile, Value row, Value d0,
+                               std::optional<APFloat> cacheScale) {
     if (width == 1)
-      return {e.loadF32(tile, {row, d0})};
+      return {widen(a.load(tile, {row, d0}), cacheScale)};
     auto tileType = cast<MemRefType>(tile.getType());
     int64_t bytes = width * tileType.getElementTypeBitWidth() / 8;
-    Value v = vector::LoadOp::create(
-        b, VectorType::get({width}, tileType.getElementType()), tile,
-        ValueRange{row, d0}, /*nontemporal=*/false,
-        llvm::MaybeAlign(std::min<int64_t>(bytes, kGatherBytes)));
+    Value v = widen(vector::LoadOp::create(
+                        b, VectorType::get({width}, tileType.getElementType()),
+                        tile, ValueRange{row, d0}, /*nontemporal=*/false,
+                        llvm::MaybeAlign(std::min<int64_t>(bytes, kGatherBytes))),
+                    cacheScale);
     SmallVector<Value> elements;
-    for (int64_t t = 0; t < width; ++t) {
-      Value x = vector::ExtractOp::create(b, v, t);
-      elements.push_back(x.getType().isF32()
-                             ? x
-                             : arith::ExtFOp::create(b, b.getF32Type(), x));
-    }
+    for (int64_t t = 0; t < width; ++t)
+      elements.push_back(vector::ExtractOp::create(b, v, t));
     return elements;
   }
 
@@ -427,10 +446,11 @@ private:
     SmallVector<Value> dots = e.forLoop(
         zero, dim, width, SmallVector<Value>(n, e.f32(0)),
         [&](Value d0, ValueRange acc) -> SmallVector<Value> {
-          SmallVector<Value> k = loadPiece(kTile, keyRow, d0);
+          SmallVector<Value> k = loadPiece(kTile, keyRow, d0, keyScale);
           SmallVector<Value> next(acc);
           for (int64_t j = 0; j < n; ++j) {
-            SmallVector<Value> q = loadPiece(qTile, items[j].slot, d0);
+            SmallVector<Value> q =
+                loadPiece(qTile, items[j].slot, d0, std::nullopt);
             for (int64_t t = 0; t < width; ++t)
               next[j] = math::FmaOp::create(b, q[t], k[t], next[j]);
           }
@@ -466,7 +486,8 @@ private:
         [&](Value k, ValueRange acc) -> SmallVector<Value> {
           SmallVector<Value> v;
           for (int64_t i = 0; i < perLane; ++i)
-            v.push_back(e.loadF32(vTile, {a.addi(tileRow, k), laneDims[i]}));
+            v.push_back(widen(a.load(vTile, {a.addi(tileRow, k), laneDims[i]}),
+                              valueScale));
           Value source = arith::IndexCastOp::create(b, b.getI32Type(), k);
           SmallVector<Value> next(acc);
           for (int64_t j = 0; j < n; ++j) {
@@ -543,6 +564,8 @@ private:
   std::optional<uint64_t> window;
   float scale;
   std::optional<APFloat> softcap; // tanh soft-capping of the scores
+  // An FP8 cache's scales; the tiles then hold its codes (i8).
+  std::optional<APFloat> keyScale, valueScale;
   int64_t blockSize, kvHeads, headDim, heads, group, perLane, width,
       keysPerTile = 0, keysPerGather = 0;
   Type element;

@@ -18,7 +18,7 @@ GpuKernelEmitter::GpuKernelEmitter(gpu::GPUModuleOp module, StringRef symbol,
     : KernelEmitter(loc, module.getContext(), types), threads(blockSize) {
   SmallVector<Type> params;
   for (RankedTensorType type : types)
-    params.push_back(MemRefType::get({1}, type.getElementType()));
+    params.push_back(MemRefType::get({1}, storageType(type.getElementType())));
   params.append(numPushConstants(), b.getI64Type());
   b.setInsertionPointToEnd(module.getBody());
   func = gpu::GPUFuncOp::create(b, symbol, b.getFunctionType(params, {}));

@@ -24,7 +24,7 @@ int64_t gpuBlockSize(Operation *op);
 Grid buildGatherKernel(GpuKernelEmitter &e, Operation *op);
 Grid buildNormKernel(GpuKernelEmitter &e, const NormParams &params);
 Grid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
-Grid buildKvWriteKernel(GpuKernelEmitter &e);
+Grid buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp op);
 Grid buildSiluMulKernel(GpuKernelEmitter &e);
 Grid buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp op);
 Grid buildSoftcapKernel(GpuKernelEmitter &e, SoftcapOp op);

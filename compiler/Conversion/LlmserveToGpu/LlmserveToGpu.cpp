@@ -114,7 +114,7 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
         return buildLinearKernel(e, o);
       })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
-      .Case([&](KvWriteOp) { return buildKvWriteKernel(e); })
+      .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](SiluMulOp) { return buildSiluMulKernel(e); })
       .Case([&](GeluMulOp o) { return buildGeluMulKernel(e, o); })

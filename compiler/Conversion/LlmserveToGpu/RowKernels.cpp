@@ -216,16 +216,20 @@ Grid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
   return {e.dimExpr(0, 0), "1", "1"};
 }
 
-Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e) {
+Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp o) {
   Arith &a = e.arith();
   Value input = e.binding(0), cache = e.cacheSlots(1), slots = e.binding(2);
+  std::optional<APFloat> scale = o.getScale();
   Value numSlots = a.muli(e.dimSize(1, 0), e.dimSize(1, 1));
   Value t = e.blockId(0);
   Value slot = a.toIndex(a.load(slots, t));
   // Negative (padding) or out-of-pool slots write nothing.
   e.ifThen(a.cmpi(arith::CmpIPredicate::ult, slot, numSlots), [&] {
     e.threadLoop(e.dimSize(0, 1), [&](Value d) {
-      a.store(a.load(input, {t, d}), cache, {slot, d});
+      if (!scale)
+        return a.store(a.load(input, {t, d}), cache, {slot, d});
+      Value x = a.div(e.loadF32(input, {t, d}), e.f32(scale->convertToFloat()));
+      a.store(encodeE4M3(e.builder(), x), cache, {slot, d});
     });
   });
   return {e.dimExpr(0, 0), "1", "1"};

@@ -84,8 +84,9 @@ def Llmserve_WeightTensor : RankedTensorOf<[F32, F16, BF16, I8, I<4>]>;
 // A linear's weight: float, int8 with per-row scales, or int4 with scales
 // per row and group of 128 columns.
 def Llmserve_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8, I<4>]>;
-// A paged KV cache: [num_blocks, block_size, kv_heads, head_dim].
-def Llmserve_KvCache : 4DTensorOf<[F32, F16, BF16]>;
+// A paged KV cache: [num_blocks, block_size, kv_heads, head_dim], of the
+// activations' type or of 8-bit floats with a scale per cache tensor.
+def Llmserve_KvCache : 4DTensorOf<[F32, F16, BF16, F8E4M3FN]>;
 
 def Llmserve_I32Tensor1D : 1DTensorOf<[I32]>;
 def Llmserve_I32Tensor2D : 2DTensorOf<[I32]>;

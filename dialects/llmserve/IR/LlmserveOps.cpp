@@ -537,10 +537,32 @@ LogicalResult RopeOp::verify() {
 // KvWriteOp
 //===----------------------------------------------------------------------===//
 
+/// A KV cache of the activations' own type has no scales; an 8-bit one
+/// needs them (positive and finite).
+static LogicalResult verifyCacheScales(Operation *op, StringRef valueName,
+                                       Value value, Value cache,
+                                       ArrayRef<std::pair<StringRef, FloatAttr>>
+                                           scales) {
+  bool quantized = isa<Float8E4M3FNType>(
+      cast<ShapedType>(cache.getType()).getElementType());
+  for (auto [name, scale] : scales) {
+    if (quantized && !scale)
+      return op->emitOpError() << "an f8E4M3FN cache needs its " << name;
+    if (!quantized && scale)
+      return op->emitOpError()
+             << name << " applies to an f8E4M3FN cache only";
+    if (failed(verifyPositiveFinite(op, name, scale)))
+      return failure();
+  }
+  if (quantized)
+    return success();
+  return verifySameElementType(op, valueName, value, "cache", cache);
+}
+
 LogicalResult KvWriteOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifySameElementType(op, "input", getInput(), "cache",
-                                   getCache())) ||
+  if (failed(verifyCacheScales(op, "input", getInput(), getCache(),
+                               {{"scale", getScaleAttr()}})) ||
       failed(verifyDimsMatch(op, "slot_mapping", getSlotMapping(), 0, "input",
                              getInput(), 0)))
     return failure();
@@ -565,8 +587,9 @@ LogicalResult PagedAttentionOp::verify() {
       failed(verifyPositive(op, "scale", getScaleAttr())) ||
       failed(verifyPositive(op, "sliding_window", getSlidingWindowAttr())) ||
       failed(verifyPositiveFinite(op, "softcap", getSoftcapAttr())) ||
-      failed(verifySameElementType(op, "key_cache", getKeyCache(), "query",
-                                   getQuery())))
+      failed(verifyCacheScales(op, "query", getQuery(), getKeyCache(),
+                               {{"key_scale", getKeyScaleAttr()},
+                                {"value_scale", getValueScaleAttr()}})))
     return failure();
 
   int64_t numHeads = getNumHeadsAttr().getInt();

@@ -370,20 +370,27 @@ def Llmserve_KvWriteOp : Llmserve_Op<"kv_write", [
     bufferization writes the cache in place. Every slot must be in
     [0, NB * BS) and appear once.
 
+    A cache of `f8E4M3FN` (OCP FP8 e4m3) takes its `scale`: element x is
+    stored as x / scale rounded to the nearest e4m3 value (ties to even),
+    saturated to +-448. Caches of the input's own type have no scale.
+
     Example:
 
     ```mlir
     %kc2 = llmserve.kv_write %k into %kc at %slots
         : tensor<?x128xf16>, tensor<?x16x2x64xf16>, tensor<?xi32>
+    %vc2 = llmserve.kv_write %v into %vc at %slots scale 1.000000e+00
+        : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
     ```
   }];
   let arguments = (ins Llmserve_FloatTensor2D:$input,
                        Llmserve_KvCache:$cache,
-                       Llmserve_I32Tensor1D:$slot_mapping);
+                       Llmserve_I32Tensor1D:$slot_mapping,
+                       OptionalAttr<F32Attr>:$scale);
   let results = (outs Llmserve_KvCache:$result);
   let assemblyFormat = [{
-    $input `into` $cache `at` $slot_mapping attr-dict `:` type($input) `,`
-    type($cache) `,` type($slot_mapping)
+    $input `into` $cache `at` $slot_mapping (`scale` $scale^)? attr-dict `:`
+    type($input) `,` type($cache) `,` type($slot_mapping)
   }];
   let extraClassDeclaration = [{
     ::mlir::MutableOperandRange getDpsInitsMutable() {
@@ -423,6 +430,10 @@ def Llmserve_PagedAttentionOp : Llmserve_Op<"paged_attention", [Pure,
     `lse` [T, Hq] is f32 whatever the element type, so that partial results
     over disjoint KV ranges can be merged.
 
+    Caches of `f8E4M3FN` hold keys and values divided by `kv_scales`
+    (`kv_write`'s scales): the op reads key x as x * key_scale and value y
+    as y * value_scale. Caches of the query's type have no scales.
+
     Example:
 
     ```mlir
@@ -441,14 +452,17 @@ def Llmserve_PagedAttentionOp : Llmserve_Op<"paged_attention", [Pure,
                        I64Attr:$num_heads,
                        F32Attr:$scale,
                        OptionalAttr<I64Attr>:$sliding_window,
-                       OptionalAttr<F32Attr>:$softcap);
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<F32Attr>:$key_scale,
+                       OptionalAttr<F32Attr>:$value_scale);
   let results = (outs Llmserve_FloatTensor2D:$result,
                       Llmserve_F32Tensor2D:$lse);
   let assemblyFormat = [{
     $query `,` $key_cache `,` $value_cache `block_table` $block_table
     `context_len` $context_len `query_start` $query_start
     `num_heads` $num_heads `scale` $scale
-    (`sliding_window` $sliding_window^)? (`softcap` $softcap^)? attr-dict
+    (`sliding_window` $sliding_window^)? (`softcap` $softcap^)?
+    (`kv_scales` $key_scale^ `,` $value_scale)? attr-dict
     `:` type($query) `,` type($key_cache) `,` type($block_table) `,`
     type($context_len) `,` type($query_start) `->` type($lse)
   }];

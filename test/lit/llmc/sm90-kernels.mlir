@@ -139,3 +139,28 @@ func.func @linear_split_k(%x: tensor<16x2048xbf16>) -> tensor<16x256xbf16> {
   %y = llmserve.linear %x, %w : tensor<16x2048xbf16>, tensor<256x2048xbf16> -> tensor<16x256xbf16>
   return %y : tensor<16x256xbf16>
 }
+
+// An FP8 cache: kv_write divides by the scale and rounds to e4m3 codes
+// (cvt.rni for the subnormal steps), a byte a store; attention gathers 16
+// codes a thread, decodes them in registers and reads V's codes a byte a
+// lane.
+// CHECK-LABEL: .visible .entry llmserve_d{{[0-9]+}}_kv_write(
+// CHECK:      cvt.f32.bf16
+// CHECK:      cvt.rni.f32.f32
+// CHECK:      st.global.b8
+// CHECK-LABEL: .visible .entry llmserve_d{{[0-9]+}}_paged_attention(
+// CHECK:      ld.global.v4.b32
+// CHECK:      st.shared.v4.b32
+// CHECK:      bar.sync 0;
+// CHECK:      ld.shared.v4.b32
+// CHECK:      cvt.rn.f32.u32
+// CHECK:      ld.shared.b8
+func.func @paged_attention_fp8(%kc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}}, %vc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "v"}}, %bt: tensor<?x?xi32> {llmserve.contract = "block_table"}, %cl: tensor<?xi32> {llmserve.contract = "context_len"}, %qs: tensor<?xi32> {llmserve.contract = "query_start"}, %slots: tensor<?xi32> {llmserve.contract = "slot_mapping"}, %ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x128xbf16> {
+  %e = llmserve.weight "emb" : tensor<100x128xbf16>
+  %ek = llmserve.weight "emb_k" : tensor<100x64xbf16>
+  %x = llmserve.embedding %e, %ids : tensor<100x128xbf16>, tensor<?xi32> -> tensor<?x128xbf16>
+  %k = llmserve.embedding %ek, %ids : tensor<100x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+  %kc1 = llmserve.kv_write %k into %kc at %slots scale 0.5 : tensor<?x64xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %x, %kc1, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 kv_scales 0.5, 1.0 : tensor<?x128xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return %o : tensor<?x128xbf16>
+}

@@ -850,14 +850,74 @@ func.func @kv_write_result_type(%k: tensor<?x128xf16>, %c: tensor<?x16x2x64xf16>
 // -----
 
 func.func @kv_write_cache_rank(%k: tensor<?x128xf16>, %c: tensor<?x16x128xf16>, %s: tensor<?xi32>) {
-  // expected-error @+1 {{'llmserve.kv_write' op operand #1 must be 4D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x16x128xf16>'}}
+  // expected-error @+1 {{'llmserve.kv_write' op operand #1 must be 4D tensor of 32-bit float or 16-bit float or bfloat16 type or f8E4M3FN type values, but got 'tensor<?x16x128xf16>'}}
   %r = "llmserve.kv_write"(%k, %c, %s) : (tensor<?x128xf16>, tensor<?x16x128xf16>, tensor<?xi32>) -> tensor<?x16x128xf16>
+  return
+}
+
+// -----
+
+func.func @kv_write_fp8_without_scale(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf8E4M3FN>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op an f8E4M3FN cache needs its scale}}
+  %r = llmserve.kv_write %k into %c at %s : tensor<?x128xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_scale_without_fp8(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf32>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op scale applies to an f8E4M3FN cache only}}
+  %r = llmserve.kv_write %k into %c at %s scale 1.0 : tensor<?x128xf32>, tensor<?x16x2x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_zero_scale(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf8E4M3FN>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op scale must be positive and finite, got 0}}
+  %r = llmserve.kv_write %k into %c at %s scale 0.0 : tensor<?x128xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
   return
 }
 
 //===----------------------------------------------------------------------===//
 // paged_attention
 //===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @attention_fp8_without_scales(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf8E4M3FN>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op an f8E4M3FN cache needs its key_scale}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
+      : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_fp8_without_value_scale(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf8E4M3FN>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op an f8E4M3FN cache needs its value_scale}}
+  %o, %lse = "llmserve.paged_attention"(%q, %kc, %kc, %bt, %cl, %qs) <{num_heads = 8 : i64, scale = 0.125 : f32, key_scale = 1.0 : f32}>
+      : (tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<?x512xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_scales_without_fp8(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op key_scale applies to an f8E4M3FN cache only}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 kv_scales 1.0, 1.0
+      : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_infinite_scale(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf8E4M3FN>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.paged_attention' op value_scale must be positive and finite, got +Inf}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 kv_scales 1.0, 0x7F800000
+      : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
 
 // -----
 
@@ -906,7 +966,7 @@ func.func @attention_sliding_window(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64
 // -----
 
 func.func @attention_element_type(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xbf16>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
-  // expected-error @+1 {{'llmserve.paged_attention' op key_cache element type 'bf16' must equal query element type 'f32'}}
+  // expected-error @+1 {{'llmserve.paged_attention' op query element type 'f32' must equal cache element type 'bf16'}}
   %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125
       : tensor<?x512xf32>, tensor<?x16x2x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return

@@ -210,6 +210,29 @@ func.func @kv_write(%k: tensor<?x128xf16>, %cache: tensor<?x16x2x64xf16>, %slots
 
 // -----
 
+// An FP8 cache takes its scale.
+// CHECK-LABEL: func @kv_write_fp8
+func.func @kv_write_fp8(%k: tensor<?x128xbf16>, %cache: tensor<?x16x2x64xf8E4M3FN>, %slots: tensor<?xi32>)
+    -> tensor<?x16x2x64xf8E4M3FN> {
+  // CHECK: llmserve.kv_write %{{.*}} into %{{.*}} at %{{.*}} scale 5.000000e-01 : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  %c = llmserve.kv_write %k into %cache at %slots scale 0.5 : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  return %c : tensor<?x16x2x64xf8E4M3FN>
+}
+
+// -----
+
+// CHECK-LABEL: func @paged_attention_fp8
+func.func @paged_attention_fp8(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf8E4M3FN>, %vc: tensor<?x16x2x64xf8E4M3FN>,
+                               %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>)
+    -> (tensor<?x512xf32>, tensor<?x8xf32>) {
+  // CHECK: llmserve.paged_attention {{.*}} num_heads 8 scale 1.250000e-01 sliding_window 64 kv_scales 5.000000e-01, 2.500000e-01 : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>,
+  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 64 kv_scales 0.5, 0.25
+      : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %o, %lse : tensor<?x512xf32>, tensor<?x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @paged_attention
 // CHECK-SAME: (%[[Q:.*]]: tensor<?x512xf32>, %[[KC:.*]]: tensor<?x16x2x64xf32>, %[[VC:.*]]: tensor<?x16x2x64xf32>, %[[BT:.*]]: tensor<?x?xi32>, %[[CL:.*]]: tensor<?xi32>, %[[QS:.*]]: tensor<?xi32>)
 func.func @paged_attention(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %vc: tensor<?x16x2x64xf32>,
