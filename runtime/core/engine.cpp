@@ -51,6 +51,7 @@ Engine::Engine(Executor &executor, EngineConfig config)
   executor_.allocate_kv_cache(pool_.num_blocks());
   stats_.num_kv_blocks = stats_.num_free_kv_blocks = pool_.num_blocks();
   stats_.kv_block_size = pool_.block_size();
+  stats_.kv_cache_dtype = executor.kv_cache_spec().dtype;
   stats_.prefix_caching = config_.enable_prefix_caching;
 }
 

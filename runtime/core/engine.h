@@ -52,6 +52,7 @@ struct EngineStats {
   int32_t num_waiting = 0; // preempted requests included
   int32_t num_kv_blocks = 0;
   int32_t kv_block_size = 0; // tokens per block
+  std::string kv_cache_dtype; // the bundle's spelling ("bf16", "f8_e4m3")
   bool prefix_caching = false;
   int32_t num_free_kv_blocks = 0;
   int32_t num_cached_kv_blocks = 0; // held by the prefix cache

@@ -7,12 +7,14 @@
 #include "bundle/step_batch.h"
 
 #include <cstdint>
+#include <string>
 
 namespace llmserve {
 
 struct KvCacheSpec {
   int32_t block_size = 16;
   int64_t bytes_per_token = 0; // all layers, K and V
+  std::string dtype = "f32";   // the bundle's spelling ("bf16", "f8_e4m3")
 };
 
 class Executor {

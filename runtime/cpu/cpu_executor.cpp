@@ -43,6 +43,7 @@ KvCacheSpec CpuExecutor::kv_cache_spec() const {
   KvCacheSpec spec;
   spec.block_size = static_cast<int32_t>(kv->block_size);
   spec.bytes_per_token = kv->bytes_per_token;
+  spec.dtype = dtype_name(kv->dtype);
   return spec;
 }
 

@@ -245,6 +245,7 @@ KvCacheSpec CudaExecutor::kv_cache_spec() const {
   KvCacheSpec spec;
   spec.block_size = static_cast<int32_t>(manifest_.kv_cache->block_size);
   spec.bytes_per_token = manifest_.kv_cache->bytes_per_token;
+  spec.dtype = dtype_name(manifest_.kv_cache->dtype);
   return spec;
 }
 

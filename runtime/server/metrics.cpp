@@ -136,6 +136,8 @@ std::string Metrics::render(const EngineStats &s, const std::string &model_name)
   gauge("llmserve:kv_cache_usage_perc",
         "Fraction of KV blocks held by requests (1 = full).", s.kv_usage);
   gauge("llmserve:num_kv_blocks", "KV blocks in the pool.", s.num_kv_blocks);
+  gauge("llmserve:kv_cache_capacity_tokens", "Tokens the KV pool holds.",
+        double(s.num_kv_blocks) * s.kv_block_size);
   gauge("llmserve:num_free_kv_blocks", "KV blocks no request holds.", s.num_free_kv_blocks);
   gauge("llmserve:num_cached_kv_blocks",
         "KV blocks the prefix cache holds (what KV events report).", s.num_cached_kv_blocks);
@@ -194,7 +196,8 @@ std::string Metrics::render(const EngineStats &s, const std::string &model_name)
   series("gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
          number(s.kv_usage));
   series("gauge", "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", "1",
-         ",block_size=\"" + std::to_string(s.kv_block_size) + "\",num_gpu_blocks=\"" +
+         ",block_size=\"" + std::to_string(s.kv_block_size) + "\",cache_dtype=\"" +
+             label_value(s.kv_cache_dtype) + "\",num_gpu_blocks=\"" +
              std::to_string(s.num_kv_blocks) + "\",enable_prefix_caching=\"" +
              (s.prefix_caching ? "True" : "False") + "\"");
   series("counter", "vllm:prefix_cache_queries_total",

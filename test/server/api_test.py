@@ -199,7 +199,8 @@ class BatchInvariance(unittest.TestCase):
         self.assertEqual(metrics[f"vllm:num_requests_running{{{labels}}}"], 0)
         self.assertEqual(metrics[f"vllm:time_to_first_token_seconds_count{{{labels}}}"],
                          metrics["llmserve:time_to_first_token_seconds_count"])
-        self.assertIn(f'vllm:cache_config_info{{{labels},block_size="16",num_gpu_blocks="',
+        self.assertIn(f'vllm:cache_config_info{{{labels},block_size="16",cache_dtype="f32",'
+                      'num_gpu_blocks="',
                       " ".join(metrics))
         # The concurrent requests ran in back-to-back steps, whose executor
         # idle gaps the histogram holds; the engine's time adds up.
@@ -664,8 +665,24 @@ class ServeCommand(unittest.TestCase):
             out = server.output()
         self.assertIn("model llama: llama, 112,448 parameters, vocabulary 300", out)
         # 1 MiB at 512 bytes per token: 2048 tokens in 128 blocks, 8 of 256.
-        self.assertIn("KV cache: 128 blocks of 16 tokens (2,048 tokens", out)
+        self.assertIn("KV cache (f32): 128 blocks of 16 tokens (2,048 tokens", out)
         self.assertIn("at most 8.0 full-length requests at once", out)
+
+    def test_fp8_kv_cache_holds_four_times_the_tokens(self):
+        with ServerProcess(LLMRUN, bundle("llama-fp8kv"), "--kv-cache-memory", "1MiB") as server:
+            status, _, body = server.post("/v1/completions", {
+                "model": "llama-fp8kv", "prompt": "Once upon a time", "max_tokens": 8,
+                "temperature": 0, "ignore_eos": True})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["usage"]["completion_tokens"], 8)
+            metrics = server.metrics()
+            self.assertEqual(server.stop(), 0)
+            out = server.output()
+        # A byte per element where f32 takes four: 128 bytes per token.
+        self.assertIn("KV cache (f8_e4m3): 512 blocks of 16 tokens (8,192 tokens", out)
+        self.assertEqual(metrics["llmserve:kv_cache_capacity_tokens"], 8192)
+        self.assertIn('block_size="16",cache_dtype="f8_e4m3",num_gpu_blocks="512"',
+                      " ".join(metrics))
 
 
 class GenerateCommand(unittest.TestCase):

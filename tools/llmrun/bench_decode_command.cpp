@@ -112,8 +112,9 @@ int bench_decode(const Options &o) {
   const double bandwidth =
       gpu ? gpu->copy_bandwidth(kCopyBytes) : bench::host_copy_bandwidth(kCopyBytes / 4);
   std::printf("device: %s\n", loaded.description.c_str());
-  std::printf("weights: %.3f GiB; KV cache: %lld bytes per token; CUDA graphs: %s\n",
+  std::printf("weights: %.3f GiB; KV cache: %s, %lld bytes per token; CUDA graphs: %s\n",
               bench::weight_bytes(manifest) / double(1 << 30),
+              llmserve::dtype_name(manifest.kv_cache->dtype),
               static_cast<long long>(manifest.kv_cache->bytes_per_token),
               gpu && o.model.cuda_graphs ? "on" : "off");
   std::printf("copy bandwidth: %.1f GB/s (%s, bytes read + written)\n", bandwidth / 1e9,

@@ -53,11 +53,13 @@ int serve(const llmserve::ServeOptions &options) {
   std::fprintf(stderr, "INFO device: %s\n", model.loaded.description.c_str());
   std::fprintf(stderr,
                "INFO model %s: %s, %s parameters, vocabulary %lld, weights from %s\n"
-               "INFO KV cache: %d blocks of %d tokens (%s tokens, %s bytes); max_model_len %d, "
+               "INFO KV cache (%s): %d blocks of %d tokens (%s tokens, %s bytes); "
+               "max_model_len %d, "
                "so at most %.1f full-length requests at once; max_num_seqs %d\n",
                model.name.c_str(), model.config.architecture.c_str(),
                with_commas(model.num_parameters).c_str(), (long long)model.config.vocab_size,
-               model.loaded.weights_source.c_str(), stats.num_kv_blocks,
+               model.loaded.weights_source.c_str(), stats.kv_cache_dtype.c_str(),
+               stats.num_kv_blocks,
                model.executor.kv_cache_spec().block_size, with_commas(kv_tokens).c_str(),
                with_commas(kv_tokens * model.executor.kv_cache_spec().bytes_per_token).c_str(),
                config.max_model_len, double(kv_tokens) / config.max_model_len,

@@ -82,6 +82,25 @@ TEST(Manifest, SizesBuffers) {
   EXPECT_THROW(m.buffers[27].byte_size({INT64_MAX / 2, 0, 0, 0}, 27), std::runtime_error);
 }
 
+TEST(Manifest, ParsesAnFp8KvCache) {
+  json m = test::step_manifest();
+  m["kv_cache"]["dtype"] = "f8_e4m3";
+  m["kv_cache"]["bytes_per_token"] = 8; // 2 * 1 layer * 1 head * 4 dims * 1 byte
+  for (json &b : m["buffers"])
+    if (b["kind"] == "kv_cache")
+      b["dtype"] = "f8_e4m3";
+  const Manifest parsed = Manifest::parse(m.dump(), "m.json");
+  EXPECT_EQ(parsed.kv_cache->dtype, DType::F8E4M3);
+  EXPECT_EQ(parsed.buffers[25].byte_size({5, 2, 3, 10, 6}, 25), 10u * 2 * 4); // [NB,2,1,4]
+  m["kv_cache"]["bytes_per_token"] = 32;
+  EXPECT_THAT(parse_error(m.dump()),
+              HasSubstr("kv_cache.bytes_per_token: 32, but 2 * layers * kv_heads * head_dim * "
+                        "sizeof(dtype) is 8"));
+  m["kv_cache"]["bytes_per_token"] = 8;
+  m["buffers"][25]["dtype"] = "f32";
+  EXPECT_THAT(parse_error(m.dump()), HasSubstr("f32, but kv_cache.dtype is f8_e4m3"));
+}
+
 TEST(Manifest, LoadsFromFile) {
   const auto dir = test::fresh_dir();
   test::write_file(dir / "manifest.json", test::ops_manifest().dump());

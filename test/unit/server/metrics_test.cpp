@@ -45,10 +45,13 @@ TEST(Metrics, LatenciesAndCountsFromOutputs) {
   EngineStats stats;
   stats.num_running = 1;
   stats.kv_usage = 0.5;
+  stats.num_kv_blocks = 100;
+  stats.kv_block_size = 16;
   stats.num_finished[static_cast<int>(FinishReason::kAbort)] = 4;
   std::string out = "\n" + metrics.render(stats, "tiny");
   EXPECT_TRUE(has_line(out, "llmserve:num_requests_running 1"));
   EXPECT_TRUE(has_line(out, "llmserve:kv_cache_usage_perc 0.5"));
+  EXPECT_TRUE(has_line(out, "llmserve:kv_cache_capacity_tokens 1600"));
   EXPECT_TRUE(has_line(out, "llmserve:request_success_total{finished_reason=\"abort\"} 4"));
   EXPECT_TRUE(has_line(out, "llmserve:request_success_total{finished_reason=\"stop\"} 0"));
   EXPECT_TRUE(has_line(out, "llmserve:prompt_tokens_total 10"));
@@ -94,6 +97,7 @@ TEST(Metrics, VllmNamesLabelsAndBuckets) {
   stats.kv_usage = 0.25;
   stats.num_kv_blocks = 1000;
   stats.kv_block_size = 16;
+  stats.kv_cache_dtype = "f8_e4m3";
   stats.prefix_caching = true;
   stats.prefix_cache_query_tokens = 40;
   stats.prefix_cache_hit_tokens = 24;
@@ -106,7 +110,7 @@ TEST(Metrics, VllmNamesLabelsAndBuckets) {
   EXPECT_TRUE(has_line(out, "vllm:num_requests_waiting{" + labels + "} 3"));
   EXPECT_TRUE(has_line(out, "vllm:kv_cache_usage_perc{" + labels + "} 0.25"));
   EXPECT_TRUE(has_line(out, "vllm:cache_config_info{" + labels +
-                                ",block_size=\"16\",num_gpu_blocks=\"1000\","
+                                ",block_size=\"16\",cache_dtype=\"f8_e4m3\",num_gpu_blocks=\"1000\","
                                 "enable_prefix_caching=\"True\"} 1"));
   EXPECT_TRUE(has_line(out, "vllm:prefix_cache_queries_total{" + labels + "} 40"));
   EXPECT_TRUE(has_line(out, "vllm:prefix_cache_hits_total{" + labels + "} 24"));
