@@ -115,15 +115,43 @@ Value GraphBuilder::cache(int64_t layer, int role) {
   return args[abi::kNumStepArguments + 2 * layer + role];
 }
 
+/// Quantized checkpoints quantize the linears of the decoder layers; without
+/// the tensors at hand, those are the ones taken to be quantized.
+static bool inDecoderLayer(llvm::StringRef name) {
+  return name.contains(".layers.") || name.starts_with("h.") ||
+         name.contains(".h.");
+}
+
 bool GraphBuilder::storedQuantized(llvm::StringRef module) const {
-  // GPTQ and AWQ quantize the linears of the decoder layers; without the
-  // tensors at hand, those are the ones taken to be quantized.
-  if (!quantized)
+  if (!quantized || *quantized == QuantizedCheckpoint::fp8_block128)
     return false;
   if (names.empty())
-    return module.contains(".layers.") || module.starts_with("h.") ||
-           module.contains(".h.");
+    return inDecoderLayer(module);
   return names.contains((module + ".qweight").str());
+}
+
+bool GraphBuilder::storedInFp8(llvm::StringRef name) const {
+  if (quantized != QuantizedCheckpoint::fp8_block128)
+    return false;
+  // Without the tensors: the decoder layers' projections and experts, which
+  // FP8 checkpoints quantize (norms and routers stay as they are).
+  if (names.empty())
+    return inDecoderLayer(name) &&
+           (name.ends_with("_proj.weight") || name.contains(".experts."));
+  return names.contains((name + "_scale_inv").str());
+}
+
+Value GraphBuilder::storedWeight(llvm::StringRef name, RankedTensorType type,
+                                 IntegerAttr stacked, bool transposed,
+                                 DenseI64ArrayAttr rows) {
+  if (!names.empty() && !names.contains(name))
+    missing.push_back(name.str());
+  QuantizedCheckpointAttr from;
+  if (storedInFp8(name))
+    from = QuantizedCheckpointAttr::get(b.getContext(),
+                                        QuantizedCheckpoint::fp8_block128);
+  return WeightOp::create(b, loc, type, name, stacked, transposed, rows,
+                          /*quantization=*/nullptr, /*part=*/nullptr, from);
 }
 
 Value GraphBuilder::quantizedWeight(const std::string &module,
@@ -168,20 +196,21 @@ Value GraphBuilder::weight(const std::string &name, ArrayRef<int64_t> shape,
   llvm::StringRef module = llvm::StringRef(name);
   if (shape.size() == 2 && module.consume_back(".weight") && storedQuantized(module))
     return quantizedWeight(module.str(), shape, transposed, rows);
-  if (!names.empty() && !names.contains(name))
-    missing.push_back(name);
-  return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), name,
-                          /*stacked=*/nullptr, transposed, rows,
-                          /*quantization=*/nullptr, /*part=*/nullptr,
-                          /*checkpoint=*/nullptr);
+  return storedWeight(name, RankedTensorType::get(shape, f32()),
+                      /*stacked=*/nullptr, transposed, rows);
 }
 
 Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
                                   ArrayRef<int64_t> shape) {
   size_t at = pattern.find("{}");
-  for (int64_t i = 0; i < count && !names.empty(); ++i) {
+  auto expert = [&](int64_t i) {
     std::string name = pattern;
-    name.replace(at, 2, std::to_string(i));
+    return name.replace(at, 2, std::to_string(i));
+  };
+  // Experts are stored alike: all in FP8, or none.
+  bool fp8 = storedInFp8(expert(0));
+  for (int64_t i = 0; i < count && !names.empty(); ++i) {
+    std::string name = expert(i);
     llvm::StringRef module = name;
     if (module.consume_back(".weight") && storedQuantized(module)) {
       unreadable.push_back((stringifyQuantizedCheckpoint(*quantized) + " expert '" +
@@ -190,16 +219,25 @@ Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
                                .str());
       break;
     }
+    if (storedInFp8(name) != fp8) {
+      unreadable.push_back("expert '" + name + "' is stored " +
+                           (fp8 ? "without" : "with") +
+                           " FP8 block scales, unlike expert 0");
+      break;
+    }
     if (!names.contains(name))
       missing.push_back(name);
   }
   SmallVector<int64_t> stackedShape = {count};
   llvm::append_range(stackedShape, shape);
+  QuantizedCheckpointAttr from;
+  if (fp8)
+    from = QuantizedCheckpointAttr::get(b.getContext(),
+                                        QuantizedCheckpoint::fp8_block128);
   return WeightOp::create(b, loc, RankedTensorType::get(stackedShape, f32()),
                           pattern, b.getI64IntegerAttr(count),
                           /*transposed=*/false, /*rows=*/nullptr,
-                          /*quantization=*/nullptr, /*part=*/nullptr,
-                          /*checkpoint=*/nullptr);
+                          /*quantization=*/nullptr, /*part=*/nullptr, from);
 }
 
 Value GraphBuilder::embedding(Value table, llvm::StringRef indices,

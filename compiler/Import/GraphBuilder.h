@@ -102,8 +102,15 @@ private:
   /// log-probs of the model's own distribution.
   SmallVector<Value> sample(Value logits);
 
-  /// Whether the checkpoint stores the linear `module` quantized.
+  /// Whether the checkpoint stores the linear `module` quantized to 4 bits.
   bool storedQuantized(llvm::StringRef module) const;
+  /// Whether the checkpoint stores the tensor `name` in FP8 with block
+  /// scales.
+  bool storedInFp8(llvm::StringRef name) const;
+  /// `name` as a weight op of `type`, read as stored (dequantized when in
+  /// FP8), noting a missing tensor.
+  Value storedWeight(llvm::StringRef name, RankedTensorType type,
+                     IntegerAttr stacked, bool transposed, DenseI64ArrayAttr rows);
   /// The int4 values of the quantized linear `module`, whose scales and
   /// zero points `linear` finds in `quantizedParts`.
   Value quantizedWeight(const std::string &module, ArrayRef<int64_t> shape,

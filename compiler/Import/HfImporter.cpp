@@ -108,6 +108,20 @@ llvm::Expected<ModelReader> familyOf(const Config &config, llvm::StringRef model
 
 } // namespace
 
+/// quant_method fp8 (transformers' FineGrainedFP8Config): e4m3 weights
+/// with a scale per block of 128 x 128, dequantized at load.
+static llvm::Expected<std::optional<QuantizedCheckpoint>>
+readFp8Checkpoint(const Config &q) {
+  std::string format = q.string("fmt", "e4m3");
+  if (format != "e4m3")
+    return q.error("fmt '" + format + "' is not read: llmserve reads e4m3 weights");
+  constexpr int64_t kBlock = 128;
+  if (q.integers("weight_block_size") != SmallVector<int64_t>{kBlock, kBlock})
+    return q.error("weight_block_size must be [128, 128]: llmserve reads FP8 "
+                   "weights with a scale per block of 128 x 128");
+  return QuantizedCheckpoint::fp8_block128;
+}
+
 llvm::Expected<std::optional<QuantizedCheckpoint>>
 mlir::llmserve::readQuantizedCheckpoint(const Config &config) {
   const json::Object *object = config.nested("quantization_config");
@@ -115,13 +129,16 @@ mlir::llmserve::readQuantizedCheckpoint(const Config &config) {
     return std::nullopt;
   Config q(*object, config.file() + ": quantization_config");
   std::string method = q.string("quant_method", "(none)");
-  // Other stored quantizations (FP8, bitsandbytes, ...) hold packed tensors
-  // under other names; say so rather than miss their weights.
-  if (method != "gptq" && method != "awq")
+  // Other stored quantizations (bitsandbytes, compressed-tensors, ...) hold
+  // packed tensors under other names; say so rather than miss their weights.
+  if (method != "gptq" && method != "awq" && method != "fp8")
     return config.error("quantization_config.quant_method '" + method +
                         "' is not read: llmc imports unquantized f32, f16 and "
-                        "bf16 checkpoints and 4-bit GPTQ and AWQ ones (llmc "
-                        "compile --quantize int8|int4 quantizes an unquantized one)");
+                        "bf16 checkpoints, 4-bit GPTQ and AWQ ones and FP8 ones "
+                        "with block scales (llmc compile --quantize int8|int4 "
+                        "quantizes an unquantized one)");
+  if (method == "fp8")
+    return readFp8Checkpoint(q);
   int64_t bits, groupSize;
   LLMSERVE_TRY_ASSIGN(bits, q.integer("bits"));
   LLMSERVE_TRY_ASSIGN(groupSize, q.integer("group_size"));

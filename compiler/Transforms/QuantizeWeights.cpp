@@ -80,7 +80,7 @@ struct QuantizeWeightsPass
                             weight.getTransposedAttr(), weight.getRowsAttr(),
                             WeightQuantizationAttr::get(ctx, quantization),
                             QuantizedPartAttr::get(ctx, which),
-                            /*checkpoint=*/nullptr);
+                            weight.getCheckpointAttr());
   }
 
   static void quantizeLinears(WeightOp weight, ArrayRef<LinearOp> linears,

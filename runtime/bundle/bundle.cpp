@@ -81,6 +81,7 @@ void Bundle::bind_weights(const std::string &checkpoint_dir) {
   }
   quantized_.clear(); // arrays no buffer asked for
   unpacked_.clear();
+  dequantized_.reset();
 }
 
 const TensorView &Bundle::find_tensor(const std::string &name) const {
@@ -96,6 +97,35 @@ const TensorView &Bundle::find_tensor(const std::string &name) const {
 
 bool Bundle::has_tensor(const std::string &name) const {
   return checkpoint_ ? checkpoint_->find(name) != nullptr : embedded_->find(name) != nullptr;
+}
+
+const TensorView &Bundle::source_tensor(const Buffer &b, const std::string &name) {
+  const bool fp8 = b.from == QuantizedCheckpoint::Fp8Block128;
+  if (fp8 && dequantized_ && dequantized_->view.name == name)
+    return dequantized_->view;
+  const TensorView &t = find_tensor(name);
+  if (!fp8) {
+    if (t.dtype == DType::F8E4M3)
+      throw std::runtime_error("tensor '" + name + "' in " + weights_source_ +
+                               " is f8_e4m3, and the bundle reads it without block scales "
+                               "(import the checkpoint with its quantization_config)");
+    return t;
+  }
+  const std::string scale_name = fp8_scale_name(name);
+  const TensorView &scales = find_tensor(scale_name);
+  Dequantized d;
+  try {
+    d.values = dequantize_fp8_block128(t, scales);
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error(std::string("FP8 weight '") + name + "' in " + weights_source_ +
+                             ": " + e.what());
+  }
+  release(t);
+  release(scales);
+  d.view = TensorView{name, DType::F32, t.shape, reinterpret_cast<const uint8_t *>(d.values.data()),
+                      d.values.size() * sizeof(float)};
+  dequantized_ = std::move(d);
+  return dequantized_->view;
 }
 
 namespace {
@@ -157,9 +187,9 @@ void *Bundle::bind_weight(const Buffer &b) {
     want.push_back(dim.evaluate(Symbols{}));
   if (b.stacked)
     return bind_stacked_weight(b, want);
-  if (b.from)
+  if (b.from && *b.from != QuantizedCheckpoint::Fp8Block128)
     return bind_checkpoint_quantized(b, want);
-  const TensorView &t = find_tensor(b.tensor);
+  const TensorView &t = source_tensor(b, b.tensor);
   if (b.quantization)
     return bind_quantized_weight(b, t, want);
   check_weight_shape(b, t, want);
@@ -169,7 +199,7 @@ void *Bundle::bind_weight(const Buffer &b) {
   for (int64_t d : want)
     bytes *= static_cast<size_t>(d);
   const bool aligned = reinterpret_cast<uintptr_t>(source.data) % dtype_size(b.dtype) == 0;
-  if (source.dtype == b.dtype && !b.transpose && aligned && !b.panels16) {
+  if (source.dtype == b.dtype && !b.transpose && aligned && !b.panels16 && !b.from) {
     mapped_weight_bytes_ += bytes;
     return const_cast<uint8_t *>(source.data); // mapped read-only
   }
@@ -188,7 +218,7 @@ void *Bundle::bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &w
   for (int64_t i = 0; i < want[0]; ++i) {
     Buffer one = b;
     one.tensor = b.stacked_tensor(i);
-    const TensorView &t = find_tensor(one.tensor);
+    const TensorView &t = source_tensor(one, one.tensor);
     uint8_t *slice = static_cast<uint8_t *>(stack.data()) + static_cast<size_t>(i) * each_bytes;
     if (b.quantization) {
       const AlignedBuffer part = quantized_part(one, t, each);
@@ -347,6 +377,9 @@ void Bundle::convert_into(const Buffer &b, const TensorView &t, DType dtype,
 }
 
 void Bundle::release(const TensorView &t) {
+  // A dequantized copy is not in the file; its source was released.
+  if (dequantized_ && t.data == dequantized_->view.data)
+    return;
   if (checkpoint_)
     checkpoint_->release(t);
   else

@@ -48,6 +48,10 @@ private:
   void bind_weights(const std::string &checkpoint_dir);
   const TensorView &find_tensor(const std::string &name) const;
   bool has_tensor(const std::string &name) const;
+  // The tensor `name` as weight buffer `b` reads it: the checkpoint's, or an
+  // FP8 checkpoint's weight (`from` fp8_block128) dequantized to f32. A
+  // float8 tensor read otherwise is an error: it needs its block scales.
+  const TensorView &source_tensor(const Buffer &b, const std::string &name);
   // Base address of weight buffer `b`: in the mapped file or converted.
   void *bind_weight(const Buffer &b);
   // A weight of stacked tensors, each converted (or quantized) into its
@@ -96,6 +100,13 @@ private:
   // Linears unpacked from a quantized checkpoint, by (module, rows), until
   // their three buffers are bound.
   std::map<std::tuple<std::string, int64_t, int64_t>, Int4WithZeros> unpacked_;
+  // The FP8 weight dequantized last, kept for the next buffer that reads it
+  // (a quantized weight's two arrays); empty after loading.
+  struct Dequantized {
+    std::vector<float> values;
+    TensorView view;
+  };
+  std::optional<Dequantized> dequantized_;
   std::vector<void *> weights_; // by buffer id
   size_t mapped_weight_bytes_ = 0;
   size_t converted_weight_bytes_ = 0;

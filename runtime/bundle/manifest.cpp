@@ -282,6 +282,13 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       buf.panels16 = name == "panels16";
       buf.rows8x64 = name == "rows8x64";
     }
+    if (const json *from = r.optional_field(b, "from")) {
+      const std::string layout = r.string(*from, p + ".from");
+      buf.from = parse_quantized_checkpoint(layout);
+      if (!buf.from)
+        r.fail(p + ".from", "unknown quantized checkpoint '" + layout +
+                                "' (expected gptq, gptq_v2, awq or fp8_block128)");
+    }
     if (const json *quantization = r.optional_field(b, "quantization")) {
       const std::string scheme = r.string(*quantization, p + ".quantization");
       buf.quantization = parse_quantization(scheme);
@@ -295,19 +302,15 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (!parsed)
         r.fail(p + ".part", "unknown part '" + part + "' (expected values, scales or zeros)");
       buf.part = *parsed;
-      if (const json *from = r.optional_field(b, "from")) {
-        const std::string layout = r.string(*from, p + ".from");
-        buf.from = parse_quantized_checkpoint(layout);
-        if (!buf.from)
-          r.fail(p + ".from", "unknown quantized checkpoint '" + layout +
-                                  "' (expected gptq, gptq_v2 or awq)");
-        if (*buf.quantization != WeightQuantization::Int4Group128 || buf.stacked ||
-            transform != "none")
-          r.fail(p + ".from", "a quantized checkpoint's linear is int4_group128, not "
-                              "stacked and not transposed");
-      } else if (buf.part == QuantizedPart::Zeros) {
-        r.fail(p + ".part", "zeros come from a quantized checkpoint (\"from\")");
-      }
+      if (buf.from && *buf.from != QuantizedCheckpoint::Fp8Block128 &&
+          (*buf.quantization != WeightQuantization::Int4Group128 || buf.stacked ||
+           transform != "none"))
+        r.fail(p + ".from", "a 4-bit checkpoint's linear is int4_group128, not "
+                            "stacked and not transposed");
+      if (buf.part == QuantizedPart::Zeros &&
+          (!buf.from || *buf.from == QuantizedCheckpoint::Fp8Block128))
+        r.fail(p + ".part", "zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 "
+                            "or awq)");
       if (buf.part == QuantizedPart::Zeros &&
           (buf.dtype != DType::I8 || buf.shape.size() != 2 || buf.rows8x64))
         r.fail(p, "int4_group128 zeros are a 2-D i8 array, got " +
@@ -337,9 +340,10 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
                            buf.shape[1].evaluate({}) % 64 != 0))
         r.fail(p + ".layout", "rows8x64 needs rows a multiple of 8 and columns of 64, got [" +
                                   shape_text(buf.shape) + "]");
-    } else if (r.optional_field(b, "part") || r.optional_field(b, "from")) {
-      r.fail(p + (r.optional_field(b, "part") ? ".part" : ".from"),
-             "a part of a weight that is not quantized");
+    } else if (r.optional_field(b, "part")) {
+      r.fail(p + ".part", "a part of a weight that is not quantized");
+    } else if (buf.from && *buf.from != QuantizedCheckpoint::Fp8Block128) {
+      r.fail(p + ".from", "a 4-bit checkpoint's linear is read quantized");
     } else if (buf.rows8x64) {
       r.fail(p + ".layout", "rows8x64 holds quantized values only");
     }

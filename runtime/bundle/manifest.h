@@ -83,8 +83,10 @@ struct Buffer {
   // of its arrays this buffer holds (the values' [N, K] or the scales' [N]).
   std::optional<WeightQuantization> quantization;
   QuantizedPart part = QuantizedPart::Values;
-  // A linear the checkpoint stores quantized (int4_group128 only): `tensor`
-  // is its module, whose tensors this layout unpacks into the part.
+  // A weight the checkpoint stores quantized. GPTQ or AWQ (int4_group128
+  // only): `tensor` is the linear's module, whose tensors this layout unpacks
+  // into the part. fp8_block128: `tensor` is an FP8 weight, dequantized with
+  // its block scales before anything else is done to it.
   std::optional<QuantizedCheckpoint> from;
   // kind == KvCache
   int64_t layer = -1;

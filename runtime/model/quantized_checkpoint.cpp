@@ -51,13 +51,15 @@ const char *quantized_checkpoint_name(QuantizedCheckpoint c) {
     return "gptq_v2";
   case QuantizedCheckpoint::Awq:
     return "awq";
+  case QuantizedCheckpoint::Fp8Block128:
+    return "fp8_block128";
   }
   return "?";
 }
 
 std::optional<QuantizedCheckpoint> parse_quantized_checkpoint(std::string_view name) {
-  for (QuantizedCheckpoint c :
-       {QuantizedCheckpoint::Gptq, QuantizedCheckpoint::GptqV2, QuantizedCheckpoint::Awq})
+  for (QuantizedCheckpoint c : {QuantizedCheckpoint::Gptq, QuantizedCheckpoint::GptqV2,
+                                QuantizedCheckpoint::Awq, QuantizedCheckpoint::Fp8Block128})
     if (name == quantized_checkpoint_name(c))
       return c;
   return std::nullopt;
@@ -127,6 +129,40 @@ Int4WithZeros unpack_int4_checkpoint(QuantizedCheckpoint layout, const TensorVie
                          ": act-order (desc_act) checkpoints are not supported");
   }
   return out;
+}
+
+std::string fp8_scale_name(const std::string &weight) { return weight + "_scale_inv"; }
+
+std::vector<float> dequantize_fp8_block128(const TensorView &weight, const TensorView &scale_inv) {
+  constexpr int64_t kBlock = 128;
+  if (weight.dtype != DType::F8E4M3 || weight.shape.size() != 2)
+    fail(weight, std::string(dtype_name(weight.dtype)) + " " + shape_text(weight.shape) +
+                     ", but an FP8 checkpoint stores a 2-D f8_e4m3 weight");
+  const int64_t n = weight.shape[0], k = weight.shape[1];
+  const std::vector<int64_t> blocks = {(n + kBlock - 1) / kBlock, (k + kBlock - 1) / kBlock};
+  if (scale_inv.dtype != DType::F32 && scale_inv.dtype != DType::BF16)
+    fail(scale_inv, std::string(dtype_name(scale_inv.dtype)) +
+                        ", but block scales are f32 or bf16");
+  if (scale_inv.shape != blocks)
+    fail(scale_inv, shape_text(scale_inv.shape) + ", but " + weight.name + " " +
+                        shape_text(weight.shape) + " in blocks of 128 x 128 has " +
+                        shape_text(blocks) + " scales");
+  std::vector<float> scales(static_cast<size_t>(blocks[0] * blocks[1]));
+  convert_tensor(scale_inv, DType::F32, /*transpose=*/false, scales.data());
+  for (size_t i = 0; i < scales.size(); ++i)
+    if (!std::isfinite(scales[i]))
+      fail(scale_inv, "scale " + std::to_string(scales[i]) + " of block [" +
+                          std::to_string(i / blocks[1]) + ", " + std::to_string(i % blocks[1]) +
+                          "] is not finite");
+  std::vector<float> w(static_cast<size_t>(n * k));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      const uint8_t code = weight.data[r * k + c];
+      if ((code & 0x7f) == 0x7f)
+        fail(weight, "element [" + std::to_string(r) + ", " + std::to_string(c) + "] is NaN");
+      w[r * k + c] = e4m3_to_f32(code) * scales[(r / kBlock) * blocks[1] + c / kBlock];
+    }
+  return w;
 }
 
 } // namespace llmserve

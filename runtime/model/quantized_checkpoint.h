@@ -1,5 +1,6 @@
-// Linears a checkpoint stores already quantized to 4 bits (GPTQ, AWQ),
-// unpacked into int4_group128 arrays with zero points (docs/bundle.md).
+// Weights a checkpoint stores quantized: linears in 4 bits (GPTQ, AWQ),
+// unpacked into int4_group128 arrays with zero points, and FP8 weights with
+// block scales, dequantized (docs/bundle.md).
 #ifndef LLMSERVE_MODEL_QUANTIZED_CHECKPOINT_H
 #define LLMSERVE_MODEL_QUANTIZED_CHECKPOINT_H
 
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -24,9 +26,14 @@ enum class QuantizedCheckpoint {
   // [K / G, N / 8], eight values along N a word in the order 0, 2, 4, 6, 1,
   // 3, 5, 7 (word bits 4i hold column 8j + order[i]); scales [K / G, N].
   Awq,
+  // quant_method fp8 with weight_block_size [128, 128] (Qwen3-8B-FP8,
+  // DeepSeek-V3): weight F8_E4M3 [N, K] and weight_scale_inv F32 or BF16
+  // [ceil(N / 128), ceil(K / 128)], w[n, k] = weight[n, k] *
+  // weight_scale_inv[n / 128, k / 128].
+  Fp8Block128,
 };
 
-// The bundle's spellings: "gptq", "gptq_v2", "awq".
+// The bundle's spellings: "gptq", "gptq_v2", "awq", "fp8_block128".
 const char *quantized_checkpoint_name(QuantizedCheckpoint c);
 std::optional<QuantizedCheckpoint> parse_quantized_checkpoint(std::string_view name);
 
@@ -48,6 +55,15 @@ struct Int4WithZeros {
 Int4WithZeros unpack_int4_checkpoint(QuantizedCheckpoint layout, const TensorView &qweight,
                                      const TensorView &qzeros, const TensorView &scales,
                                      const TensorView *g_idx);
+
+// The name of an FP8 weight's block scales: "<weight>_scale_inv".
+std::string fp8_scale_name(const std::string &weight);
+
+// An FP8 weight with 128 x 128 block scales as f32 [N, K], row-major.
+// Throws std::runtime_error naming the tensor at fault: a weight that is not
+// a 2-D F8_E4M3 tensor or holds a NaN code, scales that are not F32 or BF16
+// [ceil(N / 128), ceil(K / 128)] or not finite.
+std::vector<float> dequantize_fp8_block128(const TensorView &weight, const TensorView &scale_inv);
 
 } // namespace llmserve
 

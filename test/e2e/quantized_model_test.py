@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The shipped model (examples/kjv-devil-tiny) compiled with --quantize int8
-and int4, and with an FP8 KV cache (--kv-cache-dtype fp8), against the same
-model in f32:
+and int4, with an FP8 KV cache (--kv-cache-dtype fp8), and stored as an FP8
+checkpoint (its decoder layers' linears in e4m3 with a scale per block of
+128 x 128, as Qwen's FP8 checkpoints are), against the same model in f32:
 
 - `llmrun bench ppl` of the f32 bundle equals the perplexity the torch
   reference computes on the same windows (so the scoring is right);
@@ -9,6 +10,7 @@ model in f32:
   within 1% of the f32 bundle's, with a small mean KL divergence;
 - the int4 bundle's within 10%, with a mean KL divergence below 0.3 nats;
 - the FP8 KV cache's within 1%, with a mean KL divergence below 0.02 nats;
+- the FP8 checkpoint's within 1%, with a mean KL divergence below 0.02 nats;
 - the int8 and FP8 KV bundles' greedy continuations of the end-to-end prompts
   equal the f32 bundle's
   up to the first step where the reference's two best logits are closer than
@@ -24,6 +26,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -31,7 +34,10 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))
 import torch_reference  # noqa: E402
+from checkpoints import quantized  # noqa: E402
+from safetensors_io import read_checkpoint, write_safetensors  # noqa: E402
 
 MODEL = os.path.join(ROOT, "examples", "kjv-devil-tiny")
 TEXT = "/usr/share/games/fortunes/fortunes"  # Debian's fortunes: held out
@@ -70,6 +76,23 @@ def reference_perplexity(model, tokens, bos):
     return math.exp(nll / scored)
 
 
+def write_fp8_checkpoint(directory):
+    """The shipped model as an FP8 checkpoint in `directory`: its config with
+    an fp8 quantization_config, its tokenizer, and its weights with the
+    decoder layers' linears in e4m3."""
+    os.makedirs(directory, exist_ok=True)
+    for name in os.listdir(MODEL):
+        if name.endswith(".json"):
+            shutil.copy(os.path.join(MODEL, name), directory)
+    with open(os.path.join(MODEL, "config.json")) as f:
+        config = json.load(f)
+    config["quantization_config"] = quantized.quantization_config("fp8")
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f)
+    write_safetensors(os.path.join(directory, "model.safetensors"),
+                      quantized.quantize_checkpoint("fp8", read_checkpoint(MODEL)))
+
+
 def main():
     build, work = (os.path.abspath(a) for a in sys.argv[1:3])
     os.makedirs(work, exist_ok=True)
@@ -79,12 +102,17 @@ def main():
     f32, int8 = os.path.join(work, "f32.llmb"), os.path.join(work, "int8.llmb")
     int4 = os.path.join(work, "int4.llmb")
     fp8_kv = os.path.join(work, "fp8-kv.llmb")
+    fp8_checkpoint, fp8_mlir = os.path.join(work, "fp8-checkpoint"), os.path.join(work, "fp8.mlir")
+    fp8 = os.path.join(work, "fp8.llmb")
     plain = os.path.join(work, "plain.llmb")
     run(llmc, "import", MODEL, "-o", mlir, "--logits-entry")
     run(llmc, "compile", mlir, "-o", f32)
     run(llmc, "compile", mlir, "-o", int8, "--quantize", "int8")
     run(llmc, "compile", mlir, "-o", int4, "--quantize", "int4")
     run(llmc, "compile", mlir, "-o", fp8_kv, "--kv-cache-dtype", "fp8")
+    write_fp8_checkpoint(fp8_checkpoint)
+    run(llmc, "import", fp8_checkpoint, "-o", fp8_mlir, "--logits-entry")
+    run(llmc, "compile", fp8_mlir, "-o", fp8)
     torch.set_num_threads(1)
     model = torch_reference.load_model(MODEL)
     failed = 0
@@ -129,6 +157,13 @@ def main():
     check(abs(quantized / baseline - 1) < 0.01,
           f"FP8 KV perplexity {quantized:.4f} within 1% of f32's {baseline:.4f}")
     check(0 < kl < 0.02, f"mean KL(f32 || FP8 KV) {kl:.6f} nats")
+
+    # e4m3 weights with a scale per block of 128 x 128, dequantized at load.
+    out = run(llmrun, *ppl[:2], fp8, "--baseline", f32, *ppl[2:])
+    quantized_ppl, kl = (report(out, n) for n in ("perplexity", "mean KL"))
+    check(abs(quantized_ppl / baseline - 1) < 0.01,
+          f"FP8 checkpoint perplexity {quantized_ppl:.4f} within 1% of f32's {baseline:.4f}")
+    check(0 < kl < 0.02, f"mean KL(f32 || FP8 checkpoint) {kl:.6f} nats")
 
     encoded = run(llmrun, "tokenize", "--tokenizer", MODEL,
                   stdin="".join(json.dumps(p) + "\n" for p in PROMPTS)).splitlines()

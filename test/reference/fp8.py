@@ -29,3 +29,18 @@ def e4m3_round(x):
     below, above = a - MAGNITUDES[lower], MAGNITUDES[upper] - a
     pick = np.where((above < below) | ((above == below) & (upper % 2 == 0)), upper, lower)
     return np.copysign(MAGNITUDES[pick], x)
+
+
+def e4m3_codes(x):
+    """The e4m3 codes (uint8) of x rounded as e4m3_round rounds it."""
+    rounded = e4m3_round(x)
+    codes = np.searchsorted(MAGNITUDES, np.abs(rounded)).astype(np.uint8)
+    return codes | np.where(np.signbit(rounded), 0x80, 0).astype(np.uint8)
+
+
+def e4m3_values(codes):
+    """float64 values of e4m3 codes (uint8); NaN for the NaN codes."""
+    codes = np.asarray(codes, dtype=np.uint8)
+    magnitude = codes & 0x7F
+    values = np.where(magnitude == 0x7F, np.nan, MAGNITUDES[np.minimum(magnitude, 0x7E)])
+    return np.where(codes & 0x80, -values, values)

@@ -1,10 +1,17 @@
-"""Linears a checkpoint stores quantized to 4 bits, as the formats define
-them: AutoGPTQ's (quant_method gptq; checkpoint_format gptq or gptq_v2) and
-AutoAWQ's GEMM layout (quant_method awq). `dequantize` turns each quantized
-module's qweight, qzeros and scales (and GPTQ's g_idx) back into the float
-`<module>.weight` [N, K] the models read: W = (q - z) * s per group."""
+"""Linears a checkpoint stores quantized, as the formats define them:
+AutoGPTQ's 4 bits (quant_method gptq; checkpoint_format gptq or gptq_v2),
+AutoAWQ's GEMM layout (quant_method awq) and FP8 e4m3 weights with a scale
+per block of 128 x 128 (quant_method fp8, transformers' FineGrainedFP8).
+`dequantize` turns each quantized module's qweight, qzeros and scales (and
+GPTQ's g_idx) back into the float `<module>.weight` [N, K] the models read,
+W = (q - z) * s per group, and each FP8 weight into weight * weight_scale_inv
+of its block."""
 
+import numpy as np
 import torch
+
+from fp8 import e4m3_values
+from safetensors_io import E4M3Codes
 
 AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
 
@@ -53,9 +60,29 @@ def dequantize_linear(layout, qweight, qzeros, scales, g_idx=None):
     return w.T.contiguous()
 
 
+FP8_BLOCK = 128
+
+
+def dequantize_fp8(codes, scale_inv):
+    """The float64 [N, K] weight of FP8 codes [N, K] and their block scales
+    [ceil(N / 128), ceil(K / 128)]."""
+    n, k = codes.shape
+    scales = scale_inv.to(torch.float64)
+    block = scales.repeat_interleave(FP8_BLOCK, 0)[:n].repeat_interleave(FP8_BLOCK, 1)[:, :k]
+    return torch.from_numpy(e4m3_values(codes.numpy())) * block
+
+
 def dequantize(config, weights):
     """`weights` with every quantized module's tensors replaced by its
     `<module>.weight`, exactly (float64)."""
+    q = config.get("quantization_config") or {}
+    if q.get("quant_method") == "fp8":
+        if q.get("weight_block_size") != [FP8_BLOCK, FP8_BLOCK]:
+            raise ValueError(f"quantization_config {q} is not FP8 in blocks of 128 x 128")
+        out = dict(weights)
+        for name in [n for n, t in weights.items() if isinstance(t, E4M3Codes)]:
+            out[name] = dequantize_fp8(weights[name].codes, out.pop(name + "_scale_inv"))
+        return out
     layout = gptq_layout(config)
     if layout is None:
         return weights

@@ -18,6 +18,17 @@ DTYPES = {
     "BOOL": torch.bool,
 }
 NAMES = {dtype: name for name, dtype in DTYPES.items()}
+FP8_E4M3 = "F8_E4M3"
+
+
+class E4M3Codes:
+    """An F8_E4M3 tensor (torch 1.13 has no float8 type): its codes as a
+    uint8 tensor, written and read under the F8_E4M3 dtype."""
+
+    def __init__(self, codes):
+        assert codes.dtype == torch.uint8
+        self.codes = codes
+        self.shape = codes.shape
 
 # Same-width integer types: torch 1.13 cannot hand bfloat16 to numpy.
 _BYTES_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -33,10 +44,10 @@ def header_for(entries):
     header = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, dtype, shape in entries:
-        nbytes = torch.empty((), dtype=dtype).element_size()
+        nbytes = 1 if dtype == FP8_E4M3 else torch.empty((), dtype=dtype).element_size()
         for d in shape:
             nbytes *= d
-        header[name] = {"dtype": NAMES[dtype], "shape": list(shape),
+        header[name] = {"dtype": dtype if dtype == FP8_E4M3 else NAMES[dtype], "shape": list(shape),
                         "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -49,7 +60,10 @@ def write_safetensors(path, tensors):
     checkpoint is produced one tensor at a time."""
     entries, makers = [], []
     for name, value in tensors.items():
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, E4M3Codes):
+            entries.append((name, FP8_E4M3, tuple(value.shape)))
+            makers.append(lambda value=value: value.codes)
+        elif isinstance(value, torch.Tensor):
             entries.append((name, value.dtype, tuple(value.shape)))
             makers.append(lambda value=value: value)
         else:
@@ -63,7 +77,8 @@ def write_safetensors(path, tensors):
         out.write(header)
         for (name, dtype, shape), make in zip(entries, makers):
             tensor = make()
-            if tensor.dtype != dtype or tuple(tensor.shape) != shape:
+            stored = torch.uint8 if dtype == FP8_E4M3 else dtype
+            if tensor.dtype != stored or tuple(tensor.shape) != shape:
                 raise ValueError(f"{path}: tensor '{name}' is {tensor.dtype} {tuple(tensor.shape)}, "
                                  f"declared {dtype} {shape}")
             out.write(tensor_bytes(tensor))
@@ -85,9 +100,10 @@ def read_safetensors(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        if info["dtype"] not in DTYPES:
+        fp8 = info["dtype"] == FP8_E4M3
+        if info["dtype"] not in DTYPES and not fp8:
             continue  # a dtype llmserve does not read either (F64, I8, ...)
-        dtype = DTYPES[info["dtype"]]
+        dtype = torch.uint8 if fp8 else DTYPES[info["dtype"]]
         begin, end = info["data_offsets"]
         count = 1
         for d in info["shape"]:
@@ -100,6 +116,8 @@ def read_safetensors(path):
         raw = body[begin:end]
         tensors[name] = (torch.frombuffer(raw, dtype=dtype) if count else
                          torch.empty(0, dtype=dtype)).reshape(info["shape"])
+        if fp8:
+            tensors[name] = E4M3Codes(tensors[name])
     covered = 0
     for begin, end, name in sorted(spans):
         if begin < covered:

@@ -97,7 +97,7 @@ def Llmserve_QuantizedPartAttr
     : EnumAttr<Llmserve_Dialect, Llmserve_QuantizedPart, "quantized_part">;
 
 def Llmserve_QuantizedCheckpoint : I32Enum<"QuantizedCheckpoint",
-    "the layout of a checkpoint that stores a linear quantized to 4 bits", [
+    "the layout of a checkpoint that stores a weight quantized", [
       // AutoGPTQ: qweight int32 [K / 8, N] packed along K, qzeros int32
       // [K / G, N / 8] holding each zero point minus one, scales [K / G, N],
       // g_idx [K].
@@ -107,7 +107,11 @@ def Llmserve_QuantizedCheckpoint : I32Enum<"QuantizedCheckpoint",
       // AutoAWQ's GEMM layout: qweight int32 [K, N / 8] and qzeros int32
       // [K / G, N / 8] packed along N in the order 0, 2, 4, 6, 1, 3, 5, 7;
       // scales [K / G, N].
-      I32EnumCase<"awq", 2>
+      I32EnumCase<"awq", 2>,
+      // quant_method fp8 with weight_block_size [128, 128]: the weight F8_E4M3
+      // [N, K] and its `<weight>_scale_inv` [ceil(N / 128), ceil(K / 128)],
+      // w = weight * scale of its block.
+      I32EnumCase<"fp8_block128", 3>
     ]> {
   let cppNamespace = "::mlir::llmserve";
 }

@@ -193,17 +193,17 @@ LogicalResult WeightOp::verify() {
   if (quantization.has_value() != part.has_value())
     return emitOpError("quantization and part go together");
   // A checkpoint quantized by GPTQ or AWQ: int4 with zero points, read from
-  // the module's tensors as they are.
-  if (getCheckpoint()) {
-    if (quantization != WeightQuantization::int4_group128 || stacked ||
-        getTransposed())
-      return emitOpError("a weight from a quantized checkpoint is an "
-                         "int4_group128 array of an untransposed, unstacked "
-                         "linear");
-  } else if (part == QuantizedPart::zeros) {
-    return emitOpError("zeros come from a quantized checkpoint ('from gptq', "
+  // the module's tensors as they are. An FP8 one's weights are dequantized
+  // first, then read as any float tensor is.
+  std::optional<QuantizedCheckpoint> checkpoint = getCheckpoint();
+  bool fourBit = checkpoint && *checkpoint != QuantizedCheckpoint::fp8_block128;
+  if (fourBit && (quantization != WeightQuantization::int4_group128 ||
+                  stacked || getTransposed()))
+    return emitOpError("a weight from a 4-bit checkpoint is an int4_group128 "
+                       "array of an untransposed, unstacked linear");
+  if (!fourBit && part == QuantizedPart::zeros)
+    return emitOpError("zeros come from a 4-bit checkpoint ('from gptq', "
                        "'from gptq_v2' or 'from awq')");
-  }
   if (part == QuantizedPart::zeros) {
     if (type.getRank() != 2 || !type.getElementType().isInteger(8))
       return emitOpError() << "the zeros of an int4_group128 weight are a 2-D "

@@ -46,6 +46,11 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     them into `values`, `scales` and `zeros`, the i8 [N, K / 128] zero point
     z in [0, 16] of each row and group, for w = (values + 8 - z) * scales.
 
+    With `from fp8_block128` (quantized or not), `tensor_name` is an FP8
+    e4m3 weight of an FP8 checkpoint and `<tensor_name>_scale_inv` its
+    scales, one per block of 128 x 128: the runtime dequantizes it first,
+    then reads it as any float tensor.
+
     With `stacked <E>`, the result's leading dimension is E and slice e of
     it is the tensor named by `tensor_name` with its one `{}` replaced by e
     (transposed, sliced and quantized as said here, each on its own): the
@@ -65,6 +70,8 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     %s = llmserve.weight "lm_head.weight" quantized int8_channel scales : tensor<512xf32>
     %z = llmserve.weight "model.layers.0.mlp.up_proj" quantized int4_group128 zeros from awq
         : tensor<512x2xi8>
+    %f = llmserve.weight "model.layers.0.mlp.down_proj.weight" from fp8_block128
+        : tensor<64x512xf32>
     ```
   }];
   let arguments = (ins StrAttr:$tensor_name,

@@ -1,4 +1,5 @@
 #include "bundle/bundle.h"
+#include "model/convert.h"
 #include "model/quantize.h"
 
 #include "support/test_bundle.h"
@@ -192,6 +193,69 @@ TEST(Bundle, UnpacksAGptqLinearIntoItsThreeArrays) {
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'm#values'): gptq linear 'm' in " +
                                          (dir / "weights.safetensors").string() +
                                          ": tensor 'm.qzeros' is missing"));
+}
+
+TEST(Bundle, DequantizesFp8WeightsByBlockAndQuantizesThemAgain) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  // "f": an FP8 weight of 130 x 3 (blocks of rows [0, 128) and [128, 130)),
+  // read as f32, transposed as f16, and as int8_channel values and scales.
+  auto buffer = [](const char *name, const char *dtype, json shape) {
+    return json{{"kind", "weight"}, {"name", name},  {"dtype", dtype},
+                {"shape", shape},   {"tensor", "f"}, {"transform", "none"},
+                {"from", "fp8_block128"}};
+  };
+  m["buffers"].push_back(buffer("f", "f32", {130, 3}));            // 10
+  m["buffers"].push_back(buffer("f^T", "f16", {3, 130}));          // 11
+  m["buffers"].back()["transform"] = "transpose";
+  m["buffers"].push_back(buffer("f#values", "i8", {130, 3}));      // 12
+  m["buffers"].back().update({{"quantization", "int8_channel"}, {"part", "values"}});
+  m["buffers"].push_back(buffer("f#scales", "f32", {130}));        // 13
+  m["buffers"].back().update({{"quantization", "int8_channel"}, {"part", "scales"}});
+  test::write_bundle(dir, m);
+  // Codes 0x38 (1.0) and 0xc0 (-2.0) in turn; block scales 0.5 and 4.
+  test::TestTensor codes{"f", DType::F8E4M3, {130, 3}, std::vector<uint8_t>(130 * 3)};
+  for (size_t i = 0; i < codes.bytes.size(); ++i)
+    codes.bytes[i] = i % 2 ? 0xc0 : 0x38;
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back(codes);
+  weights.push_back(test::f32_tensor("f_scale_inv", {2, 1}, {0.5f, 4.0f}));
+  test::write_weights(dir / "weights.safetensors", weights);
+  const Bundle bundle(dir.string());
+  auto want = [](int n, int k) { return ((n * 3 + k) % 2 ? -2.0f : 1.0f) * (n < 128 ? 0.5f : 4.0f); };
+  const std::vector<float> f = floats(bundle.weight(10), 130 * 3);
+  const auto *transposed = static_cast<const uint16_t *>(bundle.weight(11));
+  const auto *values = static_cast<const int8_t *>(bundle.weight(12));
+  const std::vector<float> scales = floats(bundle.weight(13), 130);
+  for (int n = 0; n < 130; ++n) {
+    // Each row holds w and -2w (or -2w and w): its int8 scale is 2|w| / 127.
+    EXPECT_EQ(scales[n], 2 * std::fabs(want(n, 0) + want(n, 1)) / 127) << n;
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(f[n * 3 + k], want(n, k)) << n << "," << k;
+      EXPECT_EQ(f16_to_f32(transposed[k * 130 + n]), want(n, k)) << n << "," << k;
+      EXPECT_EQ(values[n * 3 + k], want(n, k) < 0 ? -127 : 64) << n << "," << k;
+    }
+  }
+
+  // Scales of the wrong shape, and the codes read without them.
+  weights.back() = test::f32_tensor("f_scale_inv", {1, 1}, {0.5f});
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("buffers[10] (weight 'f'): FP8 weight 'f' in " +
+                        (dir / "weights.safetensors").string() +
+                        ": tensor 'f_scale_inv': [1, 1], but f [130, 3] in blocks of 128 x 128 "
+                        "has [2, 1] scales"));
+  weights.pop_back();
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("tensor 'f_scale_inv' is missing"));
+  for (int i = 10; i < 14; ++i)
+    m["buffers"][i].erase("from");
+  m["buffers"].erase(m["buffers"].begin() + 11, m["buffers"].end());
+  test::write_bundle(dir, m);
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("buffers[10] (weight 'f'): tensor 'f' in " +
+                        (dir / "weights.safetensors").string() +
+                        " is f8_e4m3, and the bundle reads it without block scales"));
 }
 
 TEST(Bundle, PacksPanelsOfSixteenColumns) {

@@ -246,22 +246,30 @@ const BrokenCase kBroken[] = {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
                                {"part", "zeros"}});
      },
-     "buffers[5].part: zeros come from a quantized checkpoint (\"from\")"},
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq)"},
+    {"zeros from an FP8 checkpoint",
+     [](json &m) {
+       m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
+                               {"part", "zeros"}, {"from", "fp8_block128"}});
+     },
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq)"},
     {"unknown quantized checkpoint",
      [](json &m) {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {8, 1}}, {"quantization", "int4_group128"},
                                {"part", "zeros"}, {"from", "exl2"}});
      },
-     "buffers[5].from: unknown quantized checkpoint 'exl2' (expected gptq, gptq_v2 or awq)"},
+     "buffers[5].from: unknown quantized checkpoint 'exl2' (expected gptq, gptq_v2, awq or "
+     "fp8_block128)"},
     {"int8 from a quantized checkpoint",
      [](json &m) {
        m["buffers"][5].update({{"dtype", "f32"}, {"quantization", "int8_channel"},
                                {"part", "scales"}, {"from", "awq"}});
      },
-     "buffers[5].from: a quantized checkpoint's linear is int4_group128, not stacked and not "
+     "buffers[5].from: a 4-bit checkpoint's linear is int4_group128, not stacked and not "
      "transposed"},
-    {"from on a weight that is not quantized", [](json &m) { m["buffers"][5]["from"] = "gptq"; },
-     "buffers[5].from: a part of a weight that is not quantized"},
+    {"a 4-bit checkpoint's weight read as floats",
+     [](json &m) { m["buffers"][5]["from"] = "gptq"; },
+     "buffers[5].from: a 4-bit checkpoint's linear is read quantized"},
     {"stacked count", [](json &m) { m["buffers"][8]["stacked"] = 0; },
      "buffers[8].stacked: must be positive, got 0"},
     {"stacked without a placeholder", [](json &m) { m["buffers"][8]["stacked"] = 4; },

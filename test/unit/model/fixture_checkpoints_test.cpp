@@ -91,12 +91,13 @@ Shapes llama_shapes(const json &c) {
   return s;
 }
 
-// A 4-bit GPTQ or AWQ checkpoint of `s`'s tensors: each decoder-layer
-// linear [N, K] as qweight, qzeros and scales (and GPTQ's g_idx), groups of
-// `group` inputs.
+// A quantized checkpoint of `s`'s tensors: each decoder-layer linear [N, K]
+// in 4-bit GPTQ or AWQ as qweight, qzeros and scales (and GPTQ's g_idx),
+// groups of `group` inputs; or in FP8 as the weight and its scales, one per
+// block of 128 x 128.
 Shapes quantized_shapes(const json &q, const Shapes &s) {
-  const bool awq = q["quant_method"] == "awq";
-  const int64_t group = q["group_size"];
+  const bool awq = q["quant_method"] == "awq", fp8 = q["quant_method"] == "fp8";
+  const int64_t group = fp8 ? 0 : q["group_size"].get<int64_t>();
   Shapes out;
   for (const auto &[name, shape] : s) {
     const std::string suffix = "_proj.weight";
@@ -107,6 +108,11 @@ Shapes quantized_shapes(const json &q, const Shapes &s) {
     }
     const std::string module = name.substr(0, name.size() - std::string(".weight").size());
     const int64_t n = shape[0], k = shape[1];
+    if (fp8) {
+      out[name] = shape;
+      out[name + "_scale_inv"] = {(n + 127) / 128, (k + 127) / 128};
+      continue;
+    }
     out[module + ".qweight"] = awq ? std::vector<int64_t>{k, n / 8} : std::vector<int64_t>{k / 8, n};
     out[module + ".qzeros"] = {k / group, n / 8};
     out[module + ".scales"] = {k / group, n};
@@ -242,11 +248,13 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
       }
       ++matched;
       EXPECT_EQ(t->shape, it->second) << t->name;
-      // The packed values, zero points and groups of a quantized linear.
+      // The packed values, zero points and groups of a quantized linear,
+      // and the codes of an FP8 one (whose scales are in the config's type).
       const bool packed = t->name.find(".qweight") != std::string::npos ||
                           t->name.find(".qzeros") != std::string::npos ||
                           t->name.find(".g_idx") != std::string::npos;
-      EXPECT_EQ(t->dtype, packed ? DType::I32 : dtype) << t->name;
+      const bool fp8 = expected.count(t->name + "_scale_inv") != 0;
+      EXPECT_EQ(t->dtype, packed ? DType::I32 : fp8 ? DType::F8E4M3 : dtype) << t->name;
     }
     EXPECT_EQ(matched, expected.size());
   }

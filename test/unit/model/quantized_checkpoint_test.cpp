@@ -152,5 +152,72 @@ TEST(QuantizedCheckpoint, NamesTheTensorAtFault) {
   }
 }
 
+// An FP8 weight of 130 x 200 (2 x 2 blocks, the last ones partial) whose
+// element (n, k) has code (n + k) % 120 and block (i, j) the scale i + 2j + 1.
+struct Fp8Weight {
+  Tensor weight{"w", DType::F8E4M3, {130, 200}, 1};
+  Tensor scales{"w_scale_inv", DType::F32, {2, 2}, 4};
+
+  Fp8Weight() {
+    for (int64_t n = 0; n < 130; ++n)
+      for (int64_t k = 0; k < 200; ++k)
+        weight.bytes[n * 200 + k] = static_cast<uint8_t>((n + k) % 120);
+    for (int i = 0; i < 4; ++i) {
+      const float s = float(i / 2 + 2 * (i % 2) + 1);
+      std::memcpy(scales.bytes.data() + 4 * i, &s, 4);
+    }
+  }
+};
+
+TEST(QuantizedCheckpoint, DequantizesFp8WeightsByBlock) {
+  Fp8Weight f;
+  EXPECT_EQ(fp8_scale_name("model.layers.0.mlp.up_proj.weight"),
+            "model.layers.0.mlp.up_proj.weight_scale_inv");
+  const std::vector<float> w = dequantize_fp8_block128(f.weight.view, f.scales.view);
+  ASSERT_EQ(w.size(), 130u * 200);
+  for (int64_t n : {0, 5, 127, 128, 129})
+    for (int64_t k : {0, 77, 127, 128, 199}) {
+      const float scale = float(n / 128 + 2 * (k / 128) + 1);
+      EXPECT_EQ(w[n * 200 + k], e4m3_to_f32(static_cast<uint8_t>((n + k) % 120)) * scale)
+          << n << ", " << k;
+    }
+  // bf16 scales read the same.
+  Tensor bf16("w_scale_inv", DType::BF16, {2, 2}, 2);
+  for (int i = 0; i < 4; ++i) {
+    const uint16_t h = f32_to_bf16(float(i / 2 + 2 * (i % 2) + 1));
+    std::memcpy(bf16.bytes.data() + 2 * i, &h, 2);
+  }
+  EXPECT_EQ(dequantize_fp8_block128(f.weight.view, bf16.view), w);
+}
+
+TEST(QuantizedCheckpoint, NamesTheFp8TensorAtFault) {
+  auto error = [](const TensorView &weight, const TensorView &scales) -> std::string {
+    try {
+      dequantize_fp8_block128(weight, scales);
+    } catch (const std::runtime_error &e) {
+      return e.what();
+    }
+    return "(dequantized)";
+  };
+  Fp8Weight f;
+  Tensor not_fp8("w", DType::F16, {130, 200}, 2);
+  EXPECT_EQ(error(not_fp8.view, f.scales.view),
+            "tensor 'w': f16 [130, 200], but an FP8 checkpoint stores a 2-D f8_e4m3 weight");
+  Tensor per_tensor("w_scale_inv", DType::F32, {1}, 4);
+  EXPECT_EQ(error(f.weight.view, per_tensor.view),
+            "tensor 'w_scale_inv': [1], but w [130, 200] in blocks of 128 x 128 has [2, 2] "
+            "scales");
+  Tensor int_scales("w_scale_inv", DType::I32, {2, 2}, 4);
+  EXPECT_EQ(error(f.weight.view, int_scales.view),
+            "tensor 'w_scale_inv': i32, but block scales are f32 or bf16");
+  const float inf = std::numeric_limits<float>::infinity();
+  std::memcpy(f.scales.bytes.data() + 4 * 3, &inf, 4);
+  EXPECT_THAT(error(f.weight.view, f.scales.view),
+              HasSubstr("tensor 'w_scale_inv': scale inf of block [1, 1] is not finite"));
+  Fp8Weight nan;
+  nan.weight.bytes[3 * 200 + 4] = 0xff;
+  EXPECT_EQ(error(nan.weight.view, nan.scales.view), "tensor 'w': element [3, 4] is NaN");
+}
+
 } // namespace
 } // namespace llmserve

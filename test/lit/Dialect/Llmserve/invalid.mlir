@@ -132,15 +132,23 @@ func.func @weight_not_float() {
 }
 
 func.func @weight_zeros_without_checkpoint() {
-  // expected-error @+1 {{'llmserve.weight' op zeros come from a quantized checkpoint ('from gptq', 'from gptq_v2' or 'from awq')}}
+  // expected-error @+1 {{'llmserve.weight' op zeros come from a 4-bit checkpoint ('from gptq', 'from gptq_v2' or 'from awq')}}
   %w = llmserve.weight "w" quantized int4_group128 zeros : tensor<4x1xi8>
   return
 }
 
 // -----
 
+func.func @weight_zeros_from_fp8() {
+  // expected-error @+1 {{'llmserve.weight' op zeros come from a 4-bit checkpoint ('from gptq', 'from gptq_v2' or 'from awq')}}
+  %w = llmserve.weight "w" quantized int4_group128 zeros from fp8_block128 : tensor<4x1xi8>
+  return
+}
+
+// -----
+
 func.func @weight_checkpoint_int8() {
-  // expected-error @+1 {{'llmserve.weight' op a weight from a quantized checkpoint is an int4_group128 array of an untransposed, unstacked linear}}
+  // expected-error @+1 {{'llmserve.weight' op a weight from a 4-bit checkpoint is an int4_group128 array of an untransposed, unstacked linear}}
   %w = llmserve.weight "w" quantized int8_channel scales from awq : tensor<4xf32>
   return
 }

@@ -48,6 +48,21 @@ func.func @gptq_linear(%x: tensor<?x256xf32>) -> tensor<?x16xf32> {
 
 // -----
 
+// An FP8 checkpoint's weights, dequantized at load: read as floats, stacked,
+// or quantized again.
+// CHECK-LABEL: func @fp8_checkpoint_weights
+func.func @fp8_checkpoint_weights() -> (tensor<64x256xf32>, tensor<4x64x256xbf16>, tensor<64x256xi8>) {
+  // CHECK: llmserve.weight "down_proj.weight" from fp8_block128 : tensor<64x256xf32>
+  %w = llmserve.weight "down_proj.weight" from fp8_block128 : tensor<64x256xf32>
+  // CHECK: llmserve.weight "experts.{}.up_proj.weight" stacked 4 from fp8_block128 : tensor<4x64x256xbf16>
+  %e = llmserve.weight "experts.{}.up_proj.weight" stacked 4 from fp8_block128 : tensor<4x64x256xbf16>
+  // CHECK: llmserve.weight "q_proj.weight" quantized int8_channel values from fp8_block128 : tensor<64x256xi8>
+  %q = llmserve.weight "q_proj.weight" quantized int8_channel values from fp8_block128 : tensor<64x256xi8>
+  return %w, %e, %q : tensor<64x256xf32>, tensor<4x64x256xbf16>, tensor<64x256xi8>
+}
+
+// -----
+
 // CHECK-LABEL: func @int4_weight
 func.func @int4_weight() -> (tensor<128x256xi4>, tensor<128x2xf32>) {
   // CHECK: llmserve.weight "w" quantized int4_group128 values : tensor<128x256xi4>
