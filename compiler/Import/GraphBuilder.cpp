@@ -13,7 +13,7 @@ namespace abi = ::llmserve::abi;
 GraphBuilder::GraphBuilder(MLIRContext *context, const ModelShape &shape,
                            const ImportOptions &options,
                            const llvm::StringSet<> &names,
-                           std::optional<QuantizedCheckpoint> quantized)
+                           std::optional<StoredQuantization> quantized)
     : b(context), loc(b.getUnknownLoc()), m(shape), options(options),
       names(names), quantized(quantized) {}
 
@@ -123,7 +123,7 @@ static bool inDecoderLayer(llvm::StringRef name) {
 }
 
 bool GraphBuilder::storedQuantized(llvm::StringRef module) const {
-  if (!quantized || *quantized == QuantizedCheckpoint::fp8_block128)
+  if (!quantized || quantized->layout == QuantizedCheckpoint::fp8_block128)
     return false;
   if (names.empty())
     return inDecoderLayer(module);
@@ -131,7 +131,7 @@ bool GraphBuilder::storedQuantized(llvm::StringRef module) const {
 }
 
 bool GraphBuilder::storedInFp8(llvm::StringRef name) const {
-  if (quantized != QuantizedCheckpoint::fp8_block128)
+  if (!quantized || quantized->layout != QuantizedCheckpoint::fp8_block128)
     return false;
   // Without the tensors: the decoder layers' projections and experts, which
   // FP8 checkpoints quantize (norms and routers stay as they are).
@@ -163,7 +163,7 @@ Value GraphBuilder::quantizedWeight(const std::string &module,
   if (transposed || shape[1] % kInt4GroupColumns != 0 ||
       shape[0] % LlmserveDialect::kRowBlockRows != 0) {
     unreadable.push_back(
-        (stringifyQuantizedCheckpoint(*quantized) + " linear '" + module + "' is " +
+        (stringifyQuantizedCheckpoint(quantized->layout) + " linear '" + module + "' is " +
          (transposed ? "a transposed (Conv1D) one" : "[" + std::to_string(shape[0]) +
                                                          ", " + std::to_string(shape[1]) + "]") +
          ": llmserve reads 4-bit linears [N, K] with N a multiple of 8 and K of 128")
@@ -174,12 +174,16 @@ Value GraphBuilder::quantizedWeight(const std::string &module,
                             /*checkpoint=*/nullptr);
   }
   MLIRContext *ctx = b.getContext();
+  auto from = QuantizedCheckpointAttr::get(ctx, quantized->layout);
+  if (quantized->actOrder)
+    return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), module,
+                            /*stacked=*/nullptr, transposed, rows,
+                            /*quantization=*/nullptr, /*part=*/nullptr, from);
   auto part = [&](QuantizedPart which, Type type) {
     return WeightOp::create(
         b, loc, type, module, /*stacked=*/nullptr, transposed, rows,
         WeightQuantizationAttr::get(ctx, WeightQuantization::int4_group128),
-        QuantizedPartAttr::get(ctx, which),
-        QuantizedCheckpointAttr::get(ctx, *quantized));
+        QuantizedPartAttr::get(ctx, which), from);
   };
   auto valuesType = RankedTensorType::get(shape, b.getIntegerType(4));
   Value values = part(QuantizedPart::values, valuesType);
@@ -213,7 +217,7 @@ Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
     std::string name = expert(i);
     llvm::StringRef module = name;
     if (module.consume_back(".weight") && storedQuantized(module)) {
-      unreadable.push_back((stringifyQuantizedCheckpoint(*quantized) + " expert '" +
+      unreadable.push_back((stringifyQuantizedCheckpoint(quantized->layout) + " expert '" +
                             module + "': llmserve reads the experts of a mixture "
                             "unquantized (llmc compile --quantize int8 quantizes them)")
                                .str());

@@ -29,10 +29,10 @@ class GraphBuilder {
 public:
   /// `names` are the checkpoint's tensors; empty means the weights are not
   /// there, and names are not checked. With `quantized`, the checkpoint's
-  /// decoder-layer linears are stored in that 4-bit layout.
+  /// decoder-layer linears are stored so.
   GraphBuilder(MLIRContext *context, const ModelShape &shape,
                const ImportOptions &options, const llvm::StringSet<> &names,
-               std::optional<QuantizedCheckpoint> quantized = {});
+               std::optional<StoredQuantization> quantized = {});
 
   /// The module of `model`'s entry points; an error names the first tensor
   /// the checkpoint lacks.
@@ -112,7 +112,8 @@ private:
   Value storedWeight(llvm::StringRef name, RankedTensorType type,
                      IntegerAttr stacked, bool transposed, DenseI64ArrayAttr rows);
   /// The int4 values of the quantized linear `module`, whose scales and
-  /// zero points `linear` finds in `quantizedParts`.
+  /// zero points `linear` finds in `quantizedParts`; for an act-order
+  /// checkpoint, its float weight, dequantized at load.
   Value quantizedWeight(const std::string &module, ArrayRef<int64_t> shape,
                         bool transposed, DenseI64ArrayAttr rows);
 
@@ -121,7 +122,7 @@ private:
   const ModelShape &m;
   const ImportOptions &options;
   const llvm::StringSet<> &names;
-  std::optional<QuantizedCheckpoint> quantized;
+  std::optional<StoredQuantization> quantized;
   /// The scales and zero points of each quantized linear's values.
   llvm::DenseMap<Value, std::pair<Value, Value>> quantizedParts;
   ValueRange args;

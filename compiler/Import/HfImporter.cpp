@@ -110,7 +110,7 @@ llvm::Expected<ModelReader> familyOf(const Config &config, llvm::StringRef model
 
 /// quant_method fp8 (transformers' FineGrainedFP8Config): e4m3 weights
 /// with a scale per block of 128 x 128, dequantized at load.
-static llvm::Expected<std::optional<QuantizedCheckpoint>>
+static llvm::Expected<std::optional<StoredQuantization>>
 readFp8Checkpoint(const Config &q) {
   std::string format = q.string("fmt", "e4m3");
   if (format != "e4m3")
@@ -119,10 +119,10 @@ readFp8Checkpoint(const Config &q) {
   if (q.integers("weight_block_size") != SmallVector<int64_t>{kBlock, kBlock})
     return q.error("weight_block_size must be [128, 128]: llmserve reads FP8 "
                    "weights with a scale per block of 128 x 128");
-  return QuantizedCheckpoint::fp8_block128;
+  return StoredQuantization{QuantizedCheckpoint::fp8_block128};
 }
 
-llvm::Expected<std::optional<QuantizedCheckpoint>>
+llvm::Expected<std::optional<StoredQuantization>>
 mlir::llmserve::readQuantizedCheckpoint(const Config &config) {
   const json::Object *object = config.nested("quantization_config");
   if (!object)
@@ -154,16 +154,15 @@ mlir::llmserve::readQuantizedCheckpoint(const Config &config) {
       return q.error("version '" + version + "' is not read: llmserve reads AWQ's gemm layout");
     if (!q.boolean("zero_point", true))
       return q.error("zero_point false is not read: llmserve reads AWQ with zero points");
-    return QuantizedCheckpoint::awq;
+    return StoredQuantization{QuantizedCheckpoint::awq};
   }
-  if (q.boolean("desc_act", false))
-    return q.error("desc_act true (act-order) is not read: llmserve reads GPTQ "
-                   "checkpoints whose groups are consecutive columns");
   std::string format = q.string("checkpoint_format", "gptq");
   if (format != "gptq" && format != "gptq_v2")
     return q.error("checkpoint_format '" + format +
                    "' is not read (supported: gptq, gptq_v2)");
-  return format == "gptq" ? QuantizedCheckpoint::gptq : QuantizedCheckpoint::gptq_v2;
+  return StoredQuantization{format == "gptq" ? QuantizedCheckpoint::gptq
+                                             : QuantizedCheckpoint::gptq_v2,
+                            q.boolean("desc_act", false)};
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>

@@ -23,10 +23,19 @@ struct ImportOptions {
   bool logitsEntry = false;
 };
 
+/// How a quantized checkpoint stores its linears.
+struct StoredQuantization {
+  QuantizedCheckpoint layout;
+  /// GPTQ's desc_act: a linear's groups of 128 inputs follow the activation
+  /// order, not consecutive columns, so the int4 kernel cannot read it as
+  /// stored; it is dequantized when the bundle loads.
+  bool actOrder = false;
+};
+
 /// How config.json's quantization_config says the checkpoint stores its
-/// linears: nothing for an unquantized checkpoint, the 4-bit GPTQ or AWQ
+/// linears: nothing for an unquantized checkpoint, the GPTQ, AWQ or FP8
 /// layout llmserve reads, or an error naming what it cannot read.
-llvm::Expected<std::optional<QuantizedCheckpoint>>
+llvm::Expected<std::optional<StoredQuantization>>
 readQuantizedCheckpoint(const Config &config);
 
 /// Builds the `step` function of the checkpoint in `dir` from its

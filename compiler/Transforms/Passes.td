@@ -128,7 +128,10 @@ def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
     uses of the weight (the embedding table of tied word embeddings, a
     linear's input) keep the float weight. The stacked weights that
     expert_linear reads are quantized by int8_channel whatever the scheme,
-    one scale per expert and row (expert_linear has no int4 kernel).
+    one scale per expert and row (expert_linear has no int4 kernel). A
+    weight dequantized from a quantized checkpoint (`from`) keeps its
+    origin, and a 4-bit checkpoint's linear under int4_group128 gets its
+    zero points too, so that the runtime reads it as stored where it can.
   }];
   let options = [
     Option<"scheme", "scheme", "std::string", /*default=*/"\"int8_channel\"",

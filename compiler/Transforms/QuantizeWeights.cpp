@@ -93,11 +93,20 @@ struct QuantizeWeightsPass
         quantizedPart(weight, quantization, QuantizedPart::values, valuesType);
     WeightOp scales = quantizedPart(weight, quantization, QuantizedPart::scales,
                                     quantizedScalesType(valuesType));
+    // A 4-bit checkpoint's linear (dequantized, being act-order) comes back
+    // as int4 with its zero points, which the runtime reads as stored where
+    // the groups allow.
+    std::optional<QuantizedCheckpoint> from = weight.getCheckpoint();
+    Value zeros;
+    if (quantization == WeightQuantization::int4_group128 && from &&
+        *from != QuantizedCheckpoint::fp8_block128)
+      zeros = quantizedPart(weight, quantization, QuantizedPart::zeros,
+                            quantizedZerosType(valuesType));
     for (LinearOp linear : linears) {
       OpBuilder at(linear);
       auto quantized = LinearOp::create(at, linear.getLoc(), linear.getType(),
-                                        linear.getInput(), values, scales,
-                                        /*zeros=*/Value(), linear.getBias());
+                                        linear.getInput(), values, scales, zeros,
+                                        linear.getBias());
       quantized->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
       linear.replaceAllUsesWith(quantized.getResult());
       linear.erase();

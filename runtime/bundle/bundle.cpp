@@ -100,32 +100,61 @@ bool Bundle::has_tensor(const std::string &name) const {
 }
 
 const TensorView &Bundle::source_tensor(const Buffer &b, const std::string &name) {
-  const bool fp8 = b.from == QuantizedCheckpoint::Fp8Block128;
-  if (fp8 && dequantized_ && dequantized_->view.name == name)
-    return dequantized_->view;
-  const TensorView &t = find_tensor(name);
-  if (!fp8) {
+  if (!b.from) {
+    const TensorView &t = find_tensor(name);
     if (t.dtype == DType::F8E4M3)
       throw std::runtime_error("tensor '" + name + "' in " + weights_source_ +
                                " is f8_e4m3, and the bundle reads it without block scales "
                                "(import the checkpoint with its quantization_config)");
     return t;
   }
-  const std::string scale_name = fp8_scale_name(name);
-  const TensorView &scales = find_tensor(scale_name);
+  if (dequantized_ && dequantized_->view.name == name)
+    return dequantized_->view;
   Dequantized d;
-  try {
-    d.values = dequantize_fp8_block128(t, scales);
-  } catch (const std::runtime_error &e) {
-    throw std::runtime_error(std::string("FP8 weight '") + name + "' in " + weights_source_ +
-                             ": " + e.what());
+  std::vector<int64_t> shape;
+  if (*b.from == QuantizedCheckpoint::Fp8Block128) {
+    const TensorView &t = find_tensor(name);
+    const TensorView &scales = find_tensor(fp8_scale_name(name));
+    try {
+      d.values = dequantize_fp8_block128(t, scales);
+    } catch (const std::runtime_error &e) {
+      throw std::runtime_error(std::string("FP8 weight '") + name + "' in " + weights_source_ +
+                               ": " + e.what());
+    }
+    release(t);
+    release(scales);
+    shape = t.shape;
+  } else {
+    const Int4WithZeros &q = unpacked_linear(*b.from, name);
+    d.values = dequantize_int4(q);
+    shape = {q.rows, q.cols};
   }
-  release(t);
-  release(scales);
-  d.view = TensorView{name, DType::F32, t.shape, reinterpret_cast<const uint8_t *>(d.values.data()),
+  d.view = TensorView{name, DType::F32, shape, reinterpret_cast<const uint8_t *>(d.values.data()),
                       d.values.size() * sizeof(float)};
   dequantized_ = std::move(d);
   return dequantized_->view;
+}
+
+const Int4WithZeros &Bundle::unpacked_linear(QuantizedCheckpoint layout,
+                                             const std::string &m) {
+  auto [it, fresh] = unpacked_.try_emplace(m);
+  if (!fresh)
+    return it->second;
+  try {
+    const TensorView *g_idx = nullptr;
+    if (layout != QuantizedCheckpoint::Awq && has_tensor(m + ".g_idx"))
+      g_idx = &find_tensor(m + ".g_idx");
+    it->second = unpack_int4_checkpoint(layout, find_tensor(m + ".qweight"),
+                                        find_tensor(m + ".qzeros"), find_tensor(m + ".scales"),
+                                        g_idx);
+  } catch (const std::runtime_error &e) {
+    unpacked_.erase(it);
+    throw std::runtime_error(std::string(quantized_checkpoint_name(layout)) + " linear '" + m +
+                             "' in " + weights_source_ + ": " + e.what());
+  }
+  for (const char *name : {".qweight", ".qzeros", ".scales"})
+    release(find_tensor(m + name));
+  return it->second;
 }
 
 namespace {
@@ -187,7 +216,8 @@ void *Bundle::bind_weight(const Buffer &b) {
     want.push_back(dim.evaluate(Symbols{}));
   if (b.stacked)
     return bind_stacked_weight(b, want);
-  if (b.from && *b.from != QuantizedCheckpoint::Fp8Block128)
+  if (b.from && *b.from != QuantizedCheckpoint::Fp8Block128 &&
+      b.quantization == WeightQuantization::Int4Group128)
     return bind_checkpoint_quantized(b, want);
   const TensorView &t = source_tensor(b, b.tensor);
   if (b.quantization)
@@ -233,31 +263,25 @@ void *Bundle::bind_stacked_weight(const Buffer &b, const std::vector<int64_t> &w
 }
 
 void *Bundle::bind_checkpoint_quantized(const Buffer &b, const std::vector<int64_t> &want) {
-  // The three arrays come from one unpacking of the module's tensors; the
-  // first of its buffers to bind unpacks them, the others take the rest.
-  const auto key = std::make_tuple(b.tensor, b.rows_begin, b.rows_end);
-  auto [it, fresh] = unpacked_.try_emplace(key);
-  Int4WithZeros &q = it->second;
   const std::string &m = b.tensor;
-  if (fresh) {
-    try {
-      const TensorView *g_idx = nullptr;
-      if (*b.from != QuantizedCheckpoint::Awq && has_tensor(m + ".g_idx"))
-        g_idx = &find_tensor(m + ".g_idx");
-      q = unpack_int4_checkpoint(*b.from, find_tensor(m + ".qweight"),
-                                 find_tensor(m + ".qzeros"), find_tensor(m + ".scales"), g_idx);
-    } catch (const std::runtime_error &e) {
-      unpacked_.erase(it);
-      throw std::runtime_error(std::string(quantized_checkpoint_name(*b.from)) + " linear '" +
-                               m + "' in " + weights_source_ + ": " + e.what());
-    }
-    for (const char *name : {".qweight", ".qzeros", ".scales"})
-      release(find_tensor(m + name));
-  }
-  // The rows [begin, end) of the module's outputs this buffer holds.
+  const Int4WithZeros &q = unpacked_linear(*b.from, m);
   const int64_t groups = q.cols / kInt4GroupSize;
   const int64_t begin = b.rows_end >= 0 ? b.rows_begin : 0;
   const int64_t end = b.rows_end >= 0 ? b.rows_end : q.rows;
+  // Groups that are not consecutive columns (act-order): int4_group128 of
+  // the dequantized weight, whose zero point is 8 everywhere.
+  if (q.act_order) {
+    if (b.part != QuantizedPart::Zeros)
+      return bind_quantized_weight(b, source_tensor(b, m), want);
+    if (want != std::vector<int64_t>{end - begin, groups})
+      throw std::runtime_error(std::string(quantized_checkpoint_name(*b.from)) + " linear '" +
+                               m + "' has " + std::to_string(groups) +
+                               " groups, but its zeros buffer is " + dims_text(want));
+    AlignedBuffer zeros(static_cast<size_t>((end - begin) * groups));
+    std::memset(zeros.data(), 8, zeros.size());
+    return keep_converted(std::move(zeros));
+  }
+  // The rows [begin, end) of the module's outputs this buffer holds.
   const int64_t per_row = b.part == QuantizedPart::Values ? q.cols : groups;
   const std::vector<int64_t> expected = {end - begin, b.part == QuantizedPart::Values
                                                           ? q.cols / 2

@@ -48,10 +48,12 @@ private:
   void bind_weights(const std::string &checkpoint_dir);
   const TensorView &find_tensor(const std::string &name) const;
   bool has_tensor(const std::string &name) const;
-  // The tensor `name` as weight buffer `b` reads it: the checkpoint's, or an
-  // FP8 checkpoint's weight (`from` fp8_block128) dequantized to f32. A
-  // float8 tensor read otherwise is an error: it needs its block scales.
+  // The tensor `name` as weight buffer `b` reads it: the checkpoint's, or a
+  // quantized checkpoint's weight (`from`) dequantized to f32. A float8
+  // tensor read otherwise is an error: it needs its block scales.
   const TensorView &source_tensor(const Buffer &b, const std::string &name);
+  // The linear `module` of a 4-bit checkpoint, unpacked once.
+  const Int4WithZeros &unpacked_linear(QuantizedCheckpoint layout, const std::string &module);
   // Base address of weight buffer `b`: in the mapped file or converted.
   void *bind_weight(const Buffer &b);
   // A weight of stacked tensors, each converted (or quantized) into its
@@ -97,9 +99,9 @@ private:
   std::map<std::tuple<std::string, bool, int64_t, int64_t, WeightQuantization>,
            QuantizedMatrix>
       quantized_;
-  // Linears unpacked from a quantized checkpoint, by (module, rows), until
-  // their three buffers are bound.
-  std::map<std::tuple<std::string, int64_t, int64_t>, Int4WithZeros> unpacked_;
+  // Linears unpacked from a 4-bit checkpoint, by module; empty after
+  // loading.
+  std::map<std::string, Int4WithZeros> unpacked_;
   // The FP8 weight dequantized last, kept for the next buffer that reads it
   // (a quantized weight's two arrays); empty after loading.
   struct Dequantized {

@@ -289,6 +289,9 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
         r.fail(p + ".from", "unknown quantized checkpoint '" + layout +
                                 "' (expected gptq, gptq_v2, awq or fp8_block128)");
     }
+    if (buf.from && *buf.from != QuantizedCheckpoint::Fp8Block128 &&
+        (buf.stacked || transform != "none"))
+      r.fail(p + ".from", "a 4-bit checkpoint's linear is neither stacked nor transposed");
     if (const json *quantization = r.optional_field(b, "quantization")) {
       const std::string scheme = r.string(*quantization, p + ".quantization");
       buf.quantization = parse_quantization(scheme);
@@ -302,15 +305,11 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (!parsed)
         r.fail(p + ".part", "unknown part '" + part + "' (expected values, scales or zeros)");
       buf.part = *parsed;
-      if (buf.from && *buf.from != QuantizedCheckpoint::Fp8Block128 &&
-          (*buf.quantization != WeightQuantization::Int4Group128 || buf.stacked ||
-           transform != "none"))
-        r.fail(p + ".from", "a 4-bit checkpoint's linear is int4_group128, not "
-                            "stacked and not transposed");
       if (buf.part == QuantizedPart::Zeros &&
-          (!buf.from || *buf.from == QuantizedCheckpoint::Fp8Block128))
+          (!buf.from || *buf.from == QuantizedCheckpoint::Fp8Block128 ||
+           *buf.quantization != WeightQuantization::Int4Group128))
         r.fail(p + ".part", "zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 "
-                            "or awq)");
+                            "or awq) read as int4_group128");
       if (buf.part == QuantizedPart::Zeros &&
           (buf.dtype != DType::I8 || buf.shape.size() != 2 || buf.rows8x64))
         r.fail(p, "int4_group128 zeros are a 2-D i8 array, got " +
@@ -342,8 +341,6 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
                                   shape_text(buf.shape) + "]");
     } else if (r.optional_field(b, "part")) {
       r.fail(p + ".part", "a part of a weight that is not quantized");
-    } else if (buf.from && *buf.from != QuantizedCheckpoint::Fp8Block128) {
-      r.fail(p + ".from", "a 4-bit checkpoint's linear is read quantized");
     } else if (buf.rows8x64) {
       r.fail(p + ".layout", "rows8x64 holds quantized values only");
     }

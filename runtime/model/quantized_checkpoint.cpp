@@ -119,16 +119,33 @@ Int4WithZeros unpack_int4_checkpoint(QuantizedCheckpoint layout, const TensorVie
   for (float s : out.scales)
     if (!std::isfinite(s))
       fail(scales, "holds a NaN or an infinity");
+  out.group.resize(static_cast<size_t>(k));
+  for (int64_t kk = 0; kk < k; ++kk)
+    out.group[kk] = static_cast<int32_t>(kk / kInt4GroupSize);
   if (g_idx) {
     expect(*g_idx, DType::I32, {k}, name);
-    for (int64_t kk = 0; kk < k; ++kk)
-      if (word(*g_idx, kk) != kk / kInt4GroupSize)
-        fail(*g_idx, "row " + std::to_string(kk) + " is in group " +
-                         std::to_string(word(*g_idx, kk)) + ", not " +
-                         std::to_string(kk / kInt4GroupSize) +
-                         ": act-order (desc_act) checkpoints are not supported");
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const int32_t g = word(*g_idx, kk);
+      if (g < 0 || g >= groups)
+        fail(*g_idx, "row " + std::to_string(kk) + " is in group " + std::to_string(g) +
+                         ", but the linear has " + std::to_string(groups) + " group(s)");
+      out.act_order |= g != out.group[kk];
+      out.group[kk] = g;
+    }
   }
   return out;
+}
+
+std::vector<float> dequantize_int4(const Int4WithZeros &q) {
+  const int64_t groups = q.cols / kInt4GroupSize;
+  std::vector<float> w(static_cast<size_t>(q.rows * q.cols));
+  for (int64_t n = 0; n < q.rows; ++n)
+    for (int64_t k = 0; k < q.cols; ++k) {
+      const int64_t g = n * groups + q.group[k];
+      w[n * q.cols + k] =
+          static_cast<float>(q.values[n * q.cols + k] + 8 - q.zeros[g]) * q.scales[g];
+    }
+  return w;
 }
 
 std::string fp8_scale_name(const std::string &weight) { return weight + "_scale_inv"; }

@@ -37,24 +37,31 @@ enum class QuantizedCheckpoint {
 const char *quantized_checkpoint_name(QuantizedCheckpoint c);
 std::optional<QuantizedCheckpoint> parse_quantized_checkpoint(std::string_view name);
 
-// One linear y = x·Wᵀ of [N, K] in int4_group128 with zero points:
-// W[n, k] = (values[n, k] + 8 - zeros[n, k / 128]) * scales[n, k / 128],
-// values in [-8, 7] and zeros in [0, 16] (GPTQ's stored zero point plus
-// one, as its kernels compute it), row-major, one a byte.
+// One linear y = x·Wᵀ of [N, K] in groups of 128 inputs with zero points:
+// W[n, k] = (values[n, k] + 8 - zeros[n, g]) * scales[n, g] for k's group
+// g = group[k], values in [-8, 7] and zeros in [0, 16] (GPTQ's stored zero
+// point plus one, as its kernels compute it), row-major, one a byte. Its
+// groups are k / 128 (int4_group128 as stored) unless the checkpoint is
+// act-order (GPTQ's desc_act), whose g_idx assigns them.
 struct Int4WithZeros {
   int64_t rows = 0, cols = 0;
   std::vector<int8_t> values; // [rows, cols]
   std::vector<float> scales;  // [rows, cols / 128]
   std::vector<int8_t> zeros;  // [rows, cols / 128]
+  std::vector<int32_t> group; // [cols]
+  bool act_order = false;     // some group[k] != k / 128
 };
 
 // Unpacks a linear's tensors (g_idx only for GPTQ, and optional there).
 // Throws std::runtime_error naming the tensor at fault: a dtype or shape
-// that is not the layout's, a group size other than 128, a g_idx that is
-// not the plain k / 128 (act-order checkpoints), a non-finite scale.
+// that is not the layout's, a group size other than 128, a g_idx entry
+// outside the groups, a non-finite scale.
 Int4WithZeros unpack_int4_checkpoint(QuantizedCheckpoint layout, const TensorView &qweight,
                                      const TensorView &qzeros, const TensorView &scales,
                                      const TensorView *g_idx);
+
+// W of an unpacked linear as f32 [N, K], row-major.
+std::vector<float> dequantize_int4(const Int4WithZeros &linear);
 
 // The name of an FP8 weight's block scales: "<weight>_scale_inv".
 std::string fp8_scale_name(const std::string &weight);

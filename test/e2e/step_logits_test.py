@@ -36,7 +36,7 @@ BLOCK_TABLES = {"A": [9, 2, 7, 0, 5], "B": [1, 8, 3, 6]}
 # decodes, B in one chunk of 5 then five decodes.
 SCHEDULE = [{"A": 7, "B": 5}, {"A": 6, "B": 1}] + [{"A": 1, "B": 1}] * 4
 # Relative error bound: max |ours - reference| / max |reference| (an FP8
-# checkpoint's weights are dequantized at load, exactly); for a
+# or act-order GPTQ checkpoint's weights are dequantized at load); for a
 # GPTQ or AWQ checkpoint whose int4 linears run on the VNNI kernel, which
 # quantizes activations to int8 in blocks of 64 (op_numerics_test.py checks
 # that kernel exactly), a looser one. Those checkpoints also run compiled
@@ -136,8 +136,9 @@ def check_fixture(build, work, checkpoint, flags=()):
     run(os.path.join(bin_dir, "llmc"), "compile", mlir, "-o", bundle, *flags)
 
     with open(os.path.join(checkpoint, "config.json")) as f:
-        method = (json.load(f).get("quantization_config") or {}).get("quant_method")
-    quantized = method in ("gptq", "awq")
+        stored = json.load(f).get("quantization_config") or {}
+    # Act-order GPTQ linears are dequantized at load, as FP8 ones are.
+    quantized = stored.get("quant_method") in ("gptq", "awq") and not stored.get("desc_act")
     vnni = op_numerics_test.host_has_vnni() and "--cpu" not in flags
     tolerance = QUANTIZED_TOLERANCE if quantized and vnni else TOLERANCE
     fp8_kv = "fp8" in flags

@@ -28,8 +28,8 @@ def gptq_layout(config):
     q = config.get("quantization_config")
     if not q or q.get("quant_method") not in ("gptq", "awq"):
         return None
-    if q.get("bits") != 4 or q.get("group_size") != 128 or q.get("desc_act"):
-        raise ValueError(f"quantization_config {q} is not 4 bits in consecutive groups of 128")
+    if q.get("bits") != 4 or q.get("group_size") != 128:
+        raise ValueError(f"quantization_config {q} is not 4 bits in groups of 128")
     return "awq" if q["quant_method"] == "awq" else q.get("checkpoint_format", "gptq")
 
 

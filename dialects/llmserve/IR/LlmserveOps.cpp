@@ -197,10 +197,9 @@ LogicalResult WeightOp::verify() {
   // first, then read as any float tensor is.
   std::optional<QuantizedCheckpoint> checkpoint = getCheckpoint();
   bool fourBit = checkpoint && *checkpoint != QuantizedCheckpoint::fp8_block128;
-  if (fourBit && (quantization != WeightQuantization::int4_group128 ||
-                  stacked || getTransposed()))
-    return emitOpError("a weight from a 4-bit checkpoint is an int4_group128 "
-                       "array of an untransposed, unstacked linear");
+  if (fourBit && (stacked || getTransposed()))
+    return emitOpError("a weight from a 4-bit checkpoint is an untransposed, "
+                       "unstacked linear");
   if (!fourBit && part == QuantizedPart::zeros)
     return emitOpError("zeros come from a 4-bit checkpoint ('from gptq', "
                        "'from gptq_v2' or 'from awq')");

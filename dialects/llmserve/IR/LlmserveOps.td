@@ -39,12 +39,15 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     of its arrays: for `int8_channel`, `values` is the i8 [N, K] matrix and
     `scales` the f32 [N] scale of each row.
 
-    With `from <checkpoint>` too (`int4_group128` only), the checkpoint
-    already holds the linear quantized, in the layout `checkpoint` names
-    (GPTQ's or AWQ's), and `tensor_name` is the linear's module (its
-    `qweight`, `qzeros`, `scales` and GPTQ's `g_idx`): the runtime unpacks
+    With `from <checkpoint>` too, the checkpoint already holds the linear
+    quantized, in the layout `checkpoint` names (GPTQ's or AWQ's), and
+    `tensor_name` is the linear's module (its `qweight`, `qzeros`, `scales`
+    and GPTQ's `g_idx`). Under `quantized int4_group128` the runtime unpacks
     them into `values`, `scales` and `zeros`, the i8 [N, K / 128] zero point
-    z in [0, 16] of each row and group, for w = (values + 8 - z) * scales.
+    z in [0, 16] of each row and group, for w = (values + 8 - z) * scales:
+    as stored when each group is 128 consecutive columns, else (act-order)
+    quantized again from the dequantized weight, with zero points of 8.
+    Under another scheme, or unquantized, the weight is dequantized first.
 
     With `from fp8_block128` (quantized or not), `tensor_name` is an FP8
     e4m3 weight of an FP8 checkpoint and `<tensor_name>_scale_inv` its

@@ -70,6 +70,29 @@ func.func @int4(%x: tensor<?x256xf32>) -> (tensor<?x256xf32>, tensor<?x37xf32>) 
 
 // -----
 
+// A quantized checkpoint's dequantized weights keep where they come from:
+// under int4_group128 an act-order GPTQ linear gets its zero points too
+// (read as stored where its groups allow), and an FP8 one does not.
+// INT4-LABEL: func.func @from_checkpoints
+//   INT4-DAG:   %[[V:.*]] = llmserve.weight "q_proj" quantized int4_group128 values from gptq : tensor<32x256xi4>
+//   INT4-DAG:   %[[S:.*]] = llmserve.weight "q_proj" quantized int4_group128 scales from gptq : tensor<32x2xf32>
+//   INT4-DAG:   %[[Z:.*]] = llmserve.weight "q_proj" quantized int4_group128 zeros from gptq : tensor<32x2xi8>
+//   INT4-DAG:   %[[F:.*]] = llmserve.weight "k_proj.weight" quantized int4_group128 values from fp8_block128 : tensor<32x256xi4>
+//       INT4:   llmserve.linear %{{.*}}, %[[V]] scales %[[S]] zeros %[[Z]] :
+//       INT4:   llmserve.linear %{{.*}}, %[[F]] scales %{{[^ ]*}} :
+// CHECK-LABEL: func.func @from_checkpoints
+//   CHECK-DAG:   llmserve.weight "q_proj" quantized int8_channel values from gptq : tensor<32x256xi8>
+//   CHECK-DAG:   llmserve.weight "k_proj.weight" quantized int8_channel scales from fp8_block128 : tensor<32xf32>
+func.func @from_checkpoints(%x: tensor<?x256xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %q = llmserve.weight "q_proj" from gptq : tensor<32x256xf32>
+  %k = llmserve.weight "k_proj.weight" from fp8_block128 : tensor<32x256xf32>
+  %y = llmserve.linear %x, %q : tensor<?x256xf32>, tensor<32x256xf32> -> tensor<?x32xf32>
+  %z = llmserve.linear %x, %k : tensor<?x256xf32>, tensor<32x256xf32> -> tensor<?x32xf32>
+  return %y, %z : tensor<?x32xf32>, tensor<?x32xf32>
+}
+
+// -----
+
 // An expert_linear's stacked weight becomes int8_channel values [E, N, K]
 // and scales [E, N], each expert quantized on its own, under int4_group128
 // too (expert_linear has no int4 kernel).

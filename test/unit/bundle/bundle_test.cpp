@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 namespace llmserve {
 namespace {
@@ -193,6 +194,59 @@ TEST(Bundle, UnpacksAGptqLinearIntoItsThreeArrays) {
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'm#values'): gptq linear 'm' in " +
                                          (dir / "weights.safetensors").string() +
                                          ": tensor 'm.qzeros' is missing"));
+}
+
+TEST(Bundle, DequantizesAnActOrderGptqLinearOrQuantizesItAgain) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  // Module "m": 8 outputs of 256 inputs whose two groups alternate every
+  // two columns (act-order), read as f32 and as int4_group128.
+  auto buffer = [](const char *name, const char *dtype, json shape) {
+    return json{{"kind", "weight"}, {"name", name},  {"dtype", dtype},
+                {"shape", shape},   {"tensor", "m"}, {"transform", "none"},
+                {"from", "gptq"}};
+  };
+  m["buffers"].push_back(buffer("m", "f32", {8, 256}));                         // 10
+  for (auto [part, dtype, cols] : {std::tuple{"values", "i8", 128}, {"scales", "f32", 2},
+                                   {"zeros", "i8", 2}}) {                     // 11, 12, 13
+    m["buffers"].push_back(buffer(part, dtype, {8, cols}));
+    m["buffers"].back().update({{"quantization", "int4_group128"}, {"part", part}});
+  }
+  m["buffers"][11]["layout"] = "rows8x64";
+  test::write_bundle(dir, m);
+  // Every value 9; zero points 3 + 1 (group 0) and 5 + 1 (group 1); scales
+  // n + 1 and 0.5.
+  test::TestTensor qweight{"m.qweight", DType::I32, {32, 8}, std::vector<uint8_t>(32 * 8 * 4, 0x99)};
+  test::TestTensor qzeros{"m.qzeros", DType::I32, {2, 1}, {0x33, 0x33, 0x33, 0x33, 0x55, 0x55, 0x55, 0x55}};
+  test::TestTensor g_idx{"m.g_idx", DType::I32, {256}, std::vector<uint8_t>(256 * 4)};
+  for (int k = 0; k < 256; ++k)
+    g_idx.bytes[4 * k] = static_cast<uint8_t>((k / 2) % 2);
+  std::vector<float> scale_values(16);
+  for (int n = 0; n < 8; ++n) {
+    scale_values[n] = static_cast<float>(n + 1);
+    scale_values[8 + n] = 0.5f;
+  }
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.insert(weights.end(), {qweight, qzeros, g_idx,
+                                 test::f16_tensor("m.scales", {2, 8}, scale_values)});
+  test::write_weights(dir / "weights.safetensors", weights);
+  const Bundle bundle(dir.string());
+  std::vector<float> w(8 * 256);
+  for (int n = 0; n < 8; ++n)
+    for (int k = 0; k < 256; ++k)
+      w[n * 256 + k] = (k / 2) % 2 ? (9 - 6) * 0.5f : (9 - 4) * float(n + 1);
+  EXPECT_EQ(floats(bundle.weight(10), 8 * 256), w);
+  // int4_group128 of that matrix, with zero points of 8.
+  std::vector<int8_t> values(8 * 256);
+  std::vector<float> scales(8 * 2);
+  quantize_int4_group128(w.data(), 8, 256, values.data(), scales.data());
+  EXPECT_EQ(floats(bundle.weight(12), 16), scales);
+  const auto *zeros = static_cast<const int8_t *>(bundle.weight(13));
+  EXPECT_EQ(std::vector<int8_t>(zeros, zeros + 16), std::vector<int8_t>(16, 8));
+  // Row 0's first block: columns j in the low nibbles, j + 32 in the high.
+  const auto *packed = static_cast<const uint8_t *>(bundle.weight(11));
+  for (int j = 0; j < 32; ++j)
+    ASSERT_EQ(packed[j], (values[j] + 8) | (values[j + 32] + 8) << 4) << j;
 }
 
 TEST(Bundle, DequantizesFp8WeightsByBlockAndQuantizesThemAgain) {

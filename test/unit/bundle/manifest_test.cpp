@@ -246,13 +246,15 @@ const BrokenCase kBroken[] = {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
                                {"part", "zeros"}});
      },
-     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq)"},
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
+     "read as int4_group128"},
     {"zeros from an FP8 checkpoint",
      [](json &m) {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
                                {"part", "zeros"}, {"from", "fp8_block128"}});
      },
-     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq)"},
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
+     "read as int4_group128"},
     {"unknown quantized checkpoint",
      [](json &m) {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {8, 1}}, {"quantization", "int4_group128"},
@@ -260,16 +262,16 @@ const BrokenCase kBroken[] = {
      },
      "buffers[5].from: unknown quantized checkpoint 'exl2' (expected gptq, gptq_v2, awq or "
      "fp8_block128)"},
-    {"int8 from a quantized checkpoint",
+    {"a transposed linear from a 4-bit checkpoint",
+     [](json &m) { m["buffers"][5].update({{"from", "awq"}, {"transform", "transpose"}}); },
+     "buffers[5].from: a 4-bit checkpoint's linear is neither stacked nor transposed"},
+    {"zeros of int8 from a 4-bit checkpoint",
      [](json &m) {
-       m["buffers"][5].update({{"dtype", "f32"}, {"quantization", "int8_channel"},
-                               {"part", "scales"}, {"from", "awq"}});
+       m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int8_channel"},
+                               {"part", "zeros"}, {"from", "gptq"}});
      },
-     "buffers[5].from: a 4-bit checkpoint's linear is int4_group128, not stacked and not "
-     "transposed"},
-    {"a 4-bit checkpoint's weight read as floats",
-     [](json &m) { m["buffers"][5]["from"] = "gptq"; },
-     "buffers[5].from: a 4-bit checkpoint's linear is read quantized"},
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
+     "read as int4_group128"},
     {"stacked count", [](json &m) { m["buffers"][8]["stacked"] = 0; },
      "buffers[8].stacked: must be positive, got 0"},
     {"stacked without a placeholder", [](json &m) { m["buffers"][8]["stacked"] = 4; },

@@ -138,11 +138,10 @@ TEST(QuantizedCheckpoint, NamesTheTensorAtFault) {
                 HasSubstr("tensor 'm.qzeros': i32 [1, 2], but gptq stores i32 [1, 1]"));
   }
   {
-    Linear l(gptq); // act-order: row 3 in another group
+    Linear l(gptq); // a group past the linear's one
     l.g_idx.set_word(3, 1);
     EXPECT_THAT(error([&] { l.unpack(gptq); }),
-                HasSubstr("tensor 'm.g_idx': row 3 is in group 1, not 0: act-order (desc_act) "
-                          "checkpoints are not supported"));
+                HasSubstr("tensor 'm.g_idx': row 3 is in group 1, but the linear has 1 group(s)"));
   }
   {
     Linear l(QuantizedCheckpoint::Awq);
@@ -150,6 +149,27 @@ TEST(QuantizedCheckpoint, NamesTheTensorAtFault) {
     EXPECT_THAT(error([&] { l.unpack(QuantizedCheckpoint::Awq); }),
                 HasSubstr("tensor 'm.scales': holds a NaN or an infinity"));
   }
+}
+
+TEST(QuantizedCheckpoint, DequantizesByEachColumnsGroup) {
+  // 2 outputs of 256 inputs whose groups follow the activation order:
+  // column k in group (k / 2) % 2.
+  Int4WithZeros q;
+  q.rows = 2;
+  q.cols = 256;
+  q.act_order = true;
+  for (int k = 0; k < 256; ++k)
+    q.group.push_back((k / 2) % 2);
+  for (int i = 0; i < 2 * 256; ++i)
+    q.values.push_back(static_cast<int8_t>(i % 16 - 8));
+  q.zeros = {3, 9, 0, 16};          // [n][g]
+  q.scales = {0.5f, 2.0f, 1.0f, 0.25f};
+  const std::vector<float> w = dequantize_int4(q);
+  for (int n = 0; n < 2; ++n)
+    for (int k = 0; k < 256; ++k) {
+      const int g = n * 2 + q.group[k];
+      EXPECT_EQ(w[n * 256 + k], float((n * 256 + k) % 16 - q.zeros[g]) * q.scales[g]);
+    }
 }
 
 // An FP8 weight of 130 x 200 (2 x 2 blocks, the last ones partial) whose

@@ -147,9 +147,9 @@ func.func @weight_zeros_from_fp8() {
 
 // -----
 
-func.func @weight_checkpoint_int8() {
-  // expected-error @+1 {{'llmserve.weight' op a weight from a 4-bit checkpoint is an int4_group128 array of an untransposed, unstacked linear}}
-  %w = llmserve.weight "w" quantized int8_channel scales from awq : tensor<4xf32>
+func.func @weight_checkpoint_transposed() {
+  // expected-error @+1 {{'llmserve.weight' op a weight from a 4-bit checkpoint is an untransposed, unstacked linear}}
+  %w = llmserve.weight "w" transposed from awq : tensor<4x128xf32>
   return
 }
 

@@ -48,6 +48,19 @@ func.func @gptq_linear(%x: tensor<?x256xf32>) -> tensor<?x16xf32> {
 
 // -----
 
+// An act-order GPTQ checkpoint's linear, dequantized at load, and quantized
+// again by int8_channel.
+// CHECK-LABEL: func @gptq_dequantized
+func.func @gptq_dequantized() -> (tensor<16x256xf32>, tensor<16x256xi8>) {
+  // CHECK: llmserve.weight "q_proj" from gptq : tensor<16x256xf32>
+  %w = llmserve.weight "q_proj" from gptq : tensor<16x256xf32>
+  // CHECK: llmserve.weight "k_proj" quantized int8_channel values from gptq : tensor<16x256xi8>
+  %v = llmserve.weight "k_proj" quantized int8_channel values from gptq : tensor<16x256xi8>
+  return %w, %v : tensor<16x256xf32>, tensor<16x256xi8>
+}
+
+// -----
+
 // An FP8 checkpoint's weights, dequantized at load: read as floats, stacked,
 // or quantized again.
 // CHECK-LABEL: func @fp8_checkpoint_weights
