@@ -136,34 +136,25 @@ def main():
     check(abs(ours / want - 1) < 1e-4,
           f"f32 perplexity {ours:.4f} equals the reference's {want:.4f}")
 
-    out = run(llmrun, *ppl[:2], int8, "--baseline", f32, *ppl[2:])
-    quantized, baseline, kl = (report(out, n) for n in ("perplexity", "baseline ppl", "mean KL"))
-    check(baseline == ours, "the baseline is scored as the f32 bundle alone")
-    check(abs(quantized / baseline - 1) < 0.01,
-          f"int8 perplexity {quantized:.4f} within 1% of f32's {baseline:.4f}")
-    check(0 < kl < 0.01, f"mean KL(f32 || int8) {kl:.6f} nats")
+    def check_against_f32(bundle, what, ppl_bound, kl_bound):
+        """`bundle`'s perplexity within ppl_bound of the f32 bundle's, and
+        the mean KL of its next-token distributions below kl_bound."""
+        out = run(llmrun, *ppl[:2], bundle, "--baseline", f32, *ppl[2:])
+        perplexity, baseline, kl = (report(out, n)
+                                    for n in ("perplexity", "baseline ppl", "mean KL"))
+        check(baseline == ours, f"{what}: the baseline is scored as the f32 bundle alone")
+        check(abs(perplexity / baseline - 1) < ppl_bound,
+              f"{what} perplexity {perplexity:.4f} within {ppl_bound:.0%} of f32's {baseline:.4f}")
+        check(0 < kl < kl_bound, f"mean KL(f32 || {what}) {kl:.6f} nats")
 
+    check_against_f32(int8, "int8", 0.01, 0.01)
     # int4 has 16 levels a group where int8 has 255 a row: on this 384-wide
     # model it costs about 5% of perplexity (docs/benchmarks.md).
-    out = run(llmrun, *ppl[:2], int4, "--baseline", f32, *ppl[2:])
-    quantized, kl = (report(out, n) for n in ("perplexity", "mean KL"))
-    check(abs(quantized / baseline - 1) < 0.10,
-          f"int4 perplexity {quantized:.4f} within 10% of f32's {baseline:.4f}")
-    check(0 < kl < 0.3, f"mean KL(f32 || int4) {kl:.6f} nats")
-
+    check_against_f32(int4, "int4", 0.10, 0.3)
     # e4m3 keeps 3 mantissa bits of each key and value: about +0.1% here.
-    out = run(llmrun, *ppl[:2], fp8_kv, "--baseline", f32, *ppl[2:])
-    quantized, kl = (report(out, n) for n in ("perplexity", "mean KL"))
-    check(abs(quantized / baseline - 1) < 0.01,
-          f"FP8 KV perplexity {quantized:.4f} within 1% of f32's {baseline:.4f}")
-    check(0 < kl < 0.02, f"mean KL(f32 || FP8 KV) {kl:.6f} nats")
-
+    check_against_f32(fp8_kv, "FP8 KV", 0.01, 0.02)
     # e4m3 weights with a scale per block of 128 x 128, dequantized at load.
-    out = run(llmrun, *ppl[:2], fp8, "--baseline", f32, *ppl[2:])
-    quantized_ppl, kl = (report(out, n) for n in ("perplexity", "mean KL"))
-    check(abs(quantized_ppl / baseline - 1) < 0.01,
-          f"FP8 checkpoint perplexity {quantized_ppl:.4f} within 1% of f32's {baseline:.4f}")
-    check(0 < kl < 0.02, f"mean KL(f32 || FP8 checkpoint) {kl:.6f} nats")
+    check_against_f32(fp8, "FP8 checkpoint", 0.01, 0.02)
 
     encoded = run(llmrun, "tokenize", "--tokenizer", MODEL,
                   stdin="".join(json.dumps(p) + "\n" for p in PROMPTS)).splitlines()
