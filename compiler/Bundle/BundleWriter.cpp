@@ -570,8 +570,9 @@ private:
 
 } // namespace
 
-FailureOr<std::string> mlir::llmserve::writeManifest(ModuleOp module,
-                                                     StringRef target) {
+FailureOr<std::string>
+mlir::llmserve::writeManifest(ModuleOp module, StringRef target,
+                              ArrayRef<std::string> cpuFeatures) {
   FailureOr<json::Object> program = ProgramWriter(module).write();
   if (failed(program))
     return failure();
@@ -580,6 +581,8 @@ FailureOr<std::string> mlir::llmserve::writeManifest(ModuleOp module,
   manifest["format_version"] = abi::kBundleFormatVersion;
   manifest["kernel_abi_version"] = abi::kKernelAbiVersion;
   manifest["target"] = target.str();
+  if (!cpuFeatures.empty())
+    manifest["cpu_features"] = json::Array(cpuFeatures);
   if (auto model = module->getAttrOfType<DictionaryAttr>(
           LlmserveDialect::kModelAttrName))
     manifest["model"] = attrToJson(model);

@@ -122,7 +122,11 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   outline.addPass(createLlmserveToCpuKernels(kernelOptions));
   if (failed(outline.run(module)))
     return failure();
-  FailureOr<std::string> manifest = writeManifest(module, "cpu");
+  FailureOr<SmallVector<std::string>> features =
+      cpuFeatureNames(module.getLoc(), cpuOptions);
+  if (failed(features))
+    return failure();
+  FailureOr<std::string> manifest = writeManifest(module, "cpu", *features);
   if (failed(manifest))
     return failure();
 

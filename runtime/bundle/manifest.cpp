@@ -675,6 +675,20 @@ Manifest Manifest::parse(std::string_view text, const std::string &origin) {
   if (m.target != "cpu" && m.target != abi::kCudaTarget)
     r.fail("target", "unknown target '" + m.target + "' (known: cpu, " +
                          abi::kCudaTarget + ")");
+  if (const json *features = r.optional_field(root, "cpu_features")) {
+    if (m.target != "cpu")
+      r.fail("cpu_features", "a " + m.target + " bundle's kernels need no CPU features");
+    const json &list = r.array(*features, "cpu_features");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string p = "cpu_features[" + std::to_string(i) + "]";
+      const std::string name = r.string(list[i], p);
+      if (std::find_if(std::begin(abi::kCpuFeatures), std::end(abi::kCpuFeatures),
+                       [&](const char *known) { return name == known; }) ==
+          std::end(abi::kCpuFeatures))
+        r.fail(p, "unknown CPU feature '" + name + "'");
+      m.cpu_features.push_back(name);
+    }
+  }
   m.kernels = parse_kernels(r, r.field(root, "manifest", "kernels"),
                             m.target == abi::kCudaTarget);
 

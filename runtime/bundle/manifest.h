@@ -128,6 +128,8 @@ struct EntryPoint {
 
 struct Manifest {
   std::string target;
+  // cpu: the x86 features its kernels need (abi::kCpuFeatures' names).
+  std::vector<std::string> cpu_features;
   // Absent in bundles of single ops; the `step` entry point needs both, and
   // kv_cache buffers need kv_cache.
   std::optional<ModelConfig> model;

@@ -1,5 +1,7 @@
 #include "cpu/kernel_library.h"
 
+#include "cpu/cpu_features.h"
+
 #include <dlfcn.h>
 
 #include <filesystem>
@@ -17,6 +19,16 @@ KernelLibrary::KernelLibrary(const Bundle &bundle) {
   if (!fs::exists(path))
     throw std::runtime_error(bundle.dir() + ": the bundle has no CPU kernels (no " +
                              abi::kCpuKernelsFile + ")");
+  if (const std::vector<std::string> missing = missing_cpu_features(bundle.manifest().cpu_features);
+      !missing.empty()) {
+    std::string names;
+    for (const std::string &feature : missing)
+      names += (names.empty() ? "" : ", ") + feature;
+    throw std::runtime_error(bundle.dir() + ": its kernels need " + names +
+                             ", which this CPU lacks; compile the model for this CPU "
+                             "(llmc compile --cpu native here, or --cpu x86-64-v3 for any "
+                             "AVX2 CPU)");
+  }
   // RTLD_LOCAL: two bundles loaded at once must not resolve each other's
   // symbols. RTLD_NOW: an unresolved import fails here, not mid-step.
   library_.reset(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));

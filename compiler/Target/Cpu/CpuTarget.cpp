@@ -1,6 +1,7 @@
 //===- CpuTarget.cpp ------------------------------------------------------===//
 
 #include "compiler/Target/Cpu/CpuTarget.h"
+#include "llmserve/abi.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -40,7 +41,7 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
 
 /// The target machine of the host's triple for `options.cpu`.
 static FailureOr<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(Location loc, const llmserve::CpuTargetOptions &options) {
+createTargetMachine(Location loc, const mlir::llmserve::CpuTargetOptions &options) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -74,6 +75,20 @@ FailureOr<bool> mlir::llmserve::cpuHasFeatures(Location loc,
   if (failed(machine))
     return failure();
   return (*machine)->getMCSubtargetInfo()->checkFeatures(features);
+}
+
+FailureOr<SmallVector<std::string>>
+mlir::llmserve::cpuFeatureNames(Location loc, const CpuTargetOptions &options) {
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(loc, options);
+  if (failed(machine))
+    return failure();
+  SmallVector<std::string> names;
+  for (const char *feature : ::llmserve::abi::kCpuFeatures)
+    if ((*machine)->getMCSubtargetInfo()->checkFeatures(
+            (llvm::Twine("+") + feature).str()))
+      names.push_back(feature);
+  return names;
 }
 
 LogicalResult

@@ -22,6 +22,11 @@ struct CpuTargetOptions {
 FailureOr<bool> cpuHasFeatures(Location loc, const CpuTargetOptions &options,
                                StringRef features);
 
+/// The features of abi::kCpuFeatures that the CPU of `options` has: what its
+/// kernels may use, which the runtime checks before it loads them.
+FailureOr<SmallVector<std::string>> cpuFeatureNames(Location loc,
+                                                    const CpuTargetOptions &options);
+
 /// Translates a module in the LLVM dialect to LLVM IR, optimises it at -O3
 /// for the target CPU and links it into the shared object `path`.
 LogicalResult emitCpuSharedObject(ModuleOp kernels, StringRef path,

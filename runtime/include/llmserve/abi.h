@@ -24,6 +24,13 @@ inline constexpr const char *kFormatName = "llmserve-bundle";
 // found at compile time. The runtime loads the cubin on a compute-capability
 // 9.0 device and JIT-compiles the PTX elsewhere.
 inline constexpr const char *kCudaTarget = "sm_90";
+
+// The x86 features a CPU bundle's manifest may list ("cpu_features"): those
+// of the CPU its kernels were compiled for, which the runtime checks before
+// it loads them. LLVM's spellings, which __builtin_cpu_supports shares.
+inline constexpr const char *kCpuFeatures[] = {
+    "sse4.2",   "avx",      "avx2",       "fma",        "f16c",       "bmi2",    "avx512f",
+    "avx512bw", "avx512vl", "avx512dq",   "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
 inline constexpr const char *kCudaPtxFile = "kernels.ptx";
 inline constexpr const char *kCudaCubinFile = "kernels.sm_90a.cubin";
 // A CUDA kernel's parameters are one 64-bit device pointer per binding, in

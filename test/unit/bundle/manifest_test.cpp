@@ -82,6 +82,17 @@ TEST(Manifest, SizesBuffers) {
   EXPECT_THROW(m.buffers[27].byte_size({INT64_MAX / 2, 0, 0, 0}, 27), std::runtime_error);
 }
 
+TEST(Manifest, ListsTheCpuFeaturesOfItsKernels) {
+  json m = test::ops_manifest();
+  EXPECT_TRUE(Manifest::parse(m.dump(), "m.json").cpu_features.empty());
+  m["cpu_features"] = {"avx2", "avx512vnni"};
+  EXPECT_EQ(Manifest::parse(m.dump(), "m.json").cpu_features,
+            (std::vector<std::string>{"avx2", "avx512vnni"}));
+  m["target"] = "sm_90";
+  EXPECT_THAT(parse_error(m.dump()),
+              HasSubstr("cpu_features: a sm_90 bundle's kernels need no CPU features"));
+}
+
 TEST(Manifest, ParsesAnFp8KvCache) {
   json m = test::step_manifest();
   m["kv_cache"]["dtype"] = "f8_e4m3";
@@ -272,6 +283,10 @@ const BrokenCase kBroken[] = {
      },
      "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
      "read as int4_group128"},
+    {"cpu features not a list", [](json &m) { m["cpu_features"] = "avx2"; },
+     "cpu_features: expected an array"},
+    {"unknown cpu feature", [](json &m) { m["cpu_features"] = {"avx2", "avx1024"}; },
+     "cpu_features[1]: unknown CPU feature 'avx1024'"},
     {"stacked count", [](json &m) { m["buffers"][8]["stacked"] = 0; },
      "buffers[8].stacked: must be positive, got 0"},
     {"stacked without a placeholder", [](json &m) { m["buffers"][8]["stacked"] = 4; },
