@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -48,14 +49,21 @@ public:
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int peak_in_flight() const { return peak_in_flight_; }
-  const nlohmann::json &last_body() const { return last_body_; }
+  nlohmann::json last_body() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_body_;
+  }
 
 private:
   static std::string event(const nlohmann::json &chunk) { return "data: " + chunk.dump() + "\n\n"; }
 
   void complete(const httplib::Request &req, httplib::Response &res, bool chat) {
     const nlohmann::json body = nlohmann::json::parse(req.body);
-    last_body_ = body;
+    {
+      // Requests arrive on the server's threads at once.
+      std::lock_guard<std::mutex> lock(mutex_);
+      last_body_ = body;
+    }
     const std::string prompt =
         chat ? body["messages"][0]["content"].get<std::string>() : body["prompt"].get<std::string>();
     if (prompt == "http500") {
@@ -117,7 +125,8 @@ private:
   int port_ = 0;
   std::thread thread_;
   std::atomic<int> in_flight_{0}, peak_in_flight_{0};
-  nlohmann::json last_body_;
+  mutable std::mutex mutex_;
+  nlohmann::json last_body_; // guarded by mutex_
 };
 
 } // namespace llmserve::bench::testing
