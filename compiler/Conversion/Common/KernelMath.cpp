@@ -168,10 +168,13 @@ constexpr int32_t kNaN = 0x7f;
 
 } // namespace
 
-Value mlir::llmserve::encodeE4M3(ImplicitLocOpBuilder &b, Value x) {
+Value mlir::llmserve::encodeE4M3(ImplicitLocOpBuilder &b, Value x,
+                                 float scale) {
   Type f32 = x.getType(), i32 = withElement(f32, b.getI32Type());
   auto i32Of = [&](int32_t v) { return i32Splat(b, i32, v); };
   auto f32Of = [&](float v) { return f32Splat(b, f32, v); };
+  if (scale != 1.0f)
+    x = arith::DivFOp::create(b, x, f32Of(scale));
   Value bits = arith::BitcastOp::create(b, i32, x);
   Value sign = arith::AndIOp::create(
       b, arith::ShRUIOp::create(b, bits, i32Of(24)), i32Of(0x80));
@@ -202,7 +205,8 @@ Value mlir::llmserve::encodeE4M3(ImplicitLocOpBuilder &b, Value x) {
       b, withElement(f32, b.getI8Type()), arith::OrIOp::create(b, code, sign));
 }
 
-Value mlir::llmserve::decodeE4M3(ImplicitLocOpBuilder &b, Value codes) {
+Value mlir::llmserve::decodeE4M3(ImplicitLocOpBuilder &b, Value codes,
+                                 float scale) {
   Type i32 = withElement(codes.getType(), b.getI32Type()),
        f32 = withElement(codes.getType(), b.getF32Type());
   auto i32Of = [&](int32_t v) { return i32Splat(b, i32, v); };
@@ -223,5 +227,9 @@ Value mlir::llmserve::decodeE4M3(ImplicitLocOpBuilder &b, Value codes) {
   Value nan = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, magnitude,
                                     i32Of(kNaN));
   bits = arith::SelectOp::create(b, nan, i32Of(0x7fc00000), bits);
-  return arith::BitcastOp::create(b, f32, arith::OrIOp::create(b, bits, sign));
+  Value x =
+      arith::BitcastOp::create(b, f32, arith::OrIOp::create(b, bits, sign));
+  if (scale == 1.0f)
+    return x;
+  return arith::MulFOp::create(b, x, f32Splat(b, f32, scale));
 }

@@ -107,13 +107,14 @@ Value routerScore(Arith &a, Value logit, MoeScoring scoring, Value max,
 Value ranksAfter(Arith &a, Value score, Value index, Value previous,
                  Value previousIndex);
 
-/// OCP FP8 e4m3 (`f8E4M3FN`), whose codes kernels hold as i8: `x` (f32, or
-/// a vector of f32) to its codes, rounded to the nearest value (ties to
-/// even) and saturated to +-448, NaN to NaN; and codes back to f32. Integer
+/// OCP FP8 e4m3 (`f8E4M3FN`), whose codes kernels hold as i8, with a scale
+/// (an FP8 KV cache's): `x` (f32, or a vector of f32) / `scale` to its
+/// codes, rounded to the nearest value (ties to even) and saturated to
+/// +-448, NaN to NaN; and codes back to f32 times `scale`. Integer
 /// arithmetic, so that both targets convert bit for bit alike, whatever
 /// their handling of subnormal floats.
-Value encodeE4M3(ImplicitLocOpBuilder &b, Value x);
-Value decodeE4M3(ImplicitLocOpBuilder &b, Value codes);
+Value encodeE4M3(ImplicitLocOpBuilder &b, Value x, float scale);
+Value decodeE4M3(ImplicitLocOpBuilder &b, Value codes, float scale);
 
 } // namespace mlir::llmserve
 

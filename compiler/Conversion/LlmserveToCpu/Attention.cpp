@@ -77,12 +77,10 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
                           Value slot, Value column) -> Value {
       if (!cacheScale)
         return loadVector(cache, slot, column);
-      Value x = decodeE4M3(b, vector::LoadOp::create(b, codesType, cache,
-                                                     ValueRange{slot, column}));
-      if (cacheScale->isExactlyValue(1.0))
-        return x;
-      return a.mul(x, vector::BroadcastOp::create(
-                          b, vectorType, e.f32(cacheScale->convertToFloat())));
+      return decodeE4M3(b,
+                        vector::LoadOp::create(b, codesType, cache,
+                                               ValueRange{slot, column}),
+                        cacheScale->convertToFloat());
     };
     auto chunkColumn = [&](Value base, int64_t c) {
       return a.addi(base, e.index(c * width));

@@ -136,7 +136,7 @@ Grid mlir::llmserve::buildKvWriteKernel(CpuKernelEmitter &e, KvWriteOp o) {
       e.forLoop(e.index(0), width, 1, [&](Value d) {
         Value x = a.load(input, {t, d});
         if (scale)
-          x = encodeE4M3(b, a.div(x, e.f32(scale->convertToFloat())));
+          x = encodeE4M3(b, x, scale->convertToFloat());
         a.store(x, cache, {slot, d});
       });
     });

@@ -392,21 +392,12 @@ private:
   /// Elements (a scalar or a vector) of a shared tile as f32; those of an
   /// FP8 cache (`cacheScale` set) are codes, decoded and scaled.
   Value widen(Value x, std::optional<APFloat> cacheScale) {
-    if (cacheScale) {
-      x = decodeE4M3(b, x);
-      if (!cacheScale->isExactlyValue(1.0))
-        x = a.mul(x, splatF32(x.getType(), cacheScale->convertToFloat()));
-      return x;
-    }
+    if (cacheScale)
+      return decodeE4M3(b, x, cacheScale->convertToFloat());
     Type f32 = b.getF32Type();
     if (auto vector = dyn_cast<VectorType>(x.getType()))
       f32 = vector.clone(f32);
     return x.getType() == f32 ? x : arith::ExtFOp::create(b, f32, x);
-  }
-  Value splatF32(Type type, float value) {
-    if (auto vector = dyn_cast<VectorType>(type))
-      return vector::BroadcastOp::create(b, vector, e.f32(value));
-    return e.f32(value);
   }
 
   /// `width` consecutive elements of row `row` of a shared tile from `d0`,

@@ -228,8 +228,9 @@ Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp o) {
     e.threadLoop(e.dimSize(0, 1), [&](Value d) {
       if (!scale)
         return a.store(a.load(input, {t, d}), cache, {slot, d});
-      Value x = a.div(e.loadF32(input, {t, d}), e.f32(scale->convertToFloat()));
-      a.store(encodeE4M3(e.builder(), x), cache, {slot, d});
+      a.store(encodeE4M3(e.builder(), e.loadF32(input, {t, d}),
+                         scale->convertToFloat()),
+              cache, {slot, d});
     });
   });
   return {e.dimExpr(0, 0), "1", "1"};
