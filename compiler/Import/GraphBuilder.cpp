@@ -123,7 +123,7 @@ static bool inDecoderLayer(llvm::StringRef name) {
 }
 
 bool GraphBuilder::storedQuantized(llvm::StringRef module) const {
-  if (!quantized || quantized->layout == QuantizedCheckpoint::fp8_block128)
+  if (!quantized || !isFourBit(quantized->layout))
     return false;
   if (names.empty())
     return inDecoderLayer(module);
@@ -141,17 +141,21 @@ bool GraphBuilder::storedInFp8(llvm::StringRef name) const {
   return names.contains((name + "_scale_inv").str());
 }
 
+QuantizedCheckpointAttr GraphBuilder::fp8Origin(llvm::StringRef name) const {
+  if (!storedInFp8(name))
+    return {};
+  return QuantizedCheckpointAttr::get(b.getContext(),
+                                      QuantizedCheckpoint::fp8_block128);
+}
+
 Value GraphBuilder::storedWeight(llvm::StringRef name, RankedTensorType type,
                                  IntegerAttr stacked, bool transposed,
                                  DenseI64ArrayAttr rows) {
   if (!names.empty() && !names.contains(name))
     missing.push_back(name.str());
-  QuantizedCheckpointAttr from;
-  if (storedInFp8(name))
-    from = QuantizedCheckpointAttr::get(b.getContext(),
-                                        QuantizedCheckpoint::fp8_block128);
   return WeightOp::create(b, loc, type, name, stacked, transposed, rows,
-                          /*quantization=*/nullptr, /*part=*/nullptr, from);
+                          /*quantization=*/nullptr, /*part=*/nullptr,
+                          fp8Origin(name));
 }
 
 Value GraphBuilder::quantizedWeight(const std::string &module,
@@ -212,7 +216,8 @@ Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
     return name.replace(at, 2, std::to_string(i));
   };
   // Experts are stored alike: all in FP8, or none.
-  bool fp8 = storedInFp8(expert(0));
+  QuantizedCheckpointAttr from = fp8Origin(expert(0));
+  bool fp8 = static_cast<bool>(from);
   for (int64_t i = 0; i < count && !names.empty(); ++i) {
     std::string name = expert(i);
     llvm::StringRef module = name;
@@ -234,10 +239,6 @@ Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
   }
   SmallVector<int64_t> stackedShape = {count};
   llvm::append_range(stackedShape, shape);
-  QuantizedCheckpointAttr from;
-  if (fp8)
-    from = QuantizedCheckpointAttr::get(b.getContext(),
-                                        QuantizedCheckpoint::fp8_block128);
   return WeightOp::create(b, loc, RankedTensorType::get(stackedShape, f32()),
                           pattern, b.getI64IntegerAttr(count),
                           /*transposed=*/false, /*rows=*/nullptr,

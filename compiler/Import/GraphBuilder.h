@@ -107,6 +107,8 @@ private:
   /// Whether the checkpoint stores the tensor `name` in FP8 with block
   /// scales.
   bool storedInFp8(llvm::StringRef name) const;
+  /// `from fp8_block128` where the tensor `name` is stored in FP8, else null.
+  QuantizedCheckpointAttr fp8Origin(llvm::StringRef name) const;
   /// `name` as a weight op of `type`, read as stored (dequantized when in
   /// FP8), noting a missing tensor.
   Value storedWeight(llvm::StringRef name, RankedTensorType type,

@@ -96,10 +96,9 @@ struct QuantizeWeightsPass
     // A 4-bit checkpoint's linear (dequantized, being act-order) comes back
     // as int4 with its zero points, which the runtime reads as stored where
     // the groups allow.
-    std::optional<QuantizedCheckpoint> from = weight.getCheckpoint();
     Value zeros;
-    if (quantization == WeightQuantization::int4_group128 && from &&
-        *from != QuantizedCheckpoint::fp8_block128)
+    if (quantization == WeightQuantization::int4_group128 &&
+        isFourBit(weight.getCheckpoint()))
       zeros = quantizedPart(weight, quantization, QuantizedPart::zeros,
                             quantizedZerosType(valuesType));
     for (LinearOp linear : linears) {

@@ -216,8 +216,7 @@ void *Bundle::bind_weight(const Buffer &b) {
     want.push_back(dim.evaluate(Symbols{}));
   if (b.stacked)
     return bind_stacked_weight(b, want);
-  if (b.from && *b.from != QuantizedCheckpoint::Fp8Block128 &&
-      b.quantization == WeightQuantization::Int4Group128)
+  if (b.from && is_four_bit(*b.from) && b.quantization == WeightQuantization::Int4Group128)
     return bind_checkpoint_quantized(b, want);
   const TensorView &t = source_tensor(b, b.tensor);
   if (b.quantization)

@@ -289,8 +289,7 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
         r.fail(p + ".from", "unknown quantized checkpoint '" + layout +
                                 "' (expected gptq, gptq_v2, awq or fp8_block128)");
     }
-    if (buf.from && *buf.from != QuantizedCheckpoint::Fp8Block128 &&
-        (buf.stacked || transform != "none"))
+    if (buf.from && is_four_bit(*buf.from) && (buf.stacked || transform != "none"))
       r.fail(p + ".from", "a 4-bit checkpoint's linear is neither stacked nor transposed");
     if (const json *quantization = r.optional_field(b, "quantization")) {
       const std::string scheme = r.string(*quantization, p + ".quantization");
@@ -306,7 +305,7 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
         r.fail(p + ".part", "unknown part '" + part + "' (expected values, scales or zeros)");
       buf.part = *parsed;
       if (buf.part == QuantizedPart::Zeros &&
-          (!buf.from || *buf.from == QuantizedCheckpoint::Fp8Block128 ||
+          (!buf.from || !is_four_bit(*buf.from) ||
            *buf.quantization != WeightQuantization::Int4Group128))
         r.fail(p + ".part", "zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 "
                             "or awq) read as int4_group128");

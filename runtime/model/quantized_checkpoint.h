@@ -33,6 +33,10 @@ enum class QuantizedCheckpoint {
   Fp8Block128,
 };
 
+// Whether `c` stores linears in 4 bits with zero points (GPTQ, AWQ), which
+// int4_group128 can read as stored.
+inline bool is_four_bit(QuantizedCheckpoint c) { return c != QuantizedCheckpoint::Fp8Block128; }
+
 // The bundle's spellings: "gptq", "gptq_v2", "awq", "fp8_block128".
 const char *quantized_checkpoint_name(QuantizedCheckpoint c);
 std::optional<QuantizedCheckpoint> parse_quantized_checkpoint(std::string_view name);

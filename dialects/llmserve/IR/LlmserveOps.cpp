@@ -195,8 +195,7 @@ LogicalResult WeightOp::verify() {
   // A checkpoint quantized by GPTQ or AWQ: int4 with zero points, read from
   // the module's tensors as they are. An FP8 one's weights are dequantized
   // first, then read as any float tensor is.
-  std::optional<QuantizedCheckpoint> checkpoint = getCheckpoint();
-  bool fourBit = checkpoint && *checkpoint != QuantizedCheckpoint::fp8_block128;
+  bool fourBit = isFourBit(getCheckpoint());
   if (fourBit && (stacked || getTransposed()))
     return emitOpError("a weight from a 4-bit checkpoint is an untransposed, "
                        "unstacked linear");

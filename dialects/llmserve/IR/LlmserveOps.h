@@ -28,6 +28,11 @@ inline FloatType narrowFloatType(MLIRContext *ctx, StringRef name) {
     return Float16Type::get(ctx);
   return {};
 }
+/// Whether `checkpoint` stores linears in 4 bits with zero points (GPTQ,
+/// AWQ), the layouts int4_group128 can read as stored (FP8 is not).
+inline bool isFourBit(std::optional<QuantizedCheckpoint> checkpoint) {
+  return checkpoint && *checkpoint != QuantizedCheckpoint::fp8_block128;
+}
 /// The zero points of a linear's i4 weight [N, K]: i8 [N, K / 128].
 Type quantizedZerosType(Type weight);
 /// The scales of an expert_linear's i8 weight [E, N, K]: f32 [E, N].
