@@ -27,6 +27,14 @@ std::string load_error(const path &dir, const std::string &checkpoint = {}) {
   return "(loaded)";
 }
 
+// A weight buffer of `tensor` as a quantized checkpoint (`from`) stores it.
+json checkpoint_weight(const char *tensor, const char *from, const char *name,
+                       const char *dtype, json shape) {
+  return json{{"kind", "weight"}, {"name", name},     {"dtype", dtype},
+              {"shape", shape},   {"tensor", tensor}, {"transform", "none"},
+              {"from", from}};
+}
+
 std::vector<float> floats(const void *p, size_t n) {
   std::vector<float> v(n);
   std::memcpy(v.data(), p, n * sizeof(float));
@@ -202,9 +210,7 @@ TEST(Bundle, DequantizesAnActOrderGptqLinearOrQuantizesItAgain) {
   // Module "m": 8 outputs of 256 inputs whose two groups alternate every
   // two columns (act-order), read as f32 and as int4_group128.
   auto buffer = [](const char *name, const char *dtype, json shape) {
-    return json{{"kind", "weight"}, {"name", name},  {"dtype", dtype},
-                {"shape", shape},   {"tensor", "m"}, {"transform", "none"},
-                {"from", "gptq"}};
+    return checkpoint_weight("m", "gptq", name, dtype, shape);
   };
   m["buffers"].push_back(buffer("m", "f32", {8, 256}));                         // 10
   for (auto [part, dtype, cols] : {std::tuple{"values", "i8", 128}, {"scales", "f32", 2},
@@ -255,9 +261,7 @@ TEST(Bundle, DequantizesFp8WeightsByBlockAndQuantizesThemAgain) {
   // "f": an FP8 weight of 130 x 3 (blocks of rows [0, 128) and [128, 130)),
   // read as f32, transposed as f16, and as int8_channel values and scales.
   auto buffer = [](const char *name, const char *dtype, json shape) {
-    return json{{"kind", "weight"}, {"name", name},  {"dtype", dtype},
-                {"shape", shape},   {"tensor", "f"}, {"transform", "none"},
-                {"from", "fp8_block128"}};
+    return checkpoint_weight("f", "fp8_block128", name, dtype, shape);
   };
   m["buffers"].push_back(buffer("f", "f32", {130, 3}));            // 10
   m["buffers"].push_back(buffer("f^T", "f16", {3, 130}));          // 11
