@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llmserve {
@@ -76,6 +77,7 @@ void resize_step_batch(StepBatch &b, int32_t T, int32_t S, int32_t MB) {
   for_each_step_array(b, [&](int, const char *, abi::Extent extent, auto &array, auto) {
     array.resize(static_cast<size_t>(extent_length(extent, T, S, MB, 0, 0)));
   });
+  b.deferred_tokens.clear();
 }
 
 std::array<const void *, abi::kNumStepArguments> step_argument_data(const StepBatch &b) {
@@ -134,6 +136,52 @@ void check_step_batch(const StepBatch &b, const StepBounds &bounds) {
                   std::to_string(j) + " for context_len " +
                   std::to_string(b.context_len[s]));
   }
+}
+
+static_assert(std::string_view(abi::kStepArguments[kTokenIdsArgument].name) == "token_ids");
+
+bool wants_logprobs(const StepBatch &b) {
+  return std::any_of(b.num_logprobs.begin(), b.num_logprobs.end(),
+                     [](int32_t n) { return n >= 0; });
+}
+
+void read_step_results(const void *const *results, size_t S, bool logprobs, StepOutput &out) {
+  const auto *next = static_cast<const int32_t *>(results[0]);
+  out.next_tokens.assign(next, next + S);
+  out.token_logprobs.clear();
+  out.top_logprob_tokens.clear();
+  out.top_logprobs.clear();
+  if (!logprobs)
+    return;
+  const auto *logprob = static_cast<const float *>(results[1]);
+  const auto *top_tokens = static_cast<const int32_t *>(results[2]);
+  const auto *top = static_cast<const float *>(results[3]);
+  out.token_logprobs.assign(logprob, logprob + S);
+  out.top_logprob_tokens.assign(top_tokens, top_tokens + S * abi::kMaxTopLogprobs);
+  out.top_logprobs.assign(top, top + S * abi::kMaxTopLogprobs);
+}
+
+void check_deferred_tokens(const StepBatch &b, int64_t previous_num_seqs) {
+  int64_t last = -1;
+  for (size_t i = 0; i < b.deferred_tokens.size(); ++i) {
+    const DeferredToken &d = b.deferred_tokens[i];
+    const std::string which = "deferred_tokens[" + std::to_string(i) + "]";
+    if (d.token_index <= last || d.token_index >= b.num_tokens)
+      bad_batch(which + " names token " + std::to_string(d.token_index) +
+                ", not after the one before it and below T = " + std::to_string(b.num_tokens));
+    if (d.previous_row < 0 || d.previous_row >= previous_num_seqs)
+      bad_batch(which + " takes row " + std::to_string(d.previous_row) +
+                " of a previous step of " + std::to_string(previous_num_seqs) + " sequences");
+    last = d.token_index;
+  }
+}
+
+std::vector<int32_t> resolved_token_ids(const StepBatch &b,
+                                        const std::vector<int32_t> &previous_next_tokens) {
+  std::vector<int32_t> ids = b.token_ids;
+  for (const DeferredToken &d : b.deferred_tokens)
+    ids[d.token_index] = previous_next_tokens.at(d.previous_row);
+  return ids;
 }
 
 } // namespace llmserve

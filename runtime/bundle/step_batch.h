@@ -10,9 +10,20 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace llmserve {
+
+// token_ids' place among the step arguments.
+inline constexpr int kTokenIdsArgument = 0;
+
+// A token id the step takes from the step before it, which was launched but
+// had not returned when this one was built (overlapped scheduling).
+struct DeferredToken {
+  int32_t token_index;  // into token_ids, which holds 0 there
+  int32_t previous_row; // the sequence of the previous step that samples it
+};
 
 struct StepBatch {
   int32_t num_tokens = 0; // T
@@ -22,6 +33,9 @@ struct StepBatch {
   // One vector per step argument, named as in the contract.
 #define LLMSERVE_STEP_ARGUMENT(name, type, extent, padding) std::vector<type> name;
 #include "llmserve/step_arguments.def"
+  // Not a step argument: the executor writes these into token_ids before the
+  // step runs, on the device where it has one. In increasing token_index.
+  std::vector<DeferredToken> deferred_tokens;
 };
 
 struct StepOutput {
@@ -32,7 +46,19 @@ struct StepOutput {
   std::vector<float> token_logprobs;       // [S]
   std::vector<int32_t> top_logprob_tokens; // [S * abi::kMaxTopLogprobs]
   std::vector<float> top_logprobs;         // [S * abi::kMaxTopLogprobs]
+  // How long the executor sat idle between the end of the step launched
+  // before this one and this one's start; unknown for its first step.
+  std::optional<double> idle_seconds_before;
 };
+
+// Whether a sequence of the step asked for log-probs.
+bool wants_logprobs(const StepBatch &batch);
+
+// `out` from the `step` entry point's results for `num_seqs` sequences, in
+// the order of abi::kStepResults: next_tokens, then the log-prob arrays,
+// read only when `logprobs`.
+void read_step_results(const void *const *results, size_t num_seqs, bool logprobs,
+                       StepOutput &out);
 
 // Calls f(index, name, extent, array, padding) for every step argument of
 // `batch`, in contract order; `array` is the batch's vector (const when the
@@ -56,8 +82,9 @@ int64_t token_mask_words(int64_t vocab_size);
 Symbols step_symbols(const StepBatch &batch, int64_t num_kv_blocks);
 
 // Sizes every array for T = num_tokens, S = num_seqs and MB =
-// max_blocks_per_seq, and empties the logit entries and the token mask (P and
-// MW grow as they are appended). Kept entries keep their values, new ones are zero.
+// max_blocks_per_seq, and empties the logit entries, the token mask (P and
+// MW grow as they are appended) and the deferred tokens. Kept entries keep
+// their values, new ones are zero.
 void resize_step_batch(StepBatch &batch, int32_t num_tokens, int32_t num_seqs,
                        int32_t max_blocks_per_seq);
 
@@ -84,6 +111,16 @@ struct StepBounds {
 // num_logprobs outside [-1, abi::kMaxTopLogprobs], or a missing block below
 // context_len.
 void check_step_batch(const StepBatch &batch, const StepBounds &bounds);
+
+// Throws std::invalid_argument unless the deferred tokens name tokens of this
+// step in increasing order and rows of a previous step of
+// `previous_num_seqs` sequences (0: no step ran before).
+void check_deferred_tokens(const StepBatch &batch, int64_t previous_num_seqs);
+
+// token_ids with the deferred tokens taken from the previous step's
+// next_tokens: what the step runs on.
+std::vector<int32_t> resolved_token_ids(const StepBatch &batch,
+                                        const std::vector<int32_t> &previous_next_tokens);
 
 } // namespace llmserve
 

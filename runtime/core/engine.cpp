@@ -55,6 +55,18 @@ Engine::Engine(Executor &executor, EngineConfig config)
   stats_.prefix_caching = config_.enable_prefix_caching;
 }
 
+Engine::~Engine() {
+  StepOutput dropped;
+  for (const Launch &launch : launches_)
+    if (launch.error.empty()) {
+      try {
+        executor_.wait(dropped);
+      } catch (const std::exception &) {
+        // Its requests are going away with the engine.
+      }
+    }
+}
+
 uint64_t Engine::add_request(std::vector<int32_t> prompt,
                              SamplingParams params) {
   auto reject = [](const std::string &why) {
@@ -113,12 +125,12 @@ void Engine::end_request(uint64_t id, FinishReason reason) {
 
 bool Engine::has_work() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return num_unfinished_ > 0 || !ends_.empty();
+  return num_unfinished_ > 0 || !ends_.empty() || step_in_flight_;
 }
 
 bool Engine::wait_for_work(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  auto ready = [&] { return num_unfinished_ > 0 || !ends_.empty(); };
+  auto ready = [&] { return num_unfinished_ > 0 || !ends_.empty() || step_in_flight_; };
   if (!ready())
     waited_ = true;
   return work_cv_.wait_for(lock, timeout, ready);
@@ -127,6 +139,42 @@ bool Engine::wait_for_work(std::chrono::milliseconds timeout) {
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
+}
+
+void Engine::complete_oldest(std::vector<RequestOutput> &outputs) {
+  const Launch launch = launches_.front();
+  launches_.pop_front();
+  std::string error = launch.error;
+  if (error.empty()) {
+    const StepBatch &batch = scheduler_.oldest_launched_batch();
+    const Clock::time_point wait_start = Clock::now();
+    try {
+      executor_.wait(step_output_);
+      if (step_output_.next_tokens.size() != size_t(batch.num_seqs))
+        error = "executor returned " + std::to_string(step_output_.next_tokens.size()) +
+                " tokens for " + std::to_string(batch.num_seqs) + " sequences";
+      for (int32_t token : step_output_.next_tokens)
+        if (error.empty() && token < 0)
+          error = "executor sampled token id " + std::to_string(token);
+      const size_t rows = size_t(batch.num_seqs);
+      if (error.empty() && wants_logprobs(batch) &&
+          (step_output_.token_logprobs.size() != rows ||
+           step_output_.top_logprob_tokens.size() != rows * abi::kMaxTopLogprobs ||
+           step_output_.top_logprobs.size() != rows * abi::kMaxTopLogprobs))
+        error = "executor returned no log-probs for a step that asked for them";
+    } catch (const std::exception &e) {
+      error = std::string("executor failed: ") + e.what();
+    }
+    timing_.execute_seconds += seconds_between(wait_start, Clock::now());
+    if (launch.back_to_back && error.empty() && step_output_.idle_seconds_before)
+      timing_.gap_seconds = *step_output_.idle_seconds_before;
+  }
+  const Clock::time_point done = Clock::now();
+  if (error.empty())
+    scheduler_.complete_step(step_output_, done, outputs);
+  else
+    scheduler_.fail_step(error, done, outputs);
+  timing_.postprocess_seconds += seconds_between(done, Clock::now());
 }
 
 std::vector<RequestOutput> Engine::step() {
@@ -140,8 +188,6 @@ std::vector<RequestOutput> Engine::step() {
     ends.swap(ends_);
     waited = std::exchange(waited_, false);
   }
-  if (waited)
-    last_execute_end_.reset();
   timing_ = StepTiming{};
   for (auto &request : arrived) {
     scheduler_.add(request.get());
@@ -160,62 +206,60 @@ std::vector<RequestOutput> Engine::step() {
     outputs.push_back(output_of(*it->second, now));
   }
 
-  const StepBatch &batch = scheduler_.schedule(now);
-  int32_t num_batched_tokens = batch.num_tokens;
-  Clock::time_point postprocess_start;
-  if (batch.num_seqs > 0) {
-    const Clock::time_point execute_start = Clock::now();
-    timing_.executed = true;
-    timing_.schedule_seconds = seconds_between(start, execute_start);
-    if (last_execute_end_)
-      timing_.gap_seconds = seconds_between(*last_execute_end_, execute_start);
-    std::string error;
-    try {
-      executor_.execute(batch, step_output_);
-      if (step_output_.next_tokens.size() != size_t(batch.num_seqs))
-        error = "executor returned " +
-                std::to_string(step_output_.next_tokens.size()) +
-                " tokens for " + std::to_string(batch.num_seqs) + " sequences";
-      for (int32_t token : step_output_.next_tokens)
-        if (error.empty() && token < 0)
-          error = "executor sampled token id " + std::to_string(token);
-      const bool wants_logprobs =
-          std::any_of(batch.num_logprobs.begin(), batch.num_logprobs.end(),
-                      [](int32_t n) { return n >= 0; });
-      const size_t rows = size_t(batch.num_seqs);
-      if (error.empty() && wants_logprobs &&
-          (step_output_.token_logprobs.size() != rows ||
-           step_output_.top_logprob_tokens.size() != rows * abi::kMaxTopLogprobs ||
-           step_output_.top_logprobs.size() != rows * abi::kMaxTopLogprobs))
-        error = "executor returned no log-probs for a step that asked for them";
-    } catch (const std::exception &e) {
-      error = std::string("executor failed: ") + e.what();
-    }
-    Clock::time_point done = Clock::now();
-    timing_.execute_seconds = seconds_between(execute_start, done);
-    last_execute_end_ = postprocess_start = done;
-    if (error.empty())
-      scheduler_.postprocess(step_output_, done, outputs);
-    else
-      scheduler_.fail_step(error, done, outputs);
-  }
+  // Requests whose next row needs their pending token on the host sit this
+  // step out, unless they are half the running ones: then the step waits
+  // for their tokens rather than run them every other step.
+  if (scheduler_.num_launched_steps() > 0 &&
+      2 * scheduler_.num_held_by_pending_tokens() >= std::max(1, scheduler_.num_running()))
+    complete_oldest(outputs);
 
+  const StepBatch &batch = scheduler_.schedule(now);
+  const int32_t num_batched_tokens = batch.num_tokens;
+  bool launched = false;
+  if (batch.num_seqs > 0) {
+    const Clock::time_point launch_start = Clock::now();
+    timing_.schedule_seconds = seconds_between(start, launch_start);
+    Launch launch{"", last_call_launched_ && !waited};
+    try {
+      executor_.launch(batch);
+      launched = true;
+    } catch (const std::exception &e) {
+      launch.error = std::string("executor failed: ") + e.what();
+    }
+    launches_.push_back(std::move(launch));
+    timing_.execute_seconds += seconds_between(launch_start, Clock::now());
+  }
+  last_call_launched_ = launched;
+  // Overlapped, the step just launched runs while the host returns its
+  // outputs and schedules the next; otherwise every step ends here.
+  const int32_t keep_in_flight = config_.overlap_scheduling && launched ? 1 : 0;
+  timing_.executed = scheduler_.num_launched_steps() > 0;
+  while (scheduler_.num_launched_steps() > keep_in_flight)
+    complete_oldest(outputs);
+
+  const Clock::time_point stats_start = Clock::now();
   int64_t num_finished = 0;
   uint64_t num_generated = 0;
   std::array<uint64_t, kNumFinishReasons> finished_by_reason{};
+  std::vector<std::unique_ptr<Request>> finished;
   for (const RequestOutput &o : outputs) {
     num_generated += o.token >= 0;
     if (o.finished) {
       ++num_finished;
       ++finished_by_reason[static_cast<int>(o.finish_reason)];
-      requests_.erase(o.id);
+      auto it = requests_.find(o.id);
+      finished.push_back(std::move(it->second));
+      requests_.erase(it);
     }
   }
+  // A request finished in this call may be in the step still in flight; one
+  // that finished in the call before is in none.
+  retired_ = scheduler_.num_launched_steps() > 0 ? std::move(finished)
+                                                 : std::vector<std::unique_ptr<Request>>{};
 
-  if (!timing_.executed)
-    last_execute_end_.reset();
   std::lock_guard<std::mutex> lock(mutex_);
   num_unfinished_ -= num_finished;
+  step_in_flight_ = scheduler_.num_launched_steps() > 0;
   EngineStats &s = stats_;
   s.num_running = scheduler_.num_running();
   s.num_waiting = scheduler_.num_waiting();
@@ -233,7 +277,7 @@ std::vector<RequestOutput> Engine::step() {
   for (int r = 0; r < kNumFinishReasons; ++r)
     s.num_finished[r] += finished_by_reason[r];
   if (timing_.executed) {
-    timing_.postprocess_seconds = seconds_between(postprocess_start, Clock::now());
+    timing_.postprocess_seconds += seconds_between(stats_start, Clock::now());
     s.schedule_seconds += timing_.schedule_seconds;
     s.execute_seconds += timing_.execute_seconds;
     s.postprocess_seconds += timing_.postprocess_seconds;

@@ -1,5 +1,9 @@
 // The serving core: owns the KV pool, the radix cache and the scheduler, and
-// drives an Executor one step at a time.
+// drives an Executor one step at a time. With overlapped scheduling, each
+// step() schedules and launches the next step before it waits for the one
+// in flight, so the executor never waits for the host's scheduling and
+// post-processing (core/scheduler.h says what that costs: a request that
+// stops on a token may have sampled one more, which is dropped).
 //
 // Threading: add_request, abort, finish, has_work, wait_for_work and stats
 // may be called from any thread (the HTTP server's). step() and
@@ -19,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +45,9 @@ struct EngineConfig {
   int32_t block_size = 0; // 0: the executor's; otherwise must equal it
   bool enable_prefix_caching = true;
   bool decode_only_steps = false; // see SchedulerConfig
+  // Launch step n + 1 before waiting for step n. Off: each step runs to the
+  // end before the next is scheduled.
+  bool overlap_scheduling = true;
   std::vector<int32_t> eos_token_ids;
   int32_t vocab_size = 0; // > 0: add_request rejects token ids outside it
   // Set: the prefix cache logs the blocks it stores and evicts, hashed from
@@ -73,18 +81,17 @@ struct EngineStats {
   double postprocess_seconds = 0.0;
 };
 
-// Where one step's time went on the step thread. In a loop that steps
-// without waiting, the executor (a GPU) sits idle for all of it but
-// Executor::execute, and for whatever the caller does between steps.
+// Where one step() call's time went on the step thread. Without overlapped
+// scheduling the executor sits idle for all of it but its own part, and for
+// whatever the caller does between calls.
 struct StepTiming {
-  bool executed = false;          // the step ran a batch
+  bool executed = false;          // a batch was launched or completed
   double schedule_seconds = 0.0;  // arrivals, ends, scheduling: the batch
-  double execute_seconds = 0.0;   // Executor::execute
+  double execute_seconds = 0.0;   // in Executor::launch and Executor::wait
   double postprocess_seconds = 0.0; // outputs and statistics
-  // From the end of the previous step's execute to the start of this one's,
-  // when this step ran a batch, the previous one did too, and no
-  // wait_for_work blocked in between: the executor's idle time between
-  // back-to-back steps.
+  // The executor's idle time before the step completed in this call, as it
+  // reports it, when that step was launched right after another (no
+  // wait_for_work blocked in between).
   std::optional<double> gap_seconds;
 };
 
@@ -93,6 +100,11 @@ public:
   // Sizes the KV pool and has the executor allocate it. Throws
   // std::invalid_argument naming the field of a config that cannot work.
   Engine(Executor &executor, EngineConfig config);
+  // Waits for the launched steps: the executor may still read their
+  // batches, which the engine owns.
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
 
   // Queues a request and returns its id. Throws std::invalid_argument for an
   // empty or too long prompt, a token id (of the prompt or of
@@ -106,11 +118,14 @@ public:
   // found outside the engine, such as stop strings in the detokenized text.
   void finish(uint64_t id);
 
-  // Runs one step. Returns an output for every request that sampled a token
-  // or finished (aborts and executor errors included); at most one token per
+  // Runs one step: schedules and launches a batch, and waits for a step's
+  // results (with overlapped scheduling, the step launched by the call
+  // before). Returns an output for every request that sampled a token or
+  // finished (aborts and executor errors included); at most one token per
   // request per step.
   std::vector<RequestOutput> step();
 
+  // Unfinished requests, ends to apply, or a launched step to wait for.
   bool has_work() const;
   // Blocks until there is work or `timeout` passes; returns has_work().
   bool wait_for_work(std::chrono::milliseconds timeout);
@@ -130,7 +145,16 @@ public:
   }
 
 private:
+  // How the executor took a launched step.
+  struct Launch {
+    std::string error;  // launch() threw: the step never ran
+    bool back_to_back;  // launched right after the step before it
+  };
+
   void end_request(uint64_t id, FinishReason reason);
+  // Waits for the oldest launched step and hands its results (or its error)
+  // to the scheduler.
+  void complete_oldest(std::vector<RequestOutput> &outputs);
 
   Executor &executor_;
   EngineConfig config_;
@@ -141,8 +165,11 @@ private:
   StepOutput step_output_;
   // Step thread only.
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
+  // Finished requests a launched step may still list.
+  std::vector<std::unique_ptr<Request>> retired_;
+  std::deque<Launch> launches_; // one per launched step, oldest first
   StepTiming timing_;
-  std::optional<Clock::time_point> last_execute_end_;
+  bool last_call_launched_ = false;
 
   mutable std::mutex mutex_; // guards everything below
   std::condition_variable work_cv_;
@@ -151,6 +178,7 @@ private:
   uint64_t next_id_ = 1;
   bool waited_ = false; // wait_for_work blocked since the last step
   int64_t num_unfinished_ = 0;
+  bool step_in_flight_ = false;
   EngineStats stats_;
 };
 

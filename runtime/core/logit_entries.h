@@ -21,6 +21,9 @@ public:
   LogitEntries(const SamplingParams &params, const std::vector<int32_t> &prompt);
 
   void add_output(int32_t token);
+  // Whether the entries change with each output token (penalties), rather
+  // than only biasing fixed tokens.
+  bool tracks_history() const { return tracks_history_; }
 
   // Parallel arrays: distinct tokens, their output counts and biases.
   const std::vector<int32_t> &tokens() const { return tokens_; }

@@ -48,8 +48,14 @@ struct Request {
   Request(uint64_t id, std::vector<int32_t> prompt, SamplingParams params,
           Clock::time_point arrival);
 
-  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
-  int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
+  // The tokens so far, those still being sampled included.
+  int32_t num_tokens() const {
+    return static_cast<int32_t>(tokens.size()) + num_pending_tokens;
+  }
+  // The generated tokens known so far: those reported.
+  int32_t num_output_tokens() const {
+    return static_cast<int32_t>(tokens.size()) - num_prompt_tokens;
+  }
   // Tokens still to run through the model before the next token is sampled:
   // 1 while decoding, more while (re)computing a prompt.
   int32_t num_uncomputed_tokens() const {
@@ -58,6 +64,11 @@ struct Request {
 
   uint64_t id;
   std::vector<int32_t> tokens; // the prompt, then the generated tokens
+  // Tokens that launched steps sample for this request and that are not
+  // back yet (at most 2: the step in flight and the one launched after it).
+  // The last one is row `pending_row` of the latest launched step.
+  int32_t num_pending_tokens = 0;
+  int32_t pending_row = -1;
   int32_t num_prompt_tokens;
   SamplingParams params;
   int64_t seed;
@@ -69,14 +80,15 @@ struct Request {
   FinishReason finish_reason = FinishReason::kNone;
 
   // KV blocks of tokens[0, num_computed_tokens), in order; shared prefix
-  // blocks come from the radix cache.
+  // blocks come from the radix cache. Counts the tokens of launched steps,
+  // whether or not they are back.
   std::vector<int32_t> blocks;
   int32_t num_computed_tokens = 0;
   // Prompt tokens found in the prefix cache when first admitted.
   int32_t num_cached_tokens = 0;
   // Deepest radix node this request holds locked, or null.
   RadixNode *cache_node = nullptr;
-  // Tokens given to this request in the step being built or run.
+  // Tokens given to this request in the step being built.
   int32_t num_scheduled_tokens = 0;
 
   RequestTimes times; // each token's own time is its RequestOutput::time

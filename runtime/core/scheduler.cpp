@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 namespace llmserve {
@@ -51,6 +52,8 @@ void Scheduler::add(Request *request) {
 }
 
 const StepBatch &Scheduler::schedule(Clock::time_point now) {
+  if (num_launched_ == int32_t(launched_.size()))
+    throw std::logic_error("Scheduler::schedule: two steps are launched already");
   token_budget_ = config_.max_num_batched_tokens;
   preempted_this_step_ = false;
   scheduled_.clear();
@@ -59,7 +62,8 @@ const StepBatch &Scheduler::schedule(Clock::time_point now) {
     // Index loop: preemption shrinks running_ from the back.
     for (size_t i = 0; i < running_.size(); ++i) {
       Request *r = running_[i];
-      if (r->num_uncomputed_tokens() == 1 && !schedule_running(r, 1))
+      if (r->num_uncomputed_tokens() == 1 && !reaches_length(*r) &&
+          !needs_its_pending_token(*r) && !schedule_running(r, 1))
         break;
     }
   };
@@ -95,8 +99,24 @@ const StepBatch &Scheduler::schedule(Clock::time_point now) {
         schedule_decodes();
     }
   }
-  build_batch();
-  return batch_;
+  LaunchedStep &step = launched_[(oldest_ + num_launched_) % launched_.size()];
+  launch(step);
+  return step.batch;
+}
+
+bool Scheduler::reaches_length(const Request &r) const {
+  return r.num_tokens() - r.num_prompt_tokens >= r.params.max_tokens ||
+         r.num_tokens() >= config_.max_model_len;
+}
+
+bool Scheduler::needs_its_pending_token(const Request &r) {
+  return r.num_pending_tokens > 0 && (r.grammar || r.logit_entries.tracks_history());
+}
+
+int32_t Scheduler::num_held_by_pending_tokens() const {
+  return static_cast<int32_t>(
+      std::count_if(running_.begin(), running_.end(),
+                    [](const Request *r) { return needs_its_pending_token(*r); }));
 }
 
 bool Scheduler::reserve(Request *request, int32_t num_tokens) {
@@ -129,7 +149,8 @@ void Scheduler::admit_waiting(Clock::time_point now) {
   for (auto it = waiting_.begin();
        it != waiting_.end() && token_budget_ > 0 &&
        static_cast<int32_t>(running_.size()) < config_.max_num_seqs;) {
-    if (caching() && waits_for_shared_prefix(**it)) {
+    // A request preempted while its step runs waits for that step's token.
+    if ((*it)->num_pending_tokens > 0 || (caching() && waits_for_shared_prefix(**it))) {
       ++it;
       continue;
     }
@@ -145,11 +166,12 @@ bool Scheduler::waits_for_shared_prefix(const Request &request) const {
     if (q->num_uncomputed_tokens() <= 1)
       continue; // not computing a prompt
     // The last token never comes from the cache (see admit).
-    const int32_t limit = std::min(request.num_tokens() - 1, q->num_tokens());
+    const int32_t limit =
+        std::min(request.num_tokens() - 1, static_cast<int32_t>(q->tokens.size()));
     const auto [mine, theirs] = std::mismatch(
         request.tokens.begin(), request.tokens.begin() + limit, q->tokens.begin());
     const auto common = static_cast<int32_t>(mine - request.tokens.begin());
-    if (common / block_size > q->num_computed_tokens / block_size)
+    if (common / block_size > num_completed_tokens(*q) / block_size)
       return true;
   }
   return false;
@@ -198,8 +220,19 @@ void Scheduler::preempt(Request *request) {
   ++num_preemptions_;
 }
 
-void Scheduler::cache_computed_blocks(Request *request) {
-  int32_t num_blocks = request->num_computed_tokens / pool_.block_size();
+int32_t Scheduler::num_completed_tokens(const Request &request) const {
+  int32_t n = request.num_computed_tokens;
+  for (int32_t i = 0; i < num_launched_; ++i)
+    for (const LaunchedRow &row : launched_[(oldest_ + i) % launched_.size()].rows)
+      if (row.request == &request)
+        n -= row.num_tokens;
+  return n;
+}
+
+void Scheduler::cache_completed_blocks(Request *request) {
+  // A launched step may still be writing the KV of later tokens, and may
+  // fail: only completed tokens go in the cache.
+  int32_t num_blocks = num_completed_tokens(*request) / pool_.block_size();
   RadixNode *node =
       cache_.insert(request->tokens.data(), num_blocks, request->blocks);
   cache_.lock(node);
@@ -210,7 +243,7 @@ void Scheduler::cache_computed_blocks(Request *request) {
 
 void Scheduler::release(Request *request, bool keep) {
   if (caching() && keep)
-    cache_computed_blocks(request);
+    cache_completed_blocks(request);
   if (request->cache_node) {
     cache_.unlock(request->cache_node);
     request->cache_node = nullptr;
@@ -221,26 +254,32 @@ void Scheduler::release(Request *request, bool keep) {
   request->num_computed_tokens = 0;
 }
 
-void Scheduler::build_batch() {
+void Scheduler::launch(LaunchedStep &step) {
   int32_t num_tokens = 0;
   int32_t max_blocks = 0;
   for (const Request *r : scheduled_) {
     num_tokens += r->num_scheduled_tokens;
     max_blocks = std::max(max_blocks, static_cast<int32_t>(r->blocks.size()));
   }
-  StepBatch &b = batch_;
+  StepBatch &b = step.batch;
   const int32_t num_seqs = static_cast<int32_t>(scheduled_.size());
   resize_step_batch(b, num_tokens, num_seqs, max_blocks);
+  step.rows.clear();
 
   const int32_t block_size = pool_.block_size();
   int32_t t = 0;
   b.query_start[0] = 0;
   for (int32_t s = 0; s < num_seqs; ++s) {
-    const Request &r = *scheduled_[s];
+    Request &r = *scheduled_[s];
     int32_t begin = r.num_computed_tokens;
     int32_t end = begin + r.num_scheduled_tokens;
     for (int32_t pos = begin; pos < end; ++pos, ++t) {
-      b.token_ids[t] = r.tokens[pos];
+      if (pos < static_cast<int32_t>(r.tokens.size())) {
+        b.token_ids[t] = r.tokens[pos];
+      } else { // the token the step launched before this one samples
+        b.token_ids[t] = 0;
+        b.deferred_tokens.push_back({t, r.pending_row});
+      }
       b.positions[t] = pos;
       b.slot_mapping[t] = r.blocks[pos / block_size] * block_size + pos % block_size;
     }
@@ -263,27 +302,36 @@ void Scheduler::build_batch() {
     // A prompt chunk's sampled token is thrown away: its entries are not
     // needed until the last chunk.
     b.penalty_start[s] = static_cast<int32_t>(b.penalty_tokens.size());
-    if (end == r.num_tokens()) {
-      append_logit_entries(r);
+    const bool samples = end == r.num_tokens();
+    if (samples) {
+      append_logit_entries(b, r);
       if (r.grammar) {
         const std::vector<int32_t> &mask = r.grammar->next_token_mask();
         b.mask_index[s] = static_cast<int32_t>(b.token_mask.size() / mask.size());
         b.token_mask.insert(b.token_mask.end(), mask.begin(), mask.end());
       }
     }
+    step.rows.push_back({&r, r.num_scheduled_tokens, samples});
+    r.num_computed_tokens = end;
+    r.num_scheduled_tokens = 0;
+    if (samples) {
+      ++r.num_pending_tokens;
+      r.pending_row = s;
+    }
   }
   b.penalty_start[num_seqs] = static_cast<int32_t>(b.penalty_tokens.size());
+  num_launched_ += num_seqs > 0;
 }
 
-void Scheduler::append_logit_entries(const Request &r) {
-  StepBatch &b = batch_;
+void Scheduler::append_logit_entries(StepBatch &b, const Request &r) {
   const size_t first = b.penalty_tokens.size();
   const LogitEntries &e = r.logit_entries;
   b.penalty_tokens.insert(b.penalty_tokens.end(), e.tokens().begin(), e.tokens().end());
   b.penalty_counts.insert(b.penalty_counts.end(), e.counts().begin(), e.counts().end());
   b.logit_bias.insert(b.logit_bias.end(), e.bias().begin(), e.bias().end());
-  // A grammar decides where its output may end.
-  if (r.num_output_tokens() >= r.params.min_tokens || r.grammar)
+  // A grammar decides where its output may end. Pending tokens count: they
+  // come before the one this row samples.
+  if (r.num_tokens() - r.num_prompt_tokens >= r.params.min_tokens || r.grammar)
     return;
   // Before min_tokens, the tokens that would end the request cannot be
   // sampled: their entries (each token once per row) get a bias of -inf.
@@ -316,26 +364,38 @@ FinishReason Scheduler::stop_reason(const Request &request,
        contains(p.stop_token_ids)))
     return FinishReason::kStop;
   if (request.num_output_tokens() >= p.max_tokens ||
-      request.num_tokens() >= config_.max_model_len)
+      static_cast<int32_t>(request.tokens.size()) >= config_.max_model_len)
     return FinishReason::kLength;
   return FinishReason::kNone;
 }
 
-void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
-                            std::vector<RequestOutput> &outputs) {
-  outputs.reserve(outputs.size() + scheduled_.size());
-  for (size_t s = 0; s < scheduled_.size(); ++s) {
-    Request *r = scheduled_[s];
-    int32_t ran = r->num_scheduled_tokens;
-    r->num_scheduled_tokens = 0;
-    r->num_computed_tokens += ran;
+Scheduler::LaunchedStep &Scheduler::pop_oldest() {
+  if (num_launched_ == 0)
+    throw std::logic_error("Scheduler: no step is launched");
+  LaunchedStep &step = launched_[oldest_];
+  oldest_ = (oldest_ + 1) % static_cast<int32_t>(launched_.size());
+  --num_launched_;
+  return step;
+}
+
+void Scheduler::complete_step(const StepOutput &out, Clock::time_point now,
+                              std::vector<RequestOutput> &outputs) {
+  const LaunchedStep &step = pop_oldest();
+  outputs.reserve(outputs.size() + step.rows.size());
+  for (size_t s = 0; s < step.rows.size(); ++s) {
+    const LaunchedRow &row = step.rows[s];
+    Request *r = row.request;
+    if (r->status == RequestStatus::kFinished)
+      continue; // ended since: what it sampled is dropped
     // Cache prompt chunks as they complete, so that requests arriving with
     // the same prefix meanwhile share them; decodes are cached at the end.
-    if (caching() && ran > 1)
-      cache_computed_blocks(r);
-    if (r->num_computed_tokens < r->num_tokens())
+    // A request preempted since has given its blocks away.
+    if (caching() && row.num_tokens > 1 && r->status == RequestStatus::kRunning)
+      cache_completed_blocks(r);
+    if (!row.samples)
       continue; // a prompt chunk: its sampled token is not the next one yet
     int32_t token = out.next_tokens[s];
+    --r->num_pending_tokens;
     r->tokens.push_back(token);
     r->logit_entries.add_output(token);
     if (r->num_output_tokens() == 1)
@@ -358,19 +418,20 @@ void Scheduler::postprocess(const StepOutput &out, Clock::time_point now,
     }
     outputs.push_back(std::move(o));
   }
-  scheduled_.clear();
 }
 
 void Scheduler::fail_step(const std::string &error, Clock::time_point now,
                           std::vector<RequestOutput> &outputs) {
-  for (Request *r : scheduled_) {
-    r->num_scheduled_tokens = 0;
+  const LaunchedStep &step = pop_oldest();
+  for (const LaunchedRow &row : step.rows) {
+    Request *r = row.request;
+    if (r->status == RequestStatus::kFinished)
+      continue;
     finish(r, FinishReason::kError, now);
     RequestOutput o = output_of(*r, now);
     o.error = error;
     outputs.push_back(std::move(o));
   }
-  scheduled_.clear();
 }
 
 void Scheduler::finish(Request *request, FinishReason reason,
@@ -446,6 +507,21 @@ void Scheduler::check_invariants() const {
     if (!r->blocks.empty() || r->cache_node || r->num_computed_tokens != 0)
       fail(who + " holds blocks");
   }
+  std::unordered_map<const Request *, int32_t> pending;
+  for (int32_t i = 0; i < num_launched_; ++i)
+    for (const LaunchedRow &row : launched_[(oldest_ + i) % launched_.size()].rows)
+      if (row.samples && row.request->status != RequestStatus::kFinished)
+        ++pending[row.request];
+  auto check_pending = [&](const Request *r) {
+    const auto it = pending.find(r);
+    const int32_t launched = it == pending.end() ? 0 : it->second;
+    if (r->num_pending_tokens != launched)
+      fail("request " + std::to_string(r->id) + " waits for " +
+           std::to_string(r->num_pending_tokens) + " tokens, launched steps sample " +
+           std::to_string(launched));
+  };
+  std::for_each(running_.begin(), running_.end(), check_pending);
+  std::for_each(waiting_.begin(), waiting_.end(), check_pending);
   for (int32_t b = 0; b < num_blocks; ++b) {
     int32_t expected = holders[b] + (cached[b] ? 1 : 0);
     if (pool_.ref_count(b) != expected)

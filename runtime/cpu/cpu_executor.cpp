@@ -34,6 +34,16 @@ CpuExecutor::CpuExecutor(Bundle bundle, int num_threads)
     buffers_[id] = bundle_.weight(static_cast<int>(id));
   for (const EntryPoint &e : m.entry_points)
     scratch_buffers_.push_back(m.scratch_buffers(e));
+  step_thread_ = std::thread([this] { step_loop(); });
+}
+
+CpuExecutor::~CpuExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  step_thread_.join();
 }
 
 KvCacheSpec CpuExecutor::kv_cache_spec() const {
@@ -48,6 +58,7 @@ KvCacheSpec CpuExecutor::kv_cache_spec() const {
 }
 
 void CpuExecutor::allocate_kv_cache(int32_t num_blocks) {
+  check_idle("allocate_kv_cache");
   if (num_blocks < 1)
     throw std::invalid_argument("KV cache: " + std::to_string(num_blocks) +
                                 " blocks, need at least 1");
@@ -71,41 +82,113 @@ const EntryPoint &CpuExecutor::entry(std::string_view name) const {
                               std::string(name) + "'");
 }
 
-const EntryPoint &CpuExecutor::run_step_entry(std::string_view name, const StepBatch &batch,
-                                              const char *caller) {
+void CpuExecutor::check_idle(const char *caller) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!launched_.empty())
+    throw std::logic_error(std::string(caller) + "() while a step is launched");
+}
+
+void CpuExecutor::check_allocated(const char *caller) const {
   if (num_kv_blocks_ == 0)
     throw std::logic_error(std::string(caller) + "() before allocate_kv_cache()");
+}
+
+const EntryPoint &CpuExecutor::run_step_entry(std::string_view name, const StepBatch &batch,
+                                              const int32_t *token_ids) {
   const EntryPoint &e = entry(name);
-  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
   const Symbols symbols = step_symbols(batch, num_kv_blocks_);
   // Kernels only read arguments, so they use the batch's arrays in place.
-  const auto arguments = step_argument_data(batch);
+  auto arguments = step_argument_data(batch);
+  arguments[kTokenIdsArgument] = token_ids;
   run(e, symbols, arguments.data());
   return e;
 }
 
-void CpuExecutor::execute(const StepBatch &batch, StepOutput &out) {
-  const EntryPoint &step = run_step_entry("step", batch, "execute");
+void CpuExecutor::launch(const StepBatch &batch) {
+  check_allocated("launch");
+  entry("step");
+  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
+  check_deferred_tokens(batch, last_launched_num_seqs_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (launched_.size() == 2)
+      throw std::logic_error("launch(): two steps are launched already");
+    launched_.push_back({&batch, {}, nullptr, false});
+  }
+  last_launched_num_seqs_ = batch.num_seqs;
+  changed_.notify_all();
+}
+
+void CpuExecutor::wait(StepOutput &out) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (launched_.empty())
+    throw std::logic_error("wait(): no step is launched");
+  changed_.wait(lock, [&] { return launched_.front().done; });
+  LaunchedStep step = std::move(launched_.front());
+  launched_.pop_front();
+  lock.unlock();
+  if (step.error)
+    std::rethrow_exception(step.error);
+  out = std::move(step.out);
+}
+
+void CpuExecutor::step_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    // The oldest step not yet run; steps before it are done.
+    auto next = std::find_if(launched_.begin(), launched_.end(),
+                             [](const LaunchedStep &s) { return !s.done; });
+    if (next == launched_.end()) {
+      if (stopping_)
+        return;
+      changed_.wait(lock);
+      continue;
+    }
+    // The deque only grows at the back while a step runs, and its front is
+    // taken only once done, so `step` stays put.
+    LaunchedStep &step = *next;
+    lock.unlock();
+    run_launched(step);
+    lock.lock();
+    step.done = true;
+    changed_.notify_all();
+  }
+}
+
+void CpuExecutor::run_launched(LaunchedStep &step) {
+  const StepBatch &batch = *step.batch;
+  const auto start = std::chrono::steady_clock::now();
+  if (previous_end_)
+    step.out.idle_seconds_before =
+        std::chrono::duration<double>(start - *previous_end_).count();
   const size_t S = static_cast<size_t>(batch.num_seqs);
-  const auto result = [&](int i) { return buffers_[step.results[i]]; };
-  const auto *next = static_cast<const int32_t *>(result(0));
-  out.next_tokens.assign(next, next + S);
-  out.token_logprobs.clear();
-  out.top_logprob_tokens.clear();
-  out.top_logprobs.clear();
-  if (std::none_of(batch.num_logprobs.begin(), batch.num_logprobs.end(),
-                   [](int32_t n) { return n >= 0; }))
-    return;
-  const auto *logprob = static_cast<const float *>(result(1));
-  const auto *top_tokens = static_cast<const int32_t *>(result(2));
-  const auto *top = static_cast<const float *>(result(3));
-  out.token_logprobs.assign(logprob, logprob + S);
-  out.top_logprob_tokens.assign(top_tokens, top_tokens + S * abi::kMaxTopLogprobs);
-  out.top_logprobs.assign(top, top + S * abi::kMaxTopLogprobs);
+  try {
+    const int32_t *token_ids = batch.token_ids.data();
+    if (!batch.deferred_tokens.empty()) {
+      resolved_token_ids_ = resolved_token_ids(batch, previous_next_tokens_);
+      token_ids = resolved_token_ids_.data();
+    }
+    const EntryPoint &e = run_step_entry("step", batch, token_ids);
+    std::array<const void *, abi::kNumStepResults> results{};
+    for (size_t i = 0; i < results.size(); ++i)
+      results[i] = i < e.results.size() ? buffers_[e.results[i]] : nullptr;
+    read_step_results(results.data(), S, wants_logprobs(batch), step.out);
+    previous_next_tokens_ = step.out.next_tokens;
+  } catch (...) {
+    step.error = std::current_exception();
+    // A step that takes tokens from this one runs on token 0 for them; its
+    // sequences are ended by this failure.
+    previous_next_tokens_.assign(S, 0);
+  }
+  previous_end_ = std::chrono::steady_clock::now();
 }
 
 std::vector<float> CpuExecutor::logits(const StepBatch &batch) {
-  const EntryPoint &e = run_step_entry("logits", batch, "logits");
+  check_idle("logits");
+  check_allocated("logits");
+  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
+  check_deferred_tokens(batch, 0);
+  const EntryPoint &e = run_step_entry("logits", batch, batch.token_ids.data());
   const auto *logits = static_cast<const float *>(buffers_[e.results.at(0)]);
   return std::vector<float>(
       logits, logits + static_cast<size_t>(batch.num_seqs) * bundle_.manifest().model->vocab_size);
@@ -116,6 +199,7 @@ CpuExecutor::run_entry(std::string_view name, Symbols symbols,
                        const std::vector<HostTensor> &inputs) {
   const EntryPoint &e = entry(name);
   const Manifest &m = bundle_.manifest();
+  check_idle("run_entry");
   symbols.NB = num_kv_blocks_;
   check_entry_inputs(m, e, symbols, inputs, num_kv_blocks_ > 0);
   std::vector<const void *> arguments;

@@ -1,6 +1,7 @@
 // Runs a bundle's entry points on the host: owns the KV cache and the
 // activation memory, binds buffers, and runs each dispatch's workgroups on a
-// thread pool.
+// thread pool. Launched steps run on a step thread of their own, in order,
+// while the thread that launched them goes on.
 #ifndef LLMSERVE_CPU_CPU_EXECUTOR_H
 #define LLMSERVE_CPU_CPU_EXECUTOR_H
 
@@ -11,7 +12,14 @@
 #include "cpu/kernel_library.h"
 #include "cpu/thread_pool.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace llmserve {
@@ -25,19 +33,26 @@ public:
   // Allocates one zero-filled pool of `num_blocks` blocks per kv_cache buffer
   // (again on a second call, dropping the old contents).
   void allocate_kv_cache(int32_t num_blocks) override;
-  // Runs the `step` entry point. Throws std::invalid_argument if the batch is
-  // inconsistent (array sizes, ids or slots out of range), before any kernel
-  // runs.
-  void execute(const StepBatch &batch, StepOutput &out) override;
+  ~CpuExecutor() override;
+  CpuExecutor(const CpuExecutor &) = delete;
+  CpuExecutor &operator=(const CpuExecutor &) = delete;
+
+  // Queues the `step` entry point for the step thread. Throws
+  // std::invalid_argument if the batch is inconsistent (array sizes, ids or
+  // slots out of range), before any kernel runs.
+  void launch(const StepBatch &batch) override;
+  void wait(StepOutput &out) override;
 
   // Runs the `logits` entry point (llmc import --logits-entry) on `batch`,
-  // checked as execute() checks it, and returns its logits: [S, V],
-  // row-major, row s that of batch.logits_rows[s].
+  // checked as launch() checks it, and returns its logits: [S, V],
+  // row-major, row s that of batch.logits_rows[s]. Not while a step is
+  // launched, nor with deferred tokens.
   std::vector<float> logits(const StepBatch &batch);
 
   // Runs entry point `name` on `inputs` (one per argument, in order, dtype
   // and shape as the manifest gives them for `symbols`) and returns its
-  // results. symbols.NB is ignored: it is the allocated KV pool's size.
+  // results. symbols.NB is ignored: it is the allocated KV pool's size. Not
+  // while a step is launched.
   std::vector<HostTensor> run_entry(std::string_view name, Symbols symbols,
                                     const std::vector<HostTensor> &inputs);
 
@@ -45,12 +60,27 @@ public:
   int num_threads() const { return pool_.num_threads(); }
 
 private:
+  // A launched step, as the step thread takes it.
+  struct LaunchedStep {
+    const StepBatch *batch;
+    StepOutput out;
+    std::exception_ptr error;
+    bool done = false;
+  };
+
   const EntryPoint &entry(std::string_view name) const;
-  // Checks `batch` and runs entry point `name` (`step` or `logits`) on it
-  // for the public method `caller`; returns the entry point, whose results
-  // are in buffers_.
+  // Throw std::logic_error naming `caller` while a step is launched, or
+  // before the KV cache is allocated.
+  void check_idle(const char *caller) const;
+  void check_allocated(const char *caller) const;
+  // Runs entry point `name` (`step` or `logits`) on a checked batch whose
+  // token ids are `token_ids`; returns the entry point, whose results are in
+  // buffers_.
   const EntryPoint &run_step_entry(std::string_view name, const StepBatch &batch,
-                                   const char *caller);
+                                   const int32_t *token_ids);
+  // The step thread: runs launched steps in order.
+  void step_loop();
+  void run_launched(LaunchedStep &step);
   // Binds `arguments` (one pointer per argument of `e`), lays out the
   // activations and results for `symbols`, and runs the dispatches.
   void run(const EntryPoint &e, const Symbols &symbols, const void *const *arguments);
@@ -69,6 +99,20 @@ private:
   // Per-dispatch scratch, reused so a step allocates nothing.
   std::vector<void *> bindings_;
   std::vector<int64_t> push_constants_;
+
+  // Launched steps, oldest first; guarded by mutex_. The step thread owns
+  // everything above while a step runs.
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<LaunchedStep> launched_;
+  int64_t last_launched_num_seqs_ = 0; // launching thread only
+  bool stopping_ = false;
+  // Step thread only: the tokens of the step it ran last, for the next
+  // step's deferred tokens, and when it ended.
+  std::vector<int32_t> previous_next_tokens_;
+  std::vector<int32_t> resolved_token_ids_;
+  std::optional<std::chrono::steady_clock::time_point> previous_end_;
+  std::thread step_thread_;
 };
 
 } // namespace llmserve

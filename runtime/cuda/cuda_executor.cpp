@@ -139,9 +139,13 @@ CudaExecutor::CudaExecutor(Bundle bundle, CudaExecutorOptions options)
     results = std::max(results, layout_of(step_->results, s).total);
   }
   step_arguments_ = DeviceBuffer(arguments);
-  staging_ = PinnedBuffer(arguments);
   step_arena_ = DeviceBuffer(scratch);
-  results_ = PinnedBuffer(results);
+  for (int i = 0; i < 2; ++i) {
+    staging_[i] = PinnedBuffer(arguments);
+    results_[i] = PinnedBuffer(results);
+  }
+  for (CUevent &event : step_events_)
+    CU_CALL(cuEventCreate, &event, CU_EVENT_DEFAULT);
 }
 
 CudaExecutor::~CudaExecutor() {
@@ -153,8 +157,11 @@ CudaExecutor::~CudaExecutor() {
   weights_.clear();
   step_arguments_ = DeviceBuffer();
   step_arena_ = DeviceBuffer();
-  staging_ = PinnedBuffer();
-  results_ = PinnedBuffer();
+  staging_ = {};
+  results_ = {};
+  for (CUevent event : step_events_)
+    if (event)
+      cu.cuEventDestroy_v2(event);
   if (module_)
     cu.cuModuleUnload(module_);
   if (stream_)
@@ -250,6 +257,8 @@ KvCacheSpec CudaExecutor::kv_cache_spec() const {
 }
 
 void CudaExecutor::allocate_kv_cache(int32_t num_blocks) {
+  if (!launched_.empty())
+    throw std::logic_error("allocate_kv_cache() while a step is launched");
   if (num_blocks < 1)
     throw std::invalid_argument("KV cache: " + std::to_string(num_blocks) +
                                 " blocks, need at least 1");
@@ -309,18 +318,19 @@ void CudaExecutor::bind_step(const BufferLayout &arguments, const BufferLayout &
     addresses_[step_scratch_[i]] = step_arena_.address() + scratch.offsets[i];
 }
 
-void CudaExecutor::execute(const StepBatch &batch, StepOutput &out) {
-  run_step(batch, out, nullptr);
-}
+void CudaExecutor::launch(const StepBatch &batch) { enqueue_step(batch, nullptr); }
 
 std::vector<float> CudaExecutor::profile_step(const StepBatch &batch) {
   if (!step_)
     throw std::logic_error(bundle_dir_ + ": the bundle has no step entry point");
+  if (!launched_.empty())
+    throw std::logic_error("profile_step() while a step is launched");
   make_current();
   const size_t n = step_->dispatches.size();
   Events events(n + 1);
   StepOutput out;
-  run_step(batch, out, &events.get()); // synchronizes the stream
+  enqueue_step(batch, &events.get());
+  wait(out);
   std::vector<float> ms(n);
   for (size_t i = 0; i < n; ++i)
     ms[i] = events.elapsed_ms(i, i + 1);
@@ -342,14 +352,16 @@ double CudaExecutor::copy_bandwidth(size_t bytes) {
   return 2.0 * static_cast<double>(bytes) * kCopies / (events.elapsed_ms(0, 1) * 1e-3);
 }
 
-void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
-                            const std::vector<CUevent> *events) {
+void CudaExecutor::enqueue_step(const StepBatch &batch, const std::vector<CUevent> *events) {
   if (!step_)
     throw std::logic_error(bundle_dir_ + ": the bundle has no step entry point");
   if (num_kv_blocks_ == 0)
-    throw std::logic_error("execute() before allocate_kv_cache()");
+    throw std::logic_error("launch() before allocate_kv_cache()");
+  if (launched_.size() == 2)
+    throw std::logic_error("launch(): two steps are launched already");
   const Clock::time_point start = Clock::now();
   check_step_batch(batch, manifest_.step_bounds(num_kv_blocks_));
+  check_deferred_tokens(batch, previous_num_seqs_);
   const StepLimits &l = options_.limits;
   if (batch.num_tokens > l.max_tokens || batch.num_seqs > l.max_seqs ||
       batch.max_blocks_per_seq > l.max_blocks_per_seq)
@@ -374,15 +386,44 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
   const StepBatch &run = bucket ? padded : batch;
   const Symbols symbols = step_symbols(run, pool_blocks_);
 
+  LaunchedStep step{};
+  step.buffers = static_cast<int>(num_launches_ % 2);
+  step.events = static_cast<int>(num_launches_ % kStepEventPairs);
+  step.after_another = num_launches_ > 0;
+  step.timed = !events;
+  step.num_seqs = batch.num_seqs;
+  step.logprobs = wants_logprobs(batch);
+  const CUevent started = step_events_[2 * step.events];
+  const CUevent ended = step_events_[2 * step.events + 1];
+
   // The step's arrays: packed into pinned memory, uploaded with one copy.
+  // The stream orders the upload after the step before, which reads the
+  // same device memory.
   const BufferLayout arguments = layout_of(step_->arguments, symbols);
   const BufferLayout scratch = layout_of(step_scratch_, symbols);
   bind_step(arguments, scratch);
-  pack_arrays(arguments, step_argument_data(run).data(), staging_.data());
+  void *staging = staging_[step.buffers].data();
+  pack_arrays(arguments, step_argument_data(run).data(), staging);
   const Clock::time_point prepared = Clock::now();
+  CU_CALL(cuEventRecord, started, stream_);
   if (arguments.total > 0)
-    CU_CALL(cuMemcpyHtoDAsync_v2, step_arguments_.address(), staging_.data(), arguments.total,
-            stream_);
+    CU_CALL(cuMemcpyHtoDAsync_v2, step_arguments_.address(), staging, arguments.total, stream_);
+  // Deferred tokens, one copy per run of consecutive tokens taken from
+  // consecutive rows. The step before's results are still in the arena:
+  // only this step's kernels, queued behind the copies, overwrite them.
+  const CUdeviceptr token_ids = addresses_[step_->arguments[kTokenIdsArgument]];
+  const std::vector<DeferredToken> &deferred = batch.deferred_tokens;
+  for (size_t i = 0; i < deferred.size();) {
+    size_t n = 1;
+    while (i + n < deferred.size() &&
+           deferred[i + n].token_index == deferred[i].token_index + int32_t(n) &&
+           deferred[i + n].previous_row == deferred[i].previous_row + int32_t(n))
+      ++n;
+    CU_CALL(cuMemcpyDtoDAsync_v2, token_ids + sizeof(int32_t) * deferred[i].token_index,
+            previous_next_tokens_ + sizeof(int32_t) * deferred[i].previous_row,
+            sizeof(int32_t) * n, stream_);
+    i += n;
+  }
 
   if (!bucket) {
     launch(*step_, symbols, events);
@@ -399,44 +440,62 @@ void CudaExecutor::run_step(const StepBatch &batch, StepOutput &out,
   // The log-prob results (abi::kStepResults after next_tokens) only when a
   // sequence asked for them.
   const Symbols real = step_symbols(batch, pool_blocks_);
-  const BufferLayout results = layout_of(step_->results, real);
-  const bool logprobs = std::any_of(batch.num_logprobs.begin(), batch.num_logprobs.end(),
-                                    [](int32_t n) { return n >= 0; });
-  auto *host = static_cast<uint8_t *>(results_.data());
-  for (size_t i = 0; i < (logprobs ? step_->results.size() : 1); ++i)
-    if (results.sizes[i] > 0)
-      CU_CALL(cuMemcpyDtoHAsync_v2, host + results.offsets[i], addresses_[step_->results[i]],
-              results.sizes[i], stream_);
-  const Clock::time_point enqueued = Clock::now();
-  CU_CALL(cuStreamSynchronize, stream_);
+  step.results = layout_of(step_->results, real);
+  auto *host = static_cast<uint8_t *>(results_[step.buffers].data());
+  for (size_t i = 0; i < (step.logprobs ? step_->results.size() : 1); ++i)
+    if (step.results.sizes[i] > 0)
+      CU_CALL(cuMemcpyDtoHAsync_v2, host + step.results.offsets[i],
+              addresses_[step_->results[i]], step.results.sizes[i], stream_);
+  CU_CALL(cuEventRecord, ended, stream_);
+  step.next_tokens = addresses_[step_->results[0]];
+  step.prepare_s = seconds_between(start, prepared);
+  step.enqueue_s = seconds_between(prepared, Clock::now());
+  launched_.push_back(step);
+  ++num_launches_;
+  previous_next_tokens_ = step.next_tokens;
+  previous_num_seqs_ = batch.num_seqs;
+}
+
+void CudaExecutor::wait(StepOutput &out) {
+  if (launched_.empty())
+    throw std::logic_error("wait(): no step is launched");
+  const LaunchedStep step = launched_.front();
+  launched_.pop_front();
+  make_current();
+  const Clock::time_point start = Clock::now();
+  CU_CALL(cuEventSynchronize, step_events_[2 * step.events + 1]);
   const Clock::time_point done = Clock::now();
-  const size_t S = static_cast<size_t>(batch.num_seqs);
-  const auto result = [&](int i) { return host + results.offsets[i]; };
-  const auto *next = reinterpret_cast<const int32_t *>(result(0));
-  out.next_tokens.assign(next, next + S);
-  out.token_logprobs.clear();
-  out.top_logprob_tokens.clear();
-  out.top_logprobs.clear();
-  if (logprobs) {
-    const auto *logprob = reinterpret_cast<const float *>(result(1));
-    const auto *top_tokens = reinterpret_cast<const int32_t *>(result(2));
-    const auto *top = reinterpret_cast<const float *>(result(3));
-    out.token_logprobs.assign(logprob, logprob + S);
-    out.top_logprob_tokens.assign(top_tokens, top_tokens + S * abi::kMaxTopLogprobs);
-    out.top_logprobs.assign(top, top + S * abi::kMaxTopLogprobs);
+  const size_t S = static_cast<size_t>(step.num_seqs);
+  const auto *host = static_cast<const uint8_t *>(results_[step.buffers].data());
+  std::array<const void *, abi::kNumStepResults> results{};
+  for (size_t i = 0; i < results.size(); ++i)
+    results[i] = i < step.results.offsets.size() ? host + step.results.offsets[i] : nullptr;
+  read_step_results(results.data(), S, step.logprobs, out);
+  // The GPU's idle time: from the end of the step before to this one's
+  // start, both recorded on the stream. That pair is not reused until the
+  // step after the next is launched.
+  out.idle_seconds_before.reset();
+  if (step.after_another) {
+    const int before = (step.events + kStepEventPairs - 1) % kStepEventPairs;
+    float ms = 0;
+    CU_CALL(cuEventElapsedTime_v2, &ms, step_events_[2 * before + 1],
+            step_events_[2 * step.events]);
+    out.idle_seconds_before = std::max(0.0, ms * 1e-3);
   }
-  if (!events) {
-    ++host_timing_.steps;
-    host_timing_.prepare_s += seconds_between(start, prepared);
-    host_timing_.enqueue_s += seconds_between(prepared, enqueued);
-    host_timing_.wait_s += seconds_between(enqueued, done);
-    host_timing_.results_s += seconds_between(done, Clock::now());
-  }
+  if (!step.timed)
+    return;
+  ++host_timing_.steps;
+  host_timing_.prepare_s += step.prepare_s;
+  host_timing_.enqueue_s += step.enqueue_s;
+  host_timing_.wait_s += seconds_between(start, done);
+  host_timing_.results_s += seconds_between(done, Clock::now());
 }
 
 std::vector<HostTensor> CudaExecutor::run_entry(std::string_view name, Symbols symbols,
                                                 const std::vector<HostTensor> &inputs) {
   const EntryPoint &e = entry(name);
+  if (!launched_.empty())
+    throw std::logic_error("run_entry() while a step is launched");
   symbols.NB = pool_blocks_;
   check_entry_inputs(manifest_, e, symbols, inputs, num_kv_blocks_ > 0);
   make_current();

@@ -2,7 +2,9 @@
 // loads its module, uploads its weights once, owns the KV pool and the
 // activation memory on the device, and runs each step's dispatches on one
 // stream, decode steps as CUDA graphs (docs/executor.md, "The CUDA
-// executor").
+// executor"). A launched step is enqueued and not waited for, so the host
+// can prepare the next one while it runs; a deferred token is copied on the
+// device from the step before's sampled tokens.
 #ifndef LLMSERVE_CUDA_CUDA_EXECUTOR_H
 #define LLMSERVE_CUDA_CUDA_EXECUTOR_H
 
@@ -14,7 +16,9 @@
 #include "cuda/device_memory.h"
 #include "cuda/kernel_params.h"
 
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -64,13 +68,15 @@ public:
   // with CUDA graphs, one more: the sink of padded decode rows. Drops the
   // graphs captured over the previous pools.
   void allocate_kv_cache(int32_t num_blocks) override;
-  // Runs the `step` entry point. Throws std::invalid_argument for a batch
-  // that is inconsistent (check_step_batch) or larger than the limits,
-  // before anything runs.
-  void execute(const StepBatch &batch, StepOutput &out) override;
+  // Enqueues the `step` entry point. Throws std::invalid_argument for a
+  // batch that is inconsistent (check_step_batch) or larger than the
+  // limits, before anything is enqueued.
+  void launch(const StepBatch &batch) override;
+  void wait(StepOutput &out) override;
   // Runs the step uncaptured (and unpadded) with an event before every
   // dispatch: the milliseconds each dispatch of the `step` entry point took,
-  // by dispatch index (0 for an empty grid). For `llmrun bench decode`.
+  // by dispatch index (0 for an empty grid). For `llmrun bench decode`;
+  // not while a step is launched.
   std::vector<float> profile_step(const StepBatch &batch);
   // Device-to-device copy rate in bytes read plus written per second, over
   // `bytes`-sized copies: the memory-bandwidth roofline benchmarks compare
@@ -94,10 +100,11 @@ public:
   // Decode graphs captured so far, one per bucket used.
   size_t num_graphs() const { return graphs_.size(); }
 
-  // Where execute() spends host time, summed over the steps since the last
-  // reset: checking, padding and packing the step's arrays (the GPU idles
-  // unless a step is queued ahead), enqueueing the upload, the launches and
-  // the result copies, waiting for the GPU, and taking the results out.
+  // Where launch() and wait() spend host time, summed over the steps since
+  // the last reset: checking, padding and packing the step's arrays (the GPU
+  // idles unless a step is queued ahead), enqueueing the upload, the
+  // launches and the result copies, waiting for the GPU, and taking the
+  // results out.
   struct HostTiming {
     int64_t steps = 0;
     double prepare_s = 0, enqueue_s = 0, wait_s = 0, results_s = 0;
@@ -106,6 +113,23 @@ public:
   void reset_host_timing() { host_timing_ = {}; }
 
 private:
+  // A step on the stream, until wait() takes its results.
+  struct LaunchedStep {
+    int buffers;             // its staging_ and results_
+    int events;              // its pair in step_events_
+    bool after_another;      // launched right after another step
+    bool timed;              // counts in host_timing (not profiled)
+    int32_t num_seqs;
+    bool logprobs;
+    BufferLayout results;    // of the real sequences, in results_[buffers]
+    CUdeviceptr next_tokens; // its sampled tokens on the device
+    double prepare_s, enqueue_s;
+  };
+  // Start and end events of the steps: three pairs, so that a step's idle
+  // time can be read against the end of the step before while the step
+  // after it is launched.
+  static constexpr int kStepEventPairs = 3;
+
   struct Context {
     CUdevice device = 0;
     CUcontext context = nullptr;
@@ -119,9 +143,9 @@ private:
   BufferLayout layout_of(const std::vector<int> &ids, const Symbols &symbols) const;
   // Sets the address of every argument and scratch buffer of the step.
   void bind_step(const BufferLayout &arguments, const BufferLayout &scratch);
-  // execute(), with events around the dispatches when `events` is given
+  // launch(), with events around the dispatches when `events` is given
   // (one per dispatch and one after the last; the step then runs uncaptured).
-  void run_step(const StepBatch &batch, StepOutput &out, const std::vector<CUevent> *events);
+  void enqueue_step(const StepBatch &batch, const std::vector<CUevent> *events);
   // Launches every dispatch of `e` on the stream, with addresses_; records
   // (*events)[i] before dispatch i and the last event after them.
   void launch(const EntryPoint &e, const Symbols &symbols,
@@ -154,7 +178,15 @@ private:
   const EntryPoint *step_ = nullptr;
   std::vector<int> step_scratch_;
   DeviceBuffer step_arguments_, step_arena_;
-  PinnedBuffer staging_, results_;
+  // Two of each: a step packs its arrays and gets its results while the
+  // step before may still be uploading and running.
+  std::array<PinnedBuffer, 2> staging_, results_;
+  std::array<CUevent, 2 * kStepEventPairs> step_events_{};
+  std::deque<LaunchedStep> launched_; // oldest first
+  uint64_t num_launches_ = 0;
+  // The last launched step's sampled tokens on the device, and how many.
+  CUdeviceptr previous_next_tokens_ = 0;
+  int32_t previous_num_seqs_ = 0;
   std::map<int32_t, CUgraphExec> graphs_; // by bucket
 };
 

@@ -75,7 +75,7 @@ struct SteadyScheduler {
     const StepBatch &batch = scheduler.schedule(now);
     out.next_tokens.assign(batch.num_seqs, 7);
     outputs.clear();
-    scheduler.postprocess(out, now, outputs);
+    scheduler.complete_step(out, now, outputs);
     for (const RequestOutput &o : outputs)
       if (o.finished) {
         live.erase(o.id);

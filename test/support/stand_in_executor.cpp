@@ -1,11 +1,15 @@
 #include "support/stand_in_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace llmserve {
 namespace {
@@ -20,6 +24,28 @@ uint64_t mix(uint64_t z) {
 
 [[noreturn]] void violation(const std::string &what) {
   throw std::invalid_argument("step batch: " + what);
+}
+
+// Each step array's bytes.
+std::vector<std::string_view> array_bytes(const StepBatch &b) {
+  std::vector<std::string_view> bytes;
+  for_each_step_array(b, [&](int, const char *, abi::Extent, const auto &array, auto) {
+    bytes.emplace_back(reinterpret_cast<const char *>(array.data()),
+                       array.size() * sizeof(array[0]));
+  });
+  return bytes;
+}
+
+bool same_batch(const StepBatch &a, const StepBatch &b) {
+  auto deferred = [](const StepBatch &x) {
+    std::vector<std::pair<int32_t, int32_t>> d;
+    for (const DeferredToken &t : x.deferred_tokens)
+      d.emplace_back(t.token_index, t.previous_row);
+    return d;
+  };
+  return a.num_tokens == b.num_tokens && a.num_seqs == b.num_seqs &&
+         a.max_blocks_per_seq == b.max_blocks_per_seq && deferred(a) == deferred(b) &&
+         array_bytes(a) == array_bytes(b);
 }
 
 std::string at(const char *array, int64_t index, int64_t value) {
@@ -165,9 +191,42 @@ void StandInExecutor::check_batch(const StepBatch &b) {
   }
 }
 
-void StandInExecutor::execute(const StepBatch &b, StepOutput &out) {
+void StandInExecutor::launch(const StepBatch &b) {
   if (kv_.empty())
-    throw std::logic_error("StandInExecutor: execute before allocate_kv_cache");
+    throw std::logic_error("StandInExecutor: launch before allocate_kv_cache");
+  if (launched_.size() == 2)
+    throw std::logic_error("StandInExecutor: a third step launched");
+  check_deferred_tokens(b, last_launched_num_seqs_);
+  launched_.push_back({&b, b});
+  last_launched_num_seqs_ = b.num_seqs;
+}
+
+void StandInExecutor::wait(StepOutput &out) {
+  if (launched_.empty())
+    throw std::logic_error("StandInExecutor: wait without a launched step");
+  Launched step = std::move(launched_.front());
+  launched_.pop_front();
+  const auto start = std::chrono::steady_clock::now();
+  out.idle_seconds_before.reset();
+  if (previous_end_)
+    out.idle_seconds_before = std::chrono::duration<double>(start - *previous_end_).count();
+  try {
+    if (!same_batch(*step.batch, step.copy))
+      violation("the batch changed while its step was launched");
+    StepBatch &b = step.copy;
+    b.token_ids = resolved_token_ids(b, previous_next_tokens_);
+    num_deferred_tokens_ += static_cast<int64_t>(b.deferred_tokens.size());
+    run(b, out);
+    previous_next_tokens_ = out.next_tokens;
+  } catch (...) {
+    previous_next_tokens_.assign(step.copy.num_seqs, 0);
+    previous_end_ = std::chrono::steady_clock::now();
+    throw;
+  }
+  previous_end_ = std::chrono::steady_clock::now();
+}
+
+void StandInExecutor::run(const StepBatch &b, StepOutput &out) {
   ++num_steps_; // stamps this step's marks in check_batch
   check_batch(b);
   const int32_t MB = b.max_blocks_per_seq;

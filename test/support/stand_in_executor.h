@@ -6,12 +6,17 @@
 // executors' own check_step_batch, then everything else the scheduler
 // promises. So the scheduler is tested for what it hands a kernel: a stale,
 // foreign or overwritten block changes the output or fails the step.
+// A launched step runs when it is waited for, and fails if its batch changed
+// in between, as a batch a real executor still reads must not.
 #ifndef LLMSERVE_TEST_SUPPORT_STAND_IN_EXECUTOR_H
 #define LLMSERVE_TEST_SUPPORT_STAND_IN_EXECUTOR_H
 
 #include "core/executor.h"
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <functional>
 #include <vector>
 
@@ -24,9 +29,11 @@ public:
 
   KvCacheSpec kv_cache_spec() const override;
   void allocate_kv_cache(int32_t num_blocks) override;
-  // Throws std::invalid_argument naming the array, sequence and value when
-  // the batch breaks the step contract.
-  void execute(const StepBatch &batch, StepOutput &out) override;
+  void launch(const StepBatch &batch) override;
+  // Runs the oldest launched step. Throws std::invalid_argument naming the
+  // array, sequence and value when its batch breaks the step contract, or
+  // changed since launch().
+  void wait(StepOutput &out) override;
 
   // The model, for computing what a request run alone produces:
   // context = extend(...extend(kEmptyContext, t0)..., tn), then
@@ -47,14 +54,23 @@ public:
   static constexpr float kSampledLogprob = -1.0f;
 
   int64_t num_steps() const { return num_steps_; }
+  // Token ids it took from the step before (StepBatch::deferred_tokens).
+  int64_t num_deferred_tokens() const { return num_deferred_tokens_; }
+  // Steps launched and not yet waited for.
+  size_t num_launched() const { return launched_.size(); }
 
 private:
+  struct Launched {
+    const StepBatch *batch;
+    StepBatch copy; // as launched
+  };
   struct Slot {
     int32_t position = -1; // -1: never written
     int32_t token = 0;
     uint64_t context = 0; // hash of the context up to and including token
   };
   void check_batch(const StepBatch &b);
+  void run(const StepBatch &b, StepOutput &out);
 
   int32_t vocab_size_;
   int32_t block_size_;
@@ -67,6 +83,11 @@ private:
   std::vector<int64_t> block_seen_step_;
   std::vector<int32_t> block_seen_seq_;
   int64_t num_steps_ = 0;
+  int64_t num_deferred_tokens_ = 0;
+  std::deque<Launched> launched_;
+  int64_t last_launched_num_seqs_ = 0;
+  std::vector<int32_t> previous_next_tokens_; // of the step run last
+  std::optional<std::chrono::steady_clock::time_point> previous_end_;
 };
 
 } // namespace llmserve

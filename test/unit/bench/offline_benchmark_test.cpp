@@ -80,7 +80,8 @@ TEST(RunOffline, StopsAtEosUnlessIgnored) {
 class FailingExecutor : public StandInExecutor {
 public:
   using StandInExecutor::StandInExecutor;
-  void execute(const StepBatch &, StepOutput &) override {
+  void wait(StepOutput &out) override {
+    StandInExecutor::wait(out);
     throw std::runtime_error("kernel fault");
   }
 };

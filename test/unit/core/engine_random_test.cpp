@@ -35,11 +35,13 @@ struct Sent {
 struct Policy {
   bool prefix_caching;
   bool decode_only_steps;
+  bool overlap_scheduling;
 };
 
 std::string name(const ::testing::TestParamInfo<Policy> &info) {
   return std::string(info.param.prefix_caching ? "Cached" : "Uncached") +
-         (info.param.decode_only_steps ? "DecodeOnlySteps" : "MixedSteps");
+         (info.param.decode_only_steps ? "DecodeOnlySteps" : "MixedSteps") +
+         (info.param.overlap_scheduling ? "Overlapped" : "Serial");
 }
 
 class EngineRandomTest : public ::testing::TestWithParam<Policy> {};
@@ -65,6 +67,7 @@ TEST_P(EngineRandomTest, OutputsMatchTheModelRunAloneAndNothingLeaks) {
   config.num_kv_blocks = 300; // 4800 tokens: two long prompts do not fit
   config.enable_prefix_caching = GetParam().prefix_caching;
   config.decode_only_steps = GetParam().decode_only_steps;
+  config.overlap_scheduling = GetParam().overlap_scheduling;
   config.eos_token_ids = {kEos};
   config.vocab_size = kVocab;
   Engine engine(model, config);
@@ -195,15 +198,26 @@ TEST_P(EngineRandomTest, OutputsMatchTheModelRunAloneAndNothingLeaks) {
   EXPECT_GT(stats.num_finished[int(FinishReason::kLength)], 10u);
   if (config.enable_prefix_caching)
     EXPECT_GT(stats.prefix_cache_hit_tokens, stats.prefix_cache_query_tokens / 10);
+  // Overlapped, decodes take their token from the step before, except those
+  // of requests with penalties (about half of them here), and of any request
+  // in a step that waits for their tokens.
+  if (config.overlap_scheduling)
+    EXPECT_GT(model.num_deferred_tokens(), int64_t(stats.num_generated_tokens / 10));
+  else
+    EXPECT_EQ(model.num_deferred_tokens(), 0);
+  RecordProperty("deferred_tokens", std::to_string(model.num_deferred_tokens()));
   RecordProperty("steps", std::to_string(step));
   RecordProperty("max_wait_steps", std::to_string(max_wait));
   RecordProperty("preemptions", std::to_string(stats.num_preemptions));
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, EngineRandomTest,
-                         ::testing::Values(Policy{true, false}, Policy{true, true},
-                                           Policy{false, false}, Policy{false, true}),
-                         name);
+INSTANTIATE_TEST_SUITE_P(
+    Policies, EngineRandomTest,
+    ::testing::Values(Policy{true, false, true}, Policy{true, true, true},
+                      Policy{false, false, true}, Policy{false, true, true},
+                      Policy{true, false, false}, Policy{true, true, false},
+                      Policy{false, false, false}, Policy{false, true, false}),
+    name);
 
 // A long prompt arriving in a steady flood of short requests is served first
 // come first served: nothing that arrived after it starts before it, and it

@@ -34,8 +34,20 @@ std::vector<int32_t> prompt(int32_t n, int32_t salt) {
   return p;
 }
 
-EngineConfig small_config() {
+// Every test runs with overlapped scheduling on and off.
+class EngineTest : public ::testing::TestWithParam<bool> {
+protected:
+  EngineConfig small_config() const;
+};
+
+INSTANTIATE_TEST_SUITE_P(, EngineTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "Overlapped" : "Serial";
+                         });
+
+EngineConfig EngineTest::small_config() const {
   EngineConfig c;
+  c.overlap_scheduling = GetParam();
   c.max_num_seqs = 8;
   c.max_num_batched_tokens = 64;
   c.max_model_len = 256;
@@ -83,7 +95,7 @@ template <typename F> std::string error_of(F &&f) {
   return "accepted";
 }
 
-TEST(Engine, RejectsConfigsItCannotServe) {
+TEST_P(EngineTest, RejectsConfigsItCannotServe) {
   StandInExecutor model(kVocab, 16, 1024);
   EngineConfig c = small_config();
   c.block_size = 32;
@@ -103,7 +115,7 @@ TEST(Engine, RejectsConfigsItCannotServe) {
   EXPECT_EQ(engine.stats().num_kv_blocks, 16);
 }
 
-TEST(Engine, RejectsBadRequestsWithTheReason) {
+TEST_P(EngineTest, RejectsBadRequestsWithTheReason) {
   StandInExecutor model(kVocab);
   Engine engine(model, small_config());
   SamplingParams p;
@@ -136,7 +148,7 @@ TEST(Engine, RejectsBadRequestsWithTheReason) {
   EXPECT_FALSE(engine.has_work());
 }
 
-TEST(Engine, LogitEntriesSeeTheHistoryAndBiasOfTheRequestAlone) {
+TEST_P(EngineTest, LogitEntriesSeeTheHistoryAndBiasOfTheRequestAlone) {
   // The stand-in's token depends on the logit entries it is handed, so any
   // entry missing, repeated, miscounted or mis-biased (across chunked prefill, or across
   // requests sharing a step) changes the output.
@@ -169,7 +181,7 @@ TEST(Engine, LogitEntriesSeeTheHistoryAndBiasOfTheRequestAlone) {
   }
 }
 
-TEST(Engine, ReportsLogprobsOnlyToRequestsThatAsk) {
+TEST_P(EngineTest, ReportsLogprobsOnlyToRequestsThatAsk) {
   StandInExecutor model(kVocab);
   Engine engine(model, small_config());
   SamplingParams none, zero, three;
@@ -204,7 +216,7 @@ TEST(Engine, ReportsLogprobsOnlyToRequestsThatAsk) {
   EXPECT_EQ(tokens_seen, 12);
 }
 
-TEST(Engine, OutputsEqualTheModelRunAlone) {
+TEST_P(EngineTest, OutputsEqualTheModelRunAlone) {
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();
   Engine engine(model, config);
@@ -273,7 +285,7 @@ constexpr const char *kListGrammar = R"(root ::= "[" [0-9]+ ("," [0-9]+)* "]")";
 // Masked and unmasked sequences share steps (and chunked prefills); each
 // output is what the model gives the request alone, and a grammar's output
 // is a sentence of it when it stops.
-TEST(Engine, GrammarsMaskOnlyTheirOwnSequences) {
+TEST_P(EngineTest, GrammarsMaskOnlyTheirOwnSequences) {
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();
   config.max_num_batched_tokens = 16;
@@ -312,7 +324,7 @@ TEST(Engine, GrammarsMaskOnlyTheirOwnSequences) {
   EXPECT_GT(sentences, 3) << "the grammar's outputs should mostly end";
 }
 
-TEST(Engine, AGrammarThatDeadEndsFinishesTheRequestWithTheReason) {
+TEST_P(EngineTest, AGrammarThatDeadEndsFinishesTheRequestWithTheReason) {
   StandInExecutor model(kVocab);
   Engine engine(model, small_config());
   SamplingParams p;
@@ -333,7 +345,7 @@ TEST(Engine, AGrammarThatDeadEndsFinishesTheRequestWithTheReason) {
                         "has 256"));
 }
 
-TEST(Engine, StopsOnEosStopTokensMinTokensAndLength) {
+TEST_P(EngineTest, StopsOnEosStopTokensMinTokensAndLength) {
   StandInExecutor model(kVocab);
   int at = 0;
   std::vector<int32_t> eos_prompt = prompt_reaching(model, kEos, 200, &at);
@@ -390,7 +402,7 @@ TEST(Engine, StopsOnEosStopTokensMinTokensAndLength) {
   EXPECT_EQ(capped_run[longest].tokens.size(), 1u);
 }
 
-TEST(Engine, AbortAndFinishEndRequestsWhereverTheyAre) {
+TEST_P(EngineTest, AbortAndFinishEndRequestsWhereverTheyAre) {
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();
   config.max_num_seqs = 2;
@@ -408,14 +420,17 @@ TEST(Engine, AbortAndFinishEndRequestsWhereverTheyAre) {
   engine.abort(waiting);
   engine.abort(12345); // unknown ids are ignored
   std::map<uint64_t, RequestOutput> ended;
-  for (const RequestOutput &o : engine.step())
+  const std::vector<RequestOutput> outputs = engine.step();
+  for (const RequestOutput &o : outputs)
     ended[o.id] = o;
+  // Overlapped, the second step was still running: its tokens are dropped.
+  ASSERT_EQ(outputs.size(), 3u);
   ASSERT_EQ(ended.size(), 3u);
   EXPECT_EQ(ended[a].finish_reason, FinishReason::kAbort);
   EXPECT_EQ(ended[b].finish_reason, FinishReason::kStop);
   EXPECT_EQ(ended[waiting].finish_reason, FinishReason::kAbort);
   EXPECT_EQ(ended[a].token, -1);
-  EXPECT_EQ(ended[a].num_output_tokens, 2);
+  EXPECT_EQ(ended[a].num_output_tokens, GetParam() ? 1 : 2);
   EXPECT_FALSE(engine.has_work());
   engine.abort(a); // already finished
   EXPECT_TRUE(engine.step().empty());
@@ -431,30 +446,43 @@ TEST(Engine, AbortAndFinishEndRequestsWhereverTheyAre) {
 class FailingExecutor : public StandInExecutor {
 public:
   FailingExecutor() : StandInExecutor(kVocab) {}
-  void execute(const StepBatch &b, StepOutput &out) override {
+  void launch(const StepBatch &b) override {
+    if (refuse_launch)
+      throw std::invalid_argument("launch refused");
+    StandInExecutor::launch(b);
+  }
+  void wait(StepOutput &out) override {
+    StandInExecutor::wait(out);
     if (fail_next) {
       fail_next = false;
       throw std::runtime_error("device lost");
     }
-    StandInExecutor::execute(b, out);
     if (short_output)
       out.next_tokens.pop_back();
   }
   bool fail_next = false;
   bool short_output = false;
+  bool refuse_launch = false;
 };
 
-TEST(Engine, ExecutorFailureEndsTheStepsRequestsAndServingGoesOn) {
+TEST_P(EngineTest, ExecutorFailureEndsTheStepsRequestsAndServingGoesOn) {
   FailingExecutor model;
   EngineConfig config = small_config();
   Engine engine(model, config);
+  // Overlapped, the first call launches a step and completes none.
+  auto step_until_outputs = [&] {
+    std::vector<RequestOutput> outputs;
+    for (int i = 0; i < 2 && outputs.empty(); ++i)
+      outputs = engine.step();
+    return outputs;
+  };
   SamplingParams p;
   p.max_tokens = 5;
   p.ignore_eos = true;
   engine.add_request(prompt(10, 0), p);
   engine.add_request(prompt(10, 1), p);
   model.fail_next = true;
-  auto outputs = engine.step();
+  auto outputs = step_until_outputs();
   ASSERT_EQ(outputs.size(), 2u);
   for (const RequestOutput &o : outputs) {
     EXPECT_EQ(o.finish_reason, FinishReason::kError);
@@ -462,24 +490,57 @@ TEST(Engine, ExecutorFailureEndsTheStepsRequestsAndServingGoesOn) {
   }
   engine.check_invariants();
   EXPECT_EQ(engine.kv_pool().num_free_blocks(), engine.kv_pool().num_blocks());
+  EXPECT_TRUE(run(engine).empty()) << "a step launched after the failed one reports nothing";
 
   engine.add_request(prompt(10, 2), p);
   model.short_output = true;
-  outputs = engine.step();
+  outputs = step_until_outputs();
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].error, "executor returned 0 tokens for 1 sequences");
   model.short_output = false;
+  run(engine);
 
-  uint64_t ok = engine.add_request(prompt(10, 3), p);
+  // A step the executor refuses to launch fails its requests; the step
+  // launched before it still completes.
+  const uint64_t first = engine.add_request(prompt(10, 3), p);
+  outputs = step_until_outputs();
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_GE(outputs[0].token, 0);
+  const uint64_t second = engine.add_request(prompt(10, 4), p);
+  model.refuse_launch = true;
   auto got = run(engine);
+  model.refuse_launch = false;
+  EXPECT_EQ(got[first].reason, FinishReason::kError);
+  EXPECT_EQ(got[second].reason, FinishReason::kError);
+  EXPECT_EQ(got[second].error, "executor failed: launch refused");
+  EXPECT_TRUE(got[second].tokens.empty());
+
+  uint64_t ok = engine.add_request(prompt(10, 5), p);
+  got = run(engine);
   EXPECT_EQ(got[ok].reason, FinishReason::kLength);
-  EXPECT_EQ(engine.stats().num_finished[int(FinishReason::kError)], 3u);
+  EXPECT_EQ(engine.stats().num_finished[int(FinishReason::kError)], 5u);
 }
 
-TEST(Engine, UnseededSamplingIsReproducibleWhateverTheBatch) {
+// An engine that goes away with a step in flight waits for it: the executor
+// reads the batch, which the engine owns, until then.
+TEST_P(EngineTest, GoingAwayWaitsForTheStepInFlight) {
+  StandInExecutor model(kVocab);
+  {
+    Engine engine(model, small_config());
+    SamplingParams p;
+    p.max_tokens = 8;
+    engine.add_request(prompt(10, 0), p);
+    engine.step();
+    engine.step();
+    EXPECT_EQ(model.num_launched(), GetParam() ? 1u : 0u);
+  }
+  EXPECT_EQ(model.num_launched(), 0u);
+}
+
+TEST_P(EngineTest, UnseededSamplingIsReproducibleWhateverTheBatch) {
   // The same requests, alone one after another and all at once with a tiny
   // token budget, give the same tokens.
-  auto outputs = [](int32_t max_num_seqs, int32_t budget, bool one_at_a_time) {
+  auto outputs = [this](int32_t max_num_seqs, int32_t budget, bool one_at_a_time) {
     StandInExecutor model(kVocab);
     EngineConfig c = small_config();
     c.max_num_seqs = max_num_seqs;
@@ -508,7 +569,7 @@ TEST(Engine, UnseededSamplingIsReproducibleWhateverTheBatch) {
   EXPECT_NE(alone[0], alone[1]);
 }
 
-TEST(Engine, ReusesPrefixesAcrossRequestsAndTurns) {
+TEST_P(EngineTest, ReusesPrefixesAcrossRequestsAndTurns) {
   StandInExecutor model(kVocab);
   Engine engine(model, small_config());
   SamplingParams p;
@@ -539,7 +600,7 @@ TEST(Engine, ReusesPrefixesAcrossRequestsAndTurns) {
   EXPECT_EQ(uncached.kv_pool().num_free_blocks(), uncached.kv_pool().num_blocks());
 }
 
-TEST(Engine, ReportsStats) {
+TEST_P(EngineTest, ReportsStats) {
   StandInExecutor model(kVocab);
   Engine engine(model, small_config());
   SamplingParams p;
@@ -562,55 +623,68 @@ TEST(Engine, ReportsStats) {
   EXPECT_GT(s.num_cached_kv_blocks, 0);
 }
 
-// A step's timing: how long it scheduled, executed and post-processed, and
-// the executor's idle gap since the previous step's execute, which exists
-// only for back-to-back steps (not after a step without a batch, nor after
-// a wait_for_work that blocked).
-TEST(Engine, TimesItsStepsAndTheExecutorsIdleGaps) {
+// A step() call's timing: how long it scheduled, spent in the executor and
+// post-processed, and the executor's idle time before the step it completed,
+// reported only for steps launched back to back (not after a call that
+// launched nothing, nor after a wait_for_work that blocked).
+TEST_P(EngineTest, TimesItsStepsAndTheExecutorsIdleGaps) {
   StandInExecutor model(kVocab);
   Engine engine(model, small_config());
+  const bool overlapped = GetParam();
   SamplingParams p;
   p.ignore_eos = true;
   p.max_tokens = 3;
-  engine.add_request(prompt(8, 0), p);
-  engine.step();
-  StepTiming first = engine.last_step_timing();
-  EXPECT_TRUE(first.executed);
-  EXPECT_FALSE(first.gap_seconds) << "no step ran before";
-  EXPECT_GE(first.schedule_seconds, 0.0);
-  EXPECT_GT(first.execute_seconds, 0.0);
-  EXPECT_GE(first.postprocess_seconds, 0.0);
+  // Each call's timing until the engine is idle.
+  auto serve = [&] {
+    std::vector<StepTiming> calls;
+    while (engine.has_work()) {
+      engine.step();
+      calls.push_back(engine.last_step_timing());
+    }
+    return calls;
+  };
+  // Overlapped, the first call completes no step, and the last one
+  // completes the last step and launches none.
+  const size_t first_completed = overlapped ? 1 : 0;
 
-  engine.step();
-  ASSERT_TRUE(engine.last_step_timing().gap_seconds) << "back to back";
-  EXPECT_GE(*engine.last_step_timing().gap_seconds,
-            engine.last_step_timing().schedule_seconds);
-  engine.step(); // the last token
-  EXPECT_FALSE(engine.has_work());
+  engine.add_request(prompt(8, 0), p);
+  std::vector<StepTiming> calls = serve();
+  ASSERT_EQ(calls.size(), overlapped ? 4u : 3u);
+  for (const StepTiming &t : calls) {
+    EXPECT_TRUE(t.executed);
+    EXPECT_GE(t.schedule_seconds, 0.0);
+    EXPECT_GT(t.execute_seconds, 0.0);
+    EXPECT_GE(t.postprocess_seconds, 0.0);
+  }
+  EXPECT_FALSE(calls[0].gap_seconds);
+  EXPECT_FALSE(calls[first_completed].gap_seconds) << "no step ran before";
+  for (size_t i = first_completed + 1; i < calls.size(); ++i) {
+    ASSERT_TRUE(calls[i].gap_seconds) << "back to back";
+    EXPECT_GE(*calls[i].gap_seconds, 0.0);
+  }
+  if (!overlapped) // the stand-in runs a step when it is waited for
+    EXPECT_GE(*calls[1].gap_seconds, calls[1].schedule_seconds);
 
   engine.step(); // nothing to run
   EXPECT_FALSE(engine.last_step_timing().executed);
   engine.add_request(prompt(8, 1), p);
-  engine.step();
-  EXPECT_TRUE(engine.last_step_timing().executed);
-  EXPECT_FALSE(engine.last_step_timing().gap_seconds) << "the step before ran nothing";
+  calls = serve();
+  EXPECT_FALSE(calls[first_completed].gap_seconds) << "the call before launched nothing";
+  EXPECT_TRUE(calls.back().gap_seconds);
 
-  engine.step();
-  EXPECT_TRUE(engine.last_step_timing().gap_seconds);
-  engine.step();
   EXPECT_FALSE(engine.wait_for_work(std::chrono::milliseconds(1))) << "blocks, then times out";
   engine.add_request(prompt(8, 2), p);
-  engine.step();
-  EXPECT_FALSE(engine.last_step_timing().gap_seconds) << "the engine waited for work";
+  calls = serve();
+  EXPECT_FALSE(calls[first_completed].gap_seconds) << "the engine waited for work";
+  EXPECT_TRUE(calls.back().gap_seconds);
 
   const EngineStats s = engine.stats();
-  EXPECT_EQ(s.num_steps, 7u);
+  EXPECT_EQ(s.num_steps, 9u);
   EXPECT_GT(s.execute_seconds, 0.0);
-  EXPECT_GE(s.schedule_seconds, first.schedule_seconds);
-  EXPECT_GE(s.postprocess_seconds, first.postprocess_seconds);
+  EXPECT_GT(s.postprocess_seconds, 0.0);
 }
 
-TEST(Engine, TimestampsFollowTheRequestsLife) {
+TEST_P(EngineTest, TimestampsFollowTheRequestsLife) {
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();
   config.max_num_batched_tokens = 16; // the prompt takes three steps
@@ -638,7 +712,7 @@ TEST(Engine, TimestampsFollowTheRequestsLife) {
   EXPECT_EQ(outputs.back().num_prompt_tokens, 40);
 }
 
-TEST(Engine, AcceptsRequestsFromAnotherThreadWhileStepping) {
+TEST_P(EngineTest, AcceptsRequestsFromAnotherThreadWhileStepping) {
   StandInExecutor model(kVocab);
   EngineConfig config = small_config();
   Engine engine(model, config);

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -66,15 +67,20 @@ protected:
       if (r->status == RequestStatus::kRunning && r->num_uncomputed_tokens() == 1)
         decoding.insert(r->id);
     const StepBatch &batch = scheduler->schedule(Clock::now());
+    // A row's request: the one holding the block its last token is written
+    // to, which no other request holds.
     std::map<uint64_t, int32_t> ran;
-    for (auto &r : requests)
-      if (r->num_scheduled_tokens > 0)
-        ran[r->id] = r->num_scheduled_tokens;
+    for (int32_t s = 0; s < batch.num_seqs; ++s) {
+      const int32_t block = batch.slot_mapping[batch.query_start[s + 1] - 1] / kBlock;
+      for (auto &r : requests)
+        if (std::find(r->blocks.begin(), r->blocks.end(), block) != r->blocks.end())
+          ran[r->id] = batch.query_start[s + 1] - batch.query_start[s];
+    }
     EXPECT_EQ(ran.size(), size_t(batch.num_seqs));
     if (batch.num_seqs > 0) {
       StepOutput out;
       model.execute(batch, out);
-      scheduler->postprocess(out, Clock::now(), outputs);
+      scheduler->complete_step(out, Clock::now(), outputs);
     }
     scheduler->check_invariants();
     return ran;
@@ -149,7 +155,8 @@ TEST_F(SchedulerTest, HandsEachSequenceItsPenaltyHistory) {
   // Expected histories from the tokens the requests now hold.
   auto expect_row = [&](int s, const Request &r, bool prompt_counts) {
     std::map<int32_t, int32_t> want, got;
-    for (int32_t i = 0; i < r.num_tokens(); ++i) {
+    // The launched step's pending token is not in the history yet.
+    for (int32_t i = 0; i < static_cast<int32_t>(r.tokens.size()); ++i) {
       const bool output = i >= r.num_prompt_tokens;
       if (output || prompt_counts)
         want[r.tokens[i]] += output;
@@ -167,7 +174,7 @@ TEST_F(SchedulerTest, HandsEachSequenceItsPenaltyHistory) {
   EXPECT_THAT(batch.num_logprobs, ElementsAre(-1, 2, -1));
   StepOutput out;
   model.execute(batch, out);
-  scheduler->postprocess(out, Clock::now(), outputs);
+  scheduler->complete_step(out, Clock::now(), outputs);
   run_to_completion();
 }
 

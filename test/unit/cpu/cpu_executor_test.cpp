@@ -273,6 +273,52 @@ TEST_F(StepExecutor, GeneratesLikeTheReferenceAcrossSteps) {
   }
 }
 
+// Overlapped scheduling: a step launched before the one ahead of it has
+// returned decodes that step's tokens, which the executor fills in.
+TEST_F(StepExecutor, RunsAStepOnTheTokensOfTheStepLaunchedBefore) {
+  CpuExecutor executor(Bundle(bundle().string()), 2);
+  executor.allocate_kv_cache(16);
+  std::vector<int32_t> free_blocks = {3, 9, 0, 14, 7, 1, 12, 5, 10, 2, 15, 8, 4, 11, 6, 13};
+  std::vector<Sequence> seqs = {prompt({1, 5, 2}), prompt({7, 7, 0, 3, 6})};
+  const StepBatch prefill = make_batch(seqs, free_blocks);
+  // Each sequence decodes the token the prefill samples: 0 until then.
+  for (Sequence &seq : seqs)
+    seq.tokens.push_back(0);
+  StepBatch decode = make_batch(seqs, free_blocks);
+  decode.deferred_tokens = {{0, 0}, {1, 1}};
+
+  executor.launch(prefill);
+  executor.launch(decode);
+  EXPECT_THAT(error_of([&] { executor.launch(decode); }),
+              HasSubstr("two steps are launched already"));
+  EXPECT_THAT(error_of([&] { executor.logits(prefill); }),
+              HasSubstr("logits() while a step is launched"));
+  StepOutput first, second;
+  executor.wait(first);
+  executor.wait(second);
+  EXPECT_THAT(error_of([&] { executor.wait(second); }), HasSubstr("no step is launched"));
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    std::vector<int32_t> context = seqs[s].tokens;
+    context.back() = first.next_tokens[s];
+    EXPECT_EQ(first.next_tokens[s], reference_next({seqs[s].tokens.begin(),
+                                                    seqs[s].tokens.end() - 1}));
+    EXPECT_EQ(second.next_tokens[s], reference_next(context)) << "sequence " << s;
+  }
+  EXPECT_FALSE(first.idle_seconds_before) << "no step ran before";
+  ASSERT_TRUE(second.idle_seconds_before);
+  EXPECT_GE(*second.idle_seconds_before, 0.0);
+
+  // A deferred token must name a token of the step and a row of the step
+  // launched before it.
+  StepBatch bad = decode;
+  bad.deferred_tokens = {{0, 2}};
+  EXPECT_THAT(error_of([&] { executor.launch(bad); }),
+              HasSubstr("deferred_tokens[0] takes row 2 of a previous step of 2 sequences"));
+  bad.deferred_tokens = {{1, 0}, {0, 1}};
+  EXPECT_THAT(error_of([&] { executor.launch(bad); }),
+              HasSubstr("deferred_tokens[1] names token 0, not after the one before it"));
+}
+
 TEST_F(StepExecutor, PassesEverySamplingParameterInItsPlace) {
   CpuExecutor executor(Bundle(bundle().string()), 2);
   executor.allocate_kv_cache(8);
@@ -333,7 +379,7 @@ TEST_F(StepExecutor, RefusesInconsistentBatches) {
   const StepBatch good = make_batch(seqs, free_blocks);
   StepOutput out;
   EXPECT_THAT(error_of([&] { executor.execute(good, out); }),
-              HasSubstr("execute() before allocate_kv_cache()"));
+              HasSubstr("launch() before allocate_kv_cache()"));
   EXPECT_THAT(error_of([&] { executor.allocate_kv_cache(0); }),
               HasSubstr("KV cache: 0 blocks"));
   executor.allocate_kv_cache(4);

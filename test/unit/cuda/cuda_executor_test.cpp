@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
 #include <numeric>
 
 namespace llmserve::cuda {
@@ -283,6 +284,74 @@ TEST_F(Gpu, StepsMatchTheCpuWithAndWithoutGraphs) {
   EXPECT_EQ(plain.num_graphs(), 0u);
 }
 
+// Overlapped scheduling: each decode step is launched before the step ahead
+// of it has returned, its tokens copied on the device from that step's
+// results (before a graph replay, or uncaptured), and generation gives the
+// CPU's tokens run one step at a time.
+TEST_F(Gpu, OverlappedStepsTakeTheirTokensOnTheDevice) {
+  const StepBundles bundles = step_bundles();
+  auto prompts = [] {
+    std::vector<Sequence> seqs;
+    for (int s = 0; s < 5; ++s)
+      seqs.push_back({{1, static_cast<int32_t>(s % 8), 3, static_cast<int32_t>((s * 5) % 8)},
+                      {}, 0, 0.0f});
+    return seqs;
+  };
+  auto fresh_blocks = [] {
+    std::vector<int32_t> free_blocks(kNumBlocks);
+    std::iota(free_blocks.begin(), free_blocks.end(), 0);
+    return free_blocks;
+  };
+  constexpr int kSteps = 8;
+
+  CpuExecutor cpu(Bundle(bundles.cpu.string()), 2);
+  cpu.allocate_kv_cache(kNumBlocks);
+  std::vector<Sequence> want = prompts();
+  std::vector<int32_t> free_blocks = fresh_blocks();
+  for (int step = 0; step < kSteps; ++step) {
+    StepOutput out;
+    cpu.execute(make_batch(want, free_blocks), out);
+    for (size_t s = 0; s < want.size(); ++s)
+      want[s].tokens.push_back(out.next_tokens[s]);
+  }
+
+  for (bool cuda_graphs : {true, false}) {
+    CudaExecutorOptions options;
+    options.limits = {64, 16, kMaxBlocks};
+    options.cuda_graphs = cuda_graphs;
+    CudaExecutor gpu(Bundle(bundles.gpu.string()), options);
+    gpu.allocate_kv_cache(kNumBlocks);
+    std::vector<Sequence> seqs = prompts();
+    free_blocks = fresh_blocks();
+    std::deque<StepBatch> launched; // alive until waited for
+    auto take_oldest = [&] {
+      StepOutput out;
+      gpu.wait(out);
+      launched.pop_front();
+      // Its tokens are the placeholders last appended.
+      for (size_t s = 0; s < seqs.size(); ++s)
+        seqs[s].tokens.back() = out.next_tokens[s];
+    };
+    gpu.launch(launched.emplace_back(make_batch(seqs, free_blocks)));
+    for (int step = 1; step < kSteps; ++step) {
+      for (Sequence &seq : seqs)
+        seq.tokens.push_back(0); // the token the step in flight samples
+      StepBatch &decode = launched.emplace_back(make_batch(seqs, free_blocks));
+      for (int32_t s = 0; s < decode.num_seqs; ++s)
+        decode.deferred_tokens.push_back({s, s});
+      gpu.launch(decode);
+      take_oldest();
+    }
+    for (Sequence &seq : seqs)
+      seq.tokens.push_back(0);
+    take_oldest();
+    for (size_t s = 0; s < seqs.size(); ++s)
+      EXPECT_EQ(seqs[s].tokens, want[s].tokens)
+          << "sequence " << s << (cuda_graphs ? ", with graphs" : ", without graphs");
+    EXPECT_EQ(gpu.num_graphs(), cuda_graphs ? 1u : 0u);
+  }
+}
+
 TEST_F(Gpu, RefusesStepsBeyondItsLimitsAndBadBatches) {
   const StepBundles bundles = step_bundles();
   CudaExecutorOptions options;
@@ -290,7 +359,7 @@ TEST_F(Gpu, RefusesStepsBeyondItsLimitsAndBadBatches) {
   CudaExecutor executor(Bundle(bundles.gpu.string()), options);
   StepOutput out;
   EXPECT_THAT(error_of([&] { executor.execute(StepBatch{}, out); }),
-              HasSubstr("execute() before allocate_kv_cache()"));
+              HasSubstr("launch() before allocate_kv_cache()"));
   executor.allocate_kv_cache(kNumBlocks);
   std::vector<int32_t> free_blocks(kNumBlocks);
   std::iota(free_blocks.begin(), free_blocks.end(), 0);

@@ -25,10 +25,10 @@ class HoldableExecutor : public StandInExecutor {
 public:
   using StandInExecutor::StandInExecutor;
 
-  void execute(const StepBatch &batch, StepOutput &out) override {
+  void wait(StepOutput &out) override {
     std::unique_lock lock(mutex_);
     released_.wait(lock, [&] { return !held_; });
-    StandInExecutor::execute(batch, out);
+    StandInExecutor::wait(out);
   }
   void hold() {
     std::lock_guard lock(mutex_);
@@ -48,14 +48,16 @@ private:
   bool held_ = false;
 };
 
-class EngineLoopTest : public ::testing::Test {
+// Every test runs with overlapped scheduling on and off.
+class EngineLoopTest : public ::testing::TestWithParam<bool> {
 protected:
   EngineLoopTest()
       : tokenizer_(Tokenizer::from_json(testing::sentencepiece_json().dump())),
         executor_(int32_t(tokenizer_.vocab_size())), engine_(executor_, config()) {}
 
-  static EngineConfig config() {
+  EngineConfig config() const {
     EngineConfig c;
+    c.overlap_scheduling = GetParam();
     c.max_num_seqs = 8;
     c.max_num_batched_tokens = 64;
     c.max_model_len = 64;
@@ -90,7 +92,7 @@ protected:
   Engine engine_;
 };
 
-TEST_F(EngineLoopTest, RoutesEachOutputToItsQueue) {
+TEST_P(EngineLoopTest, RoutesEachOutputToItsQueue) {
   EngineLoop loop(engine_, 16);
   auto a = std::make_shared<OutputQueue>();
   auto b = std::make_shared<OutputQueue>();
@@ -105,7 +107,7 @@ TEST_F(EngineLoopTest, RoutesEachOutputToItsQueue) {
   EXPECT_EQ(loop.num_in_flight(), 0);
 }
 
-TEST_F(EngineLoopTest, InFlightLimitRefusesWholeSubmissions) {
+TEST_P(EngineLoopTest, InFlightLimitRefusesWholeSubmissions) {
   EngineLoop loop(engine_, 2);
   auto queue = std::make_shared<OutputQueue>();
   EXPECT_THROW(loop.submit({greedy({5}, 1), greedy({5}, 1), greedy({5}, 1)}, queue),
@@ -123,7 +125,7 @@ TEST_F(EngineLoopTest, InFlightLimitRefusesWholeSubmissions) {
   EXPECT_EQ(engine_.stats().num_finished[static_cast<int>(FinishReason::kAbort)], 2u);
 }
 
-TEST_F(EngineLoopTest, InvalidRequestLeavesNothingBehind) {
+TEST_P(EngineLoopTest, InvalidRequestLeavesNothingBehind) {
   EngineLoop loop(engine_, 8);
   auto queue = std::make_shared<OutputQueue>();
   Submission penalized = greedy({5}, 4);
@@ -142,7 +144,7 @@ TEST_F(EngineLoopTest, InvalidRequestLeavesNothingBehind) {
   EXPECT_EQ(loop.num_in_flight(), 0);
 }
 
-TEST_F(EngineLoopTest, StoppingWithWorkInFlightEnds) {
+TEST_P(EngineLoopTest, StoppingWithWorkInFlightEnds) {
   auto queue = std::make_shared<OutputQueue>();
   {
     EngineLoop loop(engine_, 8);
@@ -177,7 +179,7 @@ protected:
   }
 };
 
-TEST_F(GenerationTest, ChoicesEchoStopStringsAndUsage) {
+TEST_P(GenerationTest, ChoicesEchoStopStringsAndUsage) {
   EngineLoop loop(engine_, 8);
   nlohmann::json body = {{"prompt", "ab"}, {"max_tokens", 12}, {"temperature", 0},
                          {"ignore_eos", true}, {"n", 2}};
@@ -208,7 +210,7 @@ TEST_F(GenerationTest, ChoicesEchoStopStringsAndUsage) {
   EXPECT_EQ(loop.num_in_flight(), 0);
 }
 
-TEST_F(GenerationTest, DroppingAGenerationAbortsIt) {
+TEST_P(GenerationTest, DroppingAGenerationAbortsIt) {
   EngineLoop loop(engine_, 8);
   // Held, the engine cannot finish the 60 tokens before the drop aborts
   // them, however the threads are scheduled.
@@ -227,6 +229,12 @@ TEST_F(GenerationTest, DroppingAGenerationAbortsIt) {
   EXPECT_EQ(loop.num_in_flight(), 0);
   EXPECT_EQ(engine_.stats().num_finished[static_cast<int>(FinishReason::kAbort)], 1u);
 }
+
+std::string schedule_name(const ::testing::TestParamInfo<bool> &info) {
+  return info.param ? "Overlapped" : "Serial";
+}
+INSTANTIATE_TEST_SUITE_P(, EngineLoopTest, ::testing::Bool(), schedule_name);
+INSTANTIATE_TEST_SUITE_P(, GenerationTest, ::testing::Bool(), schedule_name);
 
 } // namespace
 } // namespace llmserve
