@@ -60,6 +60,8 @@ struct ServeOptions {
   std::string kv_events_hash_seed;
   std::string device;      // --device: "cpu", "cuda", or empty: the bundle's target
   bool cuda_graphs = true; // --no-cuda-graphs: run decode steps uncaptured
+  // --no-overlap: each step runs to the end before the next is scheduled.
+  bool overlap_scheduling = true;
 };
 
 // "1000", "64KiB", "512M", "2GiB", "1.5G" in bytes; "0.25" (a number in

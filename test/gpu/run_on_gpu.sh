@@ -118,11 +118,12 @@ echo "== bench offline (the nano-vllm workload: 256 prompts, 100-1024 tokens in 
 timeout 150 $B bench offline $T --weights $W --kv-cache-gb 40 > "$OUT/offline.log" 2>&1
 echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline.log"
 
-echo "== bench offline, 512 sequences at once (decode graphs up to 512)"
-timeout 120 $B bench offline $T --weights $W --kv-cache-gb 40 --num-prompts 512 \
-  --random-input-len 128 --random-output-len 128 --max-num-seqs 512 \
+echo "== bench offline, 512 sequences at once (decode graphs up to 512), overlapped against not"
+timeout 200 $B bench offline $T --weights $W --kv-cache-gb 40 --num-prompts 512 \
+  --random-input-len 128 --random-output-len 128 --max-num-seqs 512 --baseline no-overlap \
   > "$OUT/offline_512.log" 2>&1
-echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline_512.log"
+echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)|idle between|concurrency 512:" \
+  "$OUT/offline_512.log"
 
 echo "== serve --device cuda (KV cache by --gpu-memory-utilization), bench serve"
 $B serve $T --weights $W --device cuda --port 8123 --max-num-seqs 64 \

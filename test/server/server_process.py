@@ -1,6 +1,7 @@
 """Starts `llmrun serve` on a free port of 127.0.0.1 and stops it, for the
 server tests. Every wait is bounded; a server that does not start or stop in
-time fails the test."""
+time fails the test. LLMSERVE_TEST_SERVE_ARGS adds options to every server
+(a suite run again with --no-overlap)."""
 
 import http.client
 import json
@@ -33,7 +34,8 @@ class ServerProcess:
     def __init__(self, llmrun, bundle, *args, env=None):
         self.log = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
-            [llmrun, "serve", bundle, "--port", "0", "--threads", "1", *args],
+            [llmrun, "serve", bundle, "--port", "0", "--threads", "1",
+             *os.environ.get("LLMSERVE_TEST_SERVE_ARGS", "").split(), *args],
             stdout=self.log, stderr=subprocess.STDOUT, text=True,
             env=None if env is None else {**os.environ, **env})
         self.port = self._wait_for_port()

@@ -109,7 +109,8 @@ void add_report_options(CLI::App &command, Options &o,
                   .add_option("--baseline", o.baseline,
                               "also run a baseline on the same workload: one\n"
                               "request at a time (sequential) or, offline,\n"
-                              "without the prefix cache (no-prefix-cache)")
+                              "without the prefix cache (no-prefix-cache) or\n"
+                              "without overlapped scheduling (no-overlap)")
                   ->group("Report"),
               baselines);
   command
@@ -360,6 +361,7 @@ int offline(const Options &o) {
   config.max_num_batched_tokens = o.model.max_num_batched_tokens;
   config.num_kv_blocks = o.num_kv_blocks;
   config.enable_prefix_caching = o.prefix_caching;
+  config.overlap_scheduling = o.model.overlap_scheduling;
   config.vocab_size = static_cast<int32_t>(model.vocab_size);
   for (int64_t id : model.eos_token_ids)
     config.eos_token_ids.push_back(static_cast<int32_t>(id));
@@ -423,6 +425,12 @@ int offline(const Options &o) {
         if (o.baseline == "sequential")
           return measured("sequential", 1,
                           bench::run_sequential(executor, config, requests, true, "sequential"));
+        if (o.baseline == "no-overlap") {
+          llmserve::EngineConfig serial = config;
+          serial.overlap_scheduling = false;
+          return measured("no-overlap", config.max_num_seqs,
+                          bench::run_offline(executor, serial, requests, true, "no-overlap"));
+        }
         llmserve::EngineConfig uncached = config;
         uncached.enable_prefix_caching = false;
         return measured("no-prefix-cache", config.max_num_seqs,
@@ -495,7 +503,7 @@ Command add_bench_offline_command(CLI::App &bench, const std::vector<std::string
   command->add_flag_callback("--no-prefix-cache", [o] { o->prefix_caching = false; },
                              "turn the prefix cache off")
       ->group("Engine");
-  add_report_options(*command, *o, {"sequential", "no-prefix-cache"});
+  add_report_options(*command, *o, {"sequential", "no-prefix-cache", "no-overlap"});
   command->footer("Requests always ignore EOS: output lengths are the workload's.");
   return {command, [o] { return offline(*o); }};
 }

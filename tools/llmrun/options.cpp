@@ -31,6 +31,10 @@ void add_step_options(CLI::App &app, llmserve::ServeOptions &o) {
   app.add_flag_callback("--no-cuda-graphs", [&o] { o.cuda_graphs = false; },
                         "run decode steps without CUDA graphs")
       ->group("Model");
+  app.add_flag_callback("--no-overlap", [&o] { o.overlap_scheduling = false; },
+                        "schedule each step after the one before has\n"
+                        "ended, not while it runs")
+      ->group("Engine");
   cli::integer_in(app.add_option("--max-num-seqs", o.max_num_seqs, "requests running at once")
                       ->type_name("N")
                       ->capture_default_str()

@@ -198,5 +198,13 @@ TEST(ServeOptions, GpuMemoryUtilization) {
             "--kv-cache-memory excludes --gpu-memory-utilization");
 }
 
+// The engine overlaps its steps unless told not to.
+TEST(ServeOptions, OverlapScheduling) {
+  ModelConfig model;
+  model.max_position_embeddings = 256;
+  EXPECT_TRUE(make_engine_limits(parse({"m.llmb"}), model).overlap_scheduling);
+  EXPECT_FALSE(make_engine_limits(parse({"m.llmb", "--no-overlap"}), model).overlap_scheduling);
+}
+
 } // namespace
 } // namespace llmserve
