@@ -123,9 +123,10 @@ CudaExecutor::CudaExecutor(Bundle bundle, CudaExecutorOptions options)
   // a sequence's logit entries are at most each distinct token of its context
   // and each token of the vocabulary it biases, its mask one row.
   const StepBounds bounds = manifest_.step_bounds(0);
-  const int64_t max_logit_entries =
+  max_logit_entries_ =
       int64_t{l.max_seqs} *
       (int64_t{l.max_blocks_per_seq} * manifest_.kv_cache->block_size + bounds.vocab_size);
+  const int64_t max_logit_entries = max_logit_entries_;
   const int64_t max_mask_words = int64_t{l.max_seqs} * token_mask_words(bounds.vocab_size);
   std::vector<Symbols> largest = {{l.max_tokens, l.max_seqs, l.max_blocks_per_seq, 0,
                                    max_logit_entries, max_mask_words}};
@@ -373,16 +374,25 @@ void CudaExecutor::enqueue_step(const StepBatch &batch, const std::vector<CUeven
         std::to_string(l.max_blocks_per_seq));
   make_current();
 
-  // A graph replays the push constants it was captured with, so only steps
-  // without logit entries or masks (P = MW = 0, like the capture) use one.
-  const int32_t bucket = options_.cuda_graphs && !events && is_decode_only(batch) &&
-                                 batch.penalty_tokens.empty() && batch.token_mask.empty()
+  // A graph replays the sizes it was captured with: decode steps are padded
+  // to a bucket of sequences, their logit entries and mask rows to buckets
+  // of their own, and each combination has its graph.
+  const int32_t bucket = options_.cuda_graphs && !events && is_decode_only(batch)
                              ? decode_bucket(batch.num_seqs)
                              : 0;
   StepBatch padded;
-  if (bucket)
+  GraphKey key{bucket, 0, 0};
+  if (bucket) {
     padded = pad_decode_batch(batch, bucket, l.max_blocks_per_seq,
                               {num_kv_blocks_, static_cast<int32_t>(kv_cache_spec().block_size)});
+    const int32_t vocab_size = static_cast<int32_t>(manifest_.step_bounds(0).vocab_size);
+    const auto mask_rows =
+        static_cast<int64_t>(batch.token_mask.size()) / token_mask_words(vocab_size);
+    key.logit_entries = logit_entries_bucket(static_cast<int64_t>(batch.penalty_tokens.size()),
+                                             max_logit_entries_);
+    key.mask_rows = mask_rows_bucket(mask_rows, l.max_seqs);
+    pad_logit_entries(padded, key.logit_entries, key.mask_rows, vocab_size);
+  }
   const StepBatch &run = bucket ? padded : batch;
   const Symbols symbols = step_symbols(run, pool_blocks_);
 
@@ -427,13 +437,13 @@ void CudaExecutor::enqueue_step(const StepBatch &batch, const std::vector<CUeven
 
   if (!bucket) {
     launch(*step_, symbols, events);
-  } else if (auto graph = graphs_.find(bucket); graph != graphs_.end()) {
+  } else if (auto graph = graphs_.find(key); graph != graphs_.end()) {
     CU_CALL(cuGraphLaunch, graph->second, stream_);
   } else {
     // A bucket's first step runs uncaptured, which also loads every kernel
     // before the capture; later steps of the bucket replay the graph.
     launch(*step_, symbols);
-    graphs_.emplace(bucket, capture_step(symbols));
+    graphs_.emplace(key, capture_step(symbols));
   }
 
   // Only the real sequences' results: the first rows of each.
@@ -608,7 +618,7 @@ void CudaExecutor::launch(const EntryPoint &e, const Symbols &symbols,
 }
 
 void CudaExecutor::drop_graphs() {
-  for (auto &[bucket, exec] : graphs_)
+  for (auto &[key, exec] : graphs_)
     cuda_driver().cuGraphExecDestroy(exec);
   graphs_.clear();
 }

@@ -22,6 +22,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace llmserve::cuda {
@@ -97,7 +98,7 @@ public:
   // Free and total device memory now (cuMemGetInfo).
   int64_t free_memory() const;
   int64_t weight_bytes() const { return weight_bytes_; }
-  // Decode graphs captured so far, one per bucket used.
+  // Decode graphs captured so far, one per combination of buckets used.
   size_t num_graphs() const { return graphs_.size(); }
 
   // Where launch() and wait() spend host time, summed over the steps since
@@ -113,6 +114,16 @@ public:
   void reset_host_timing() { host_timing_ = {}; }
 
 private:
+  // What a captured decode graph was captured for: its buckets of
+  // sequences, logit entries and mask rows (decode_padding.h).
+  struct GraphKey {
+    int32_t seqs;
+    int64_t logit_entries, mask_rows;
+    bool operator<(const GraphKey &o) const {
+      return std::tie(seqs, logit_entries, mask_rows) <
+             std::tie(o.seqs, o.logit_entries, o.mask_rows);
+    }
+  };
   // A step on the stream, until wait() takes its results.
   struct LaunchedStep {
     int buffers;             // its staging_ and results_
@@ -187,7 +198,8 @@ private:
   // The last launched step's sampled tokens on the device, and how many.
   CUdeviceptr previous_next_tokens_ = 0;
   int32_t previous_num_seqs_ = 0;
-  std::map<int32_t, CUgraphExec> graphs_; // by bucket
+  std::map<GraphKey, CUgraphExec> graphs_;
+  int64_t max_logit_entries_ = 0; // of the largest step
 };
 
 } // namespace llmserve::cuda

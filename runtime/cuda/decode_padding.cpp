@@ -80,4 +80,40 @@ StepBatch pad_decode_batch(const StepBatch &b, int32_t bucket, int32_t max_block
   return p;
 }
 
+namespace {
+
+int64_t power_of_two_bucket(int64_t n, int64_t smallest, int64_t max) {
+  if (n <= 0)
+    return 0;
+  int64_t bucket = smallest;
+  while (bucket < n)
+    bucket *= 2;
+  return std::min(bucket, max);
+}
+
+} // namespace
+
+int64_t logit_entries_bucket(int64_t entries, int64_t max) {
+  return power_of_two_bucket(entries, 64, max);
+}
+
+int64_t mask_rows_bucket(int64_t rows, int64_t max) { return power_of_two_bucket(rows, 1, max); }
+
+void pad_logit_entries(StepBatch &b, int64_t entries, int64_t mask_rows, int32_t vocab_size) {
+  const int64_t row_words = token_mask_words(vocab_size);
+  const auto have = static_cast<int64_t>(b.penalty_tokens.size());
+  const auto have_words = static_cast<int64_t>(b.token_mask.size());
+  if (have > entries || have_words > mask_rows * row_words || b.num_seqs < 1)
+    throw std::invalid_argument(
+        "pad_logit_entries: " + std::to_string(have) + " logit entries and " +
+        std::to_string(have_words) + " mask words do not fit " + std::to_string(entries) +
+        " entries and " + std::to_string(mask_rows) + " rows of " + std::to_string(row_words) +
+        " words");
+  b.penalty_tokens.resize(entries, vocab_size);
+  b.penalty_counts.resize(entries, -1);
+  b.logit_bias.resize(entries, 0.0f);
+  b.penalty_start[b.num_seqs] = static_cast<int32_t>(entries);
+  b.token_mask.resize(mask_rows * row_words, 0);
+}
+
 } // namespace llmserve::cuda

@@ -41,6 +41,22 @@ struct PaddingSink {
 StepBatch pad_decode_batch(const StepBatch &batch, int32_t bucket, int32_t max_blocks,
                            PaddingSink sink);
 
+// A graph replays the sizes it was captured with, so a decode step with
+// logit entries (penalties, biases) or token-mask rows (structured output)
+// has them padded too: `entries` to a power of two from 64 and `rows` to a
+// power of two, each at most `max` (which it must not exceed); 0 stays 0.
+int64_t logit_entries_bucket(int64_t entries, int64_t max);
+int64_t mask_rows_bucket(int64_t rows, int64_t max);
+
+// Pads `batch`'s logit entries to `entries` and its token mask to
+// `mask_rows` rows of token_mask_words(vocab_size) words. The added entries
+// belong to the last sequence and name token `vocab_size`, which
+// adjust_logits ignores (it skips tokens outside the vocabulary); the added
+// mask rows are zero, and no sequence's mask_index names them. Throws
+// std::invalid_argument if the batch has more of either.
+void pad_logit_entries(StepBatch &batch, int64_t entries, int64_t mask_rows,
+                       int32_t vocab_size);
+
 } // namespace llmserve::cuda
 
 #endif // LLMSERVE_CUDA_DECODE_PADDING_H

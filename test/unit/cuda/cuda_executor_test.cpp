@@ -284,6 +284,52 @@ TEST_F(Gpu, StepsMatchTheCpuWithAndWithoutGraphs) {
   EXPECT_EQ(plain.num_graphs(), 0u);
 }
 
+// Decode steps with logit entries (penalties, biases) and mask rows
+// (structured output) replay graphs too, their entries and rows padded to
+// buckets: the same tokens as the CPU, and a graph per combination.
+TEST_F(Gpu, DecodeStepsWithLogitEntriesAndMasksReplayGraphs) {
+  const StepBundles bundles = step_bundles();
+  CpuExecutor cpu(Bundle(bundles.cpu.string()), 2);
+  CudaExecutorOptions options;
+  options.limits = {64, 16, kMaxBlocks};
+  CudaExecutor graphs(Bundle(bundles.gpu.string()), options);
+  for (Executor *e : std::initializer_list<Executor *>{&cpu, &graphs})
+    e->allocate_kv_cache(kNumBlocks);
+  const int64_t mask_words = token_mask_words(cpu.bundle().manifest().model->vocab_size);
+
+  std::vector<int32_t> free_blocks(kNumBlocks);
+  std::iota(free_blocks.begin(), free_blocks.end(), 0);
+  std::vector<Sequence> seqs;
+  for (int s = 0; s < 5; ++s) // sampled, so the entries and masks count
+    seqs.push_back({{1, static_cast<int32_t>(s % 8), 3}, {}, 0, 0.8f});
+  for (int step = 0; step < 8; ++step) {
+    StepBatch batch = make_batch(seqs, free_blocks);
+    if (step > 0) { // decode steps: entries for some rows, a mask for one
+      batch.penalty_start.assign(1, 0);
+      for (int32_t s = 0; s < batch.num_seqs; ++s) {
+        for (int32_t e = 0; e < (s + step) % 3; ++e) {
+          batch.penalty_tokens.push_back((s + e + step) % 8);
+          batch.penalty_counts.push_back(e - 1);
+          batch.logit_bias.push_back(0.5f * float(e));
+        }
+        batch.penalty_start.push_back(static_cast<int32_t>(batch.penalty_tokens.size()));
+      }
+      if (step % 2 == 0) {
+        batch.token_mask.assign(mask_words, 0x5a5a + step);
+        batch.mask_index[1] = 0;
+      }
+    }
+    StepOutput want, got;
+    cpu.execute(batch, want);
+    graphs.execute(batch, got);
+    ASSERT_EQ(got.next_tokens, want.next_tokens) << "step " << step;
+    for (size_t s = 0; s < seqs.size(); ++s)
+      seqs[s].tokens.push_back(want.next_tokens[s]);
+  }
+  // Bucket 8 with 64 entries, without a mask and with one row.
+  EXPECT_EQ(graphs.num_graphs(), 2u);
+}
+
 // Overlapped scheduling: each decode step is launched before the step ahead
 // of it has returned, its tokens copied on the device from that step's
 // results (before a graph replay, or uncaptured), and generation gives the

@@ -7,6 +7,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 namespace llmserve::cuda {
 namespace {
 
@@ -127,6 +131,57 @@ TEST(PadDecodeBatch, GivesAValidStepOverThePoolWithTheSink) {
   const StepBatch p = pad_decode_batch(b, 8, 4, {6, test::kBlockSize});
   EXPECT_NO_THROW(check_step_batch(p, manifest.step_bounds(7)));
   EXPECT_THROW(check_step_batch(p, manifest.step_bounds(6)), std::invalid_argument); // the sink is block 6
+}
+
+TEST(LogitEntriesBucket, IsAPowerOfTwoUpToTheLargest) {
+  EXPECT_EQ(logit_entries_bucket(0, 1000), 0);
+  EXPECT_EQ(logit_entries_bucket(1, 1000), 64);
+  EXPECT_EQ(logit_entries_bucket(64, 1000), 64);
+  EXPECT_EQ(logit_entries_bucket(65, 1000), 128);
+  EXPECT_EQ(logit_entries_bucket(600, 1000), 1000) << "never past the largest step's";
+  EXPECT_EQ(mask_rows_bucket(0, 256), 0);
+  EXPECT_EQ(mask_rows_bucket(1, 256), 1);
+  EXPECT_EQ(mask_rows_bucket(3, 256), 4);
+  EXPECT_EQ(mask_rows_bucket(200, 256), 256);
+}
+
+// Logit entries and mask rows padded for a graph: the real ones as they
+// were, the added entries on token V of the last (padding) sequence, which
+// adjust_logits ignores (op_numerics' adjust_logits case checks that on
+// both targets), and unused mask rows. The padded batch is still a valid
+// step but for that token, which check_step_batch refuses.
+TEST(PadLogitEntries, AppendsEntriesOnATokenOutsideTheVocabulary) {
+  test::json m = test::step_manifest();
+  const Manifest manifest = Manifest::parse(m.dump(), "manifest.json");
+  const int32_t vocab = static_cast<int32_t>(manifest.step_bounds(7).vocab_size);
+  const int64_t words = token_mask_words(vocab);
+  StepBatch b = decode_batch();
+  b.block_table = {4, 0, 2, /**/ 1, -1, -1, /**/ 3, 5, -1};
+  b.token_mask.assign(words, 0x7f);
+  StepBatch p = pad_decode_batch(b, 4, 3, {6, test::kBlockSize});
+  pad_logit_entries(p, 64, 2, vocab);
+  EXPECT_THAT(p.penalty_start, ElementsAre(0, 0, 2, 3, 64));
+  ASSERT_EQ(p.penalty_tokens.size(), 64u);
+  EXPECT_THAT(std::vector<int32_t>(p.penalty_tokens.begin(), p.penalty_tokens.begin() + 4),
+              ElementsAre(6, 1, 7, vocab));
+  EXPECT_EQ(std::count(p.penalty_tokens.begin(), p.penalty_tokens.end(), vocab), 61);
+  EXPECT_EQ(std::count(p.penalty_counts.begin(), p.penalty_counts.end(), -1), 61);
+  EXPECT_EQ(std::count(p.logit_bias.begin(), p.logit_bias.end(), 0.0f), 63);
+  ASSERT_EQ(p.token_mask.size(), size_t(2 * words));
+  EXPECT_EQ(p.token_mask[0], 0x7f);
+  EXPECT_EQ(p.token_mask[words], 0) << "an unused row";
+  EXPECT_THAT(p.mask_index, ElementsAre(-1, -1, 0, -1));
+  try {
+    check_step_batch(p, manifest.step_bounds(7));
+    ADD_FAILURE() << "token V passed the check";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_THAT(e.what(), HasSubstr("penalty_tokens[3] = " + std::to_string(vocab)));
+  }
+  p.penalty_tokens.assign(64, 0);
+  EXPECT_NO_THROW(check_step_batch(p, manifest.step_bounds(7)));
+
+  EXPECT_THROW(pad_logit_entries(p, 32, 2, vocab), std::invalid_argument) << "fewer entries";
+  EXPECT_THROW(pad_logit_entries(p, 64, 1, vocab), std::invalid_argument) << "fewer rows";
 }
 
 TEST(PadDecodeBatch, RefusesBatchesThatDoNotFit) {
