@@ -26,9 +26,11 @@
         checkpoints (DEQUANTIZED) in bf16 through the step driver on the
         steps of e2e.step_logits, against the float64 reference;
         serves the llama fixture on both devices and sends 64 concurrent
-        greedy requests, whose continuations must be the CPU's, and on the GPU
-        the same at concurrency 1 as at 64, and from kernels.ptx through the
-        driver's JIT as from the cubin; runs compute-sanitizer (memcheck,
+        greedy requests (every fourth with a frequency penalty), whose
+        continuations must be the CPU's, and on the GPU the same at
+        concurrency 1 as at 64, with CUDA graphs as without, overlapped as
+        with --no-overlap, and from kernels.ptx through the driver's JIT as
+        from the cubin; runs compute-sanitizer (memcheck,
         racecheck, initcheck) over generations and the GPU unit tests.
     gpu_checks.py all <build-dir> <out-dir>     both, on one machine
 
@@ -403,15 +405,20 @@ def check_families(build, out):
 
 
 def completions(server, prompts, concurrency):
-    def one(prompt):
-        status, _, body = server.post("/v1/completions", {
-            "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "ignore_eos": True},
-            timeout=300)
+    """Greedy continuations; every fourth request has a frequency penalty,
+    so decode steps carry logit entries (padded to buckets in graphs)."""
+    def one(indexed):
+        i, prompt = indexed
+        request = {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0,
+                   "ignore_eos": True}
+        if i % 4 == 3:
+            request["frequency_penalty"] = 0.5
+        status, _, body = server.post("/v1/completions", request, timeout=300)
         if status != 200:
             raise RuntimeError(f"status {status}: {body}")
         return body["choices"][0]["text"]
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-        return list(pool.map(one, prompts))
+        return list(pool.map(one, enumerate(prompts)))
 
 
 def check_llama(llmrun, out):
@@ -426,7 +433,8 @@ def check_llama(llmrun, out):
     texts = {}
     jit = tempfile.TemporaryDirectory()
     runs = (("cpu", "cpu", ()), ("sm90", "sm90", ()),
-            ("sm90 uncaptured", "sm90", ("--no-cuda-graphs",)), ("sm90-bf16", "sm90-bf16", ()),
+            ("sm90 uncaptured", "sm90", ("--no-cuda-graphs",)),
+            ("sm90 serial", "sm90", ("--no-overlap",)), ("sm90-bf16", "sm90-bf16", ()),
             ("sm90 ptx", ptx_only(out, "sm90", jit.name), ()),
             ("sm90-bf16 ptx", ptx_only(out, "sm90-bf16", jit.name), ()))
     for device, bundle, flags in runs:
@@ -451,6 +459,9 @@ def check_llama(llmrun, out):
     uncaptured = texts["sm90 uncaptured"] == texts["sm90"]
     print(f"{'ok' if uncaptured else 'FAIL'} llama: CUDA graph replay gives the continuations "
           "of uncaptured execution")
+    serial = texts["sm90 serial"] == texts["sm90"]
+    print(f"{'ok' if serial else 'FAIL'} llama: overlapped scheduling gives the continuations "
+          "of --no-overlap")
     # bf16 storage rounds every activation, so only the reference prompt,
     # whose greedy margins are wide, must keep the f32 CPU's continuation.
     bf16 = texts["sm90-bf16"][:8] == texts["cpu"][:8]
@@ -463,7 +474,7 @@ def check_llama(llmrun, out):
     ptx = texts["sm90 ptx"] == texts["sm90"] and texts["sm90-bf16 ptx"] == texts["sm90-bf16"]
     print(f"{'ok' if ptx else 'FAIL'} llama: kernels.ptx through the driver's JIT gives the "
           "cubin's continuations (f32 and bf16)")
-    return not mismatches and alone and uncaptured and bf16 and ptx
+    return not mismatches and alone and uncaptured and serial and bf16 and ptx
 
 
 def ptx_only(out, bundle, into):
