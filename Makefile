@@ -60,7 +60,7 @@ sanitize: build
 	cmake --build build-tsan -j $(JOBS) --target llmserve_core_tests llmserve_server_tests cpu_tests
 	build-tsan/bin/llmserve_core_tests
 	build-tsan/bin/llmserve_server_tests
-	build-tsan/bin/cpu_tests --gtest_filter='ThreadPool*:CpuExecutor*'
+	build-tsan/bin/cpu_tests --gtest_filter='ThreadPool*:CpuExecutor*:StepExecutor*'
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR) build-asan build-tsan

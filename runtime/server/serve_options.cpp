@@ -65,6 +65,7 @@ EngineConfig make_engine_limits(const ServeOptions &o, const ModelConfig &model)
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
   c.overlap_scheduling = o.overlap_scheduling;
+  c.decode_only_steps = o.decode_only_steps;
   const int64_t model_len = model.max_position_embeddings;
   if (o.max_model_len > model_len)
     throw std::invalid_argument(

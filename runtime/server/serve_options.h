@@ -62,6 +62,9 @@ struct ServeOptions {
   bool cuda_graphs = true; // --no-cuda-graphs: run decode steps uncaptured
   // --no-overlap: each step runs to the end before the next is scheduled.
   bool overlap_scheduling = true;
+  // --decode-only-steps: decodes and prompt chunks in separate steps, so
+  // every decode step can replay a CUDA graph (SchedulerConfig).
+  bool decode_only_steps = false;
 };
 
 // "1000", "64KiB", "512M", "2GiB", "1.5G" in bytes; "0.25" (a number in

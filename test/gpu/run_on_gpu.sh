@@ -117,6 +117,10 @@ done
 echo "== bench offline (the nano-vllm workload: 256 prompts, 100-1024 tokens in and out)"
 timeout 150 $B bench offline $T --weights $W --kv-cache-gb 40 > "$OUT/offline.log" 2>&1
 echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline.log"
+echo "== the same with decode-only steps (every decode step a graph replay)"
+timeout 150 $B bench offline $T --weights $W --kv-cache-gb 40 --decode-only-steps \
+  > "$OUT/offline_decode_only.log" 2>&1
+echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline_decode_only.log"
 
 echo "== bench offline, 512 sequences at once (decode graphs up to 512), overlapped against not"
 timeout 200 $B bench offline $T --weights $W --kv-cache-gb 40 --num-prompts 512 \

@@ -362,6 +362,7 @@ int offline(const Options &o) {
   config.num_kv_blocks = o.num_kv_blocks;
   config.enable_prefix_caching = o.prefix_caching;
   config.overlap_scheduling = o.model.overlap_scheduling;
+  config.decode_only_steps = o.model.decode_only_steps;
   config.vocab_size = static_cast<int32_t>(model.vocab_size);
   for (int64_t id : model.eos_token_ids)
     config.eos_token_ids.push_back(static_cast<int32_t>(id));

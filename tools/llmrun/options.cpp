@@ -35,6 +35,10 @@ void add_step_options(CLI::App &app, llmserve::ServeOptions &o) {
                         "schedule each step after the one before has\n"
                         "ended, not while it runs")
       ->group("Engine");
+  app.add_flag_callback("--decode-only-steps", [&o] { o.decode_only_steps = true; },
+                        "run decodes and prompt chunks in separate steps,\n"
+                        "so that every decode step can replay a CUDA graph")
+      ->group("Engine");
   cli::integer_in(app.add_option("--max-num-seqs", o.max_num_seqs, "requests running at once")
                       ->type_name("N")
                       ->capture_default_str()

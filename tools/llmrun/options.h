@@ -13,8 +13,9 @@ namespace llmrun {
 // The bundle (positional) and where the model's weights come from and where
 // it runs: --weights, --threads, --device. llmrun call.
 void add_model_options(CLI::App &app, llmserve::ServeOptions &options);
-// And how the engine steps: --no-cuda-graphs, --no-overlap, --max-num-seqs,
-// --max-num-batched-tokens, --max-model-len. llmrun bench offline.
+// And how the engine steps: --no-cuda-graphs, --no-overlap, --decode-only-steps,
+// --max-num-seqs, --max-num-batched-tokens, --max-model-len. llmrun bench
+// offline.
 void add_step_options(CLI::App &app, llmserve::ServeOptions &options);
 // And its KV cache: --kv-cache-memory, --no-prefix-caching. llmrun generate
 // and bench decode.

@@ -198,12 +198,18 @@ TEST(ServeOptions, GpuMemoryUtilization) {
             "--kv-cache-memory excludes --gpu-memory-utilization");
 }
 
-// The engine overlaps its steps unless told not to.
-TEST(ServeOptions, OverlapScheduling) {
+// The engine overlaps its steps and mixes decodes with prompt chunks unless
+// told not to.
+TEST(ServeOptions, StepPolicies) {
   ModelConfig model;
   model.max_position_embeddings = 256;
-  EXPECT_TRUE(make_engine_limits(parse({"m.llmb"}), model).overlap_scheduling);
-  EXPECT_FALSE(make_engine_limits(parse({"m.llmb", "--no-overlap"}), model).overlap_scheduling);
+  const EngineConfig defaults = make_engine_limits(parse({"m.llmb"}), model);
+  EXPECT_TRUE(defaults.overlap_scheduling);
+  EXPECT_FALSE(defaults.decode_only_steps);
+  const EngineConfig c =
+      make_engine_limits(parse({"m.llmb", "--no-overlap", "--decode-only-steps"}), model);
+  EXPECT_FALSE(c.overlap_scheduling);
+  EXPECT_TRUE(c.decode_only_steps);
 }
 
 } // namespace
