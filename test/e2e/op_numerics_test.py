@@ -472,7 +472,8 @@ def gelu_case(approximation):
     return [x], module([x], body, [("%y", mlir_type(x))]), [ref]
 
 
-def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales=None):
+def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales=None,
+                   heads=4, kvh=2):
     """kv_write of this step's K and V into a paged cache that already holds
     earlier tokens, then paged_attention: by default two sequences, one
     mid-prefill and one decoding, with scattered blocks. The head size `d`
@@ -485,8 +486,10 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales
     FP8 e4m3 caches with those scales; the earlier tokens' codes are their
     K and V rounded to e4m3 (llmrun call's conversion), and the step's are
     written by kv_write (a sequence of one token attends to its own value
-    alone: its output is that value's code times the scale)."""
-    bs, kvh, heads = 4, 2, 4
+    alone: its output is that value's code times the scale). `heads` query
+    heads share `kvh` KV heads; the CPU kernel attends with up to 4 heads of
+    a group at once."""
+    bs = 4
     if context is None:
         nb = 10
         tables = [[7, 2, 9, 0], [5, 1, 8]]
@@ -959,6 +962,12 @@ CASES = {
     "paged_attention_decode_softcap": lambda: attention_case(None, context=[300, 7], qlen=[1, 1],
                                                              softcap=0.5),
     "paged_attention_head_dim_12": lambda: attention_case(None, d=12),
+    # Groups of 8 (two workgroups of 4 heads per KV head on the CPU), of 6
+    # (two of 3) and of 1 (multi-head attention).
+    "paged_attention_group_8": lambda: attention_case(None, heads=8, kvh=1),
+    "paged_attention_group_6_decode": lambda: attention_case(
+        None, context=[300, 7], qlen=[1, 1], heads=12, kvh=2),
+    "paged_attention_group_1": lambda: attention_case(3, heads=2, kvh=2),
     "paged_attention_head_dim_6": lambda: attention_case(3, d=6),
     # Decode-only steps over several 256-key chunks (sm_90: decode and merge
     # kernels), one with a window that leaves the first chunk empty.

@@ -6,14 +6,28 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
 using namespace mlir::llmserve;
 
-/// One workgroup per (query row, head): the row's sequence from
-/// query_start, then the online softmax over the keys of its causal (and
-/// sliding-window) range, read through the block table.
+/// The query heads one workgroup attends with: the largest divisor of the
+/// GQA group of at most 4, so that each key and value row read from the
+/// cache serves that many heads, while their accumulators still fit the
+/// vector registers and a decode row still spreads over several workgroups.
+static int64_t headsPerWorkgroup(int64_t group) {
+  for (int64_t g = std::min<int64_t>(group, 4); g > 1; --g)
+    if (group % g == 0)
+      return g;
+  return 1;
+}
+
+/// One workgroup per (query row, group of query heads sharing a KV head):
+/// the row's sequence from query_start, then each head's online softmax
+/// over the keys of its causal (and sliding-window) range, read through the
+/// block table once for all of the workgroup's heads. Each head's
+/// arithmetic is that of a head alone.
 Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
                                                PagedAttentionOp o) {
   Arith &a = e.arith();
@@ -23,6 +37,7 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
   int64_t kvHeads = cacheType.getDimSize(2), headDim = cacheType.getDimSize(3);
   int64_t heads = o.getNumHeads();
   int64_t group = heads / kvHeads;
+  int64_t together = headsPerWorkgroup(group);
   std::optional<uint64_t> window = o.getSlidingWindow();
   float scale = o.getScale().convertToFloat();
   std::optional<APFloat> softcap = o.getSoftcap();
@@ -34,8 +49,7 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
   Value zero = e.index(0), one = e.index(1);
   Value dim = e.index(headDim);
 
-  // One workgroup per (query row, head).
-  Value row = e.workgroupId(0), head = e.workgroupId(1);
+  Value row = e.workgroupId(0), firstHead = a.muli(e.workgroupId(1), e.index(together));
   e.ifThen(a.cmpi(arith::CmpIPredicate::ult, row, e.dimSize(0, 0)), [&] {
     // The sequence owning the row: the last s with query_start[s] <= row.
     Value seq = e.forLoop(
@@ -57,8 +71,8 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
       first = a.select(a.cmpi(arith::CmpIPredicate::ugt, position, w),
                        a.subi(position, w), zero);
     }
-    Value kvHead = a.divui(head, e.index(group));
-    Value qBase = a.muli(head, dim), kvBase = a.muli(kvHead, dim);
+    Value kvHead = a.divui(firstHead, e.index(group));
+    Value kvBase = a.muli(kvHead, dim);
 
     // head_dim as `chunks` vectors of `width` lanes.
     int64_t width = headDim % kVectorWidth == 0 ? kVectorWidth
@@ -85,29 +99,39 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
     auto chunkColumn = [&](Value base, int64_t c) {
       return a.addi(base, e.index(c * width));
     };
-    SmallVector<Value> query;
-    for (int64_t c = 0; c < chunks; ++c)
-      query.push_back(loadVector(q, row, chunkColumn(qBase, c)));
+    // query[h][c]: chunk c of the workgroup's head h.
+    SmallVector<Value> qBase;
+    SmallVector<SmallVector<Value>> query(together);
+    for (int64_t h = 0; h < together; ++h) {
+      qBase.push_back(a.muli(a.addi(firstHead, e.index(h)), dim));
+      for (int64_t c = 0; c < chunks; ++c)
+        query[h].push_back(loadVector(q, row, chunkColumn(qBase[h], c)));
+    }
 
-    // Online softmax over the keys in tiles of one KV block: the scores of
-    // a tile first (each a fixed-order vector dot product; -inf for the
-    // tile's keys outside the row's range), their exponentials as one
-    // vector, one rescale of the running sums if the tile's maximum is
-    // larger, then the weighted values in key order. Tiles follow the key
-    // positions, never the batch.
+    // Online softmax over the keys in tiles of one KV block, each head on
+    // its own: the scores of a tile first (each a fixed-order vector dot
+    // product; -inf for the tile's keys outside the row's range), their
+    // exponentials as one vector, one rescale of the running sums if the
+    // tile's maximum is larger, then the weighted values in key order.
+    // Tiles follow the key positions, never the batch. The loop state is
+    // each head's maximum, sum and `chunks` accumulators, in turn.
     Value bs = e.index(blockSize);
     Value last = a.addi(position, one);
     Value firstTile = a.muli(a.divui(first, bs), bs);
-    auto scoresType = MemRefType::get({blockSize}, b.getF32Type());
+    auto scoresType = MemRefType::get({together, blockSize}, b.getF32Type());
     auto tileType = VectorType::get({blockSize}, b.getF32Type());
     Value scores = memref::AllocaOp::create(b, scoresType);
     Value weights = memref::AllocaOp::create(b, scoresType);
     Value noScores = arith::ConstantOp::create(
         b, tileType, DenseElementsAttr::get(tileType, -INFINITY));
-    SmallVector<Value> init = {e.f32(-INFINITY), e.f32(0)};
     Value zeros = arith::ConstantOp::create(
         b, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-    init.append(chunks, zeros);
+    const int64_t stride = 2 + chunks;
+    SmallVector<Value> init;
+    for (int64_t h = 0; h < together; ++h) {
+      init.append({e.f32(-INFINITY), e.f32(0)});
+      init.append(chunks, zeros);
+    }
     SmallVector<Value> state = e.forLoop(
         firstTile, last, blockSize, init,
         [&](Value tile, ValueRange s) -> SmallVector<Value> {
@@ -116,73 +140,93 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
               a.subi(a.muli(block, bs), tile); // slot of key j: slot0 + j
           Value lo = a.maxi(first, tile);
           Value hi = a.mini(last, a.addi(tile, bs));
-          vector::StoreOp::create(b, noScores, scores, ValueRange{zero});
-          Value tileMax = e.forLoop(
-              lo, hi, 1, {e.f32(-INFINITY)},
+          SmallVector<Value> noMax(together, e.f32(-INFINITY));
+          for (int64_t h = 0; h < together; ++h)
+            vector::StoreOp::create(b, noScores, scores, ValueRange{e.index(h), zero});
+          SmallVector<Value> tileMax = e.forLoop(
+              lo, hi, 1, noMax,
               [&](Value j, ValueRange m) -> SmallVector<Value> {
                 Value slot = a.addi(slot0, j);
-                Value products = zeros;
+                SmallVector<Value> key;
                 for (int64_t c = 0; c < chunks; ++c)
-                  products = vector::FMAOp::create(
-                      b, query[c],
-                      loadCached(keys, o.getKeyScale(), slot,
-                                 chunkColumn(kvBase, c)),
-                      products);
-                Value dot = vector::ReductionOp::create(
-                    b, vector::CombiningKind::ADD, products,
-                    arith::FastMathFlags::reassoc);
-                Value score = a.mul(dot, e.f32(scale));
-                if (softcap) {
-                  Value cap = e.f32(softcap->convertToDouble());
-                  score = a.mul(cap, math::TanhOp::create(b, a.div(score, cap)));
+                  key.push_back(loadCached(keys, o.getKeyScale(), slot,
+                                           chunkColumn(kvBase, c)));
+                SmallVector<Value> next;
+                for (int64_t h = 0; h < together; ++h) {
+                  Value products = zeros;
+                  for (int64_t c = 0; c < chunks; ++c)
+                    products = vector::FMAOp::create(b, query[h][c], key[c], products);
+                  Value dot = vector::ReductionOp::create(
+                      b, vector::CombiningKind::ADD, products,
+                      arith::FastMathFlags::reassoc);
+                  Value score = a.mul(dot, e.f32(scale));
+                  if (softcap) {
+                    Value cap = e.f32(softcap->convertToDouble());
+                    score = a.mul(cap, math::TanhOp::create(b, a.div(score, cap)));
+                  }
+                  a.store(score, scores, {e.index(h), a.subi(j, tile)});
+                  next.push_back(a.max(m[h], score));
                 }
-                a.store(score, scores, a.subi(j, tile));
-                return {a.max(m[0], score)};
-              })[0];
-          Value maxNew = a.max(s[0], tileMax);
-          // The running sums rescale only when the maximum grows.
-          Value alpha = e.ifElse(
-              a.cmpf(arith::CmpFPredicate::OGT, maxNew, s[0]), b.getF32Type(),
-              [&] { return a.exp(a.sub(s[0], maxNew)); },
-              [&] { return e.f32(1); });
-          Value tileScores =
-              vector::LoadOp::create(b, tileType, scores, ValueRange{zero});
-          Value tileWeights = a.exp(a.sub(
-              tileScores, vector::BroadcastOp::create(b, tileType, maxNew)));
-          vector::StoreOp::create(b, tileWeights, weights, ValueRange{zero});
-          Value tileSum = vector::ReductionOp::create(
-              b, vector::CombiningKind::ADD, tileWeights,
-              arith::FastMathFlags::reassoc);
-          Value alphas = vector::BroadcastOp::create(b, vectorType, alpha);
+                return next;
+              });
+          SmallVector<Value> maxNew, alphas, result;
+          for (int64_t h = 0; h < together; ++h) {
+            Value runningMax = s[h * stride];
+            maxNew.push_back(a.max(runningMax, tileMax[h]));
+            // The running sums rescale only when the maximum grows.
+            Value alpha = e.ifElse(
+                a.cmpf(arith::CmpFPredicate::OGT, maxNew[h], runningMax), b.getF32Type(),
+                [&] { return a.exp(a.sub(runningMax, maxNew[h])); },
+                [&] { return e.f32(1); });
+            Value tileScores = vector::LoadOp::create(b, tileType, scores,
+                                                      ValueRange{e.index(h), zero});
+            Value tileWeights = a.exp(a.sub(
+                tileScores, vector::BroadcastOp::create(b, tileType, maxNew[h])));
+            vector::StoreOp::create(b, tileWeights, weights, ValueRange{e.index(h), zero});
+            Value tileSum = vector::ReductionOp::create(
+                b, vector::CombiningKind::ADD, tileWeights,
+                arith::FastMathFlags::reassoc);
+            alphas.push_back(vector::BroadcastOp::create(b, vectorType, alpha));
+            result.append({maxNew[h], a.add(a.mul(s[h * stride + 1], alpha), tileSum)});
+          }
           SmallVector<Value> rescaled;
-          for (int64_t c = 0; c < chunks; ++c)
-            rescaled.push_back(a.mul(s[2 + c], alphas));
+          for (int64_t h = 0; h < together; ++h)
+            for (int64_t c = 0; c < chunks; ++c)
+              rescaled.push_back(a.mul(s[h * stride + 2 + c], alphas[h]));
           SmallVector<Value> sums = e.forLoop(
               lo, hi, 1, rescaled,
               [&](Value j, ValueRange acc) -> SmallVector<Value> {
-                Value weight = vector::BroadcastOp::create(
-                    b, vectorType, a.load(weights, a.subi(j, tile)));
                 Value slot = a.addi(slot0, j);
-                SmallVector<Value> next;
+                SmallVector<Value> value;
                 for (int64_t c = 0; c < chunks; ++c)
-                  next.push_back(vector::FMAOp::create(
-                      b, weight,
-                      loadCached(values, o.getValueScale(), slot,
-                                 chunkColumn(kvBase, c)),
-                      acc[c]));
+                  value.push_back(loadCached(values, o.getValueScale(), slot,
+                                             chunkColumn(kvBase, c)));
+                SmallVector<Value> next;
+                for (int64_t h = 0; h < together; ++h) {
+                  Value weight = vector::BroadcastOp::create(
+                      b, vectorType, a.load(weights, {e.index(h), a.subi(j, tile)}));
+                  for (int64_t c = 0; c < chunks; ++c)
+                    next.push_back(
+                        vector::FMAOp::create(b, weight, value[c], acc[h * chunks + c]));
+                }
                 return next;
               });
-          SmallVector<Value> result = {maxNew,
-                                       a.add(a.mul(s[1], alpha), tileSum)};
-          result.append(sums.begin(), sums.end());
-          return result;
+          // Back in the loop state's order: each head's maximum, sum and sums.
+          SmallVector<Value> ordered;
+          for (int64_t h = 0; h < together; ++h) {
+            ordered.append({result[2 * h], result[2 * h + 1]});
+            ordered.append(sums.begin() + h * chunks, sums.begin() + (h + 1) * chunks);
+          }
+          return ordered;
         });
-    Value sum = vector::BroadcastOp::create(b, vectorType, state[1]);
-    for (int64_t c = 0; c < chunks; ++c)
-      vector::StoreOp::create(b, a.div(state[2 + c], sum), out,
-                              ValueRange{row, chunkColumn(qBase, c)});
-    a.store(a.add(state[0], math::LogOp::create(b, state[1])), lse,
-            {row, head});
+    for (int64_t h = 0; h < together; ++h) {
+      Value sum = vector::BroadcastOp::create(b, vectorType, state[h * stride + 1]);
+      for (int64_t c = 0; c < chunks; ++c)
+        vector::StoreOp::create(b, a.div(state[h * stride + 2 + c], sum), out,
+                                ValueRange{row, chunkColumn(qBase[h], c)});
+      a.store(a.add(state[h * stride], math::LogOp::create(b, state[h * stride + 1])), lse,
+              {row, a.addi(firstHead, e.index(h))});
+    }
   });
-  return Grid{e.dimExpr(0, 0), std::to_string(heads), "1"};
+  return Grid{e.dimExpr(0, 0), std::to_string(heads / together), "1"};
 }

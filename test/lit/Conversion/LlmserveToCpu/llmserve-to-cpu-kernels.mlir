@@ -158,27 +158,38 @@ func.func @kv_write(%k: tensor<?x32xf32>, %cache: tensor<?x4x2x16xf32>, %slots: 
 
 // -----
 
-// Attention runs one workgroup per (query row, head) over tiles of one KV
-// block (4 keys here): the scores by vector dot products (head_dim 16: one
-// vector<16xf32>), the tile's exponentials as one vector<4xf32>, then the
-// values by vector FMAs into the accumulator carried by the tile loop. rope
-// gets its frequency table as a constant global next to the kernel.
+// Attention runs one workgroup per (query row, pair of query heads sharing
+// a KV head: 4 heads over 2 KV heads) over tiles of one KV block (4 keys
+// here). Each key row is loaded once for both heads' scores, by vector dot
+// products (head_dim 16: one vector<16xf32>); each head's exponentials are
+// one vector<4xf32>; each value row is loaded once for both heads' vector
+// FMAs into the accumulators carried by the tile loop, a maximum, a sum and
+// an accumulator per head. rope gets its frequency table as a constant
+// global next to the kernel.
 // CHECK-LABEL: func.func @attention
 //       CHECK:   llmserve.rope
 //  CHECK-SAME:     kernel = "d0_rope"
 //       CHECK:   llmserve.paged_attention
-//  CHECK-SAME:     grid = ["$0", "4", "1"], kernel = "d1_paged_attention"
+//  CHECK-SAME:     grid = ["$0", "2", "1"], kernel = "d1_paged_attention"
 //       CHECK: memref.global "private" constant @llmserve_d0_rope_inv_freq : memref<8xf32>
 //       CHECK: func.func @llmserve_d1_paged_attention
 //       CHECK:   vector.load {{.*}} : memref<?x64xf32>, vector<16xf32>
-//       CHECK:   memref.alloca() : memref<4xf32>
-//       CHECK:   scf.for {{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, vector<16xf32>)
-//       CHECK:     scf.for
-//       CHECK:       vector.fma {{.*}} : vector<16xf32>
+//       CHECK:   vector.load {{.*}} : memref<?x64xf32>, vector<16xf32>
+//       CHECK:   memref.alloca() : memref<2x4xf32>
+//       CHECK:   scf.for {{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, vector<16xf32>, f32, f32, vector<16xf32>)
+//       CHECK:     scf.for {{.*}} -> (f32, f32)
+//       CHECK:       %[[KEY:.+]] = vector.load {{.*}} : memref<?x?xf32>, vector<16xf32>
+//       CHECK:       vector.fma %{{.+}}, %[[KEY]], %{{.+}} : vector<16xf32>
+//       CHECK:       vector.reduction <add>, {{.*}} fastmath<reassoc> : vector<16xf32> into f32
+//       CHECK:       vector.fma %{{.+}}, %[[KEY]], %{{.+}} : vector<16xf32>
 //       CHECK:       vector.reduction <add>, {{.*}} fastmath<reassoc> : vector<16xf32> into f32
 //       CHECK:     math.exp {{.*}} : vector<4xf32>
-//       CHECK:     scf.for {{.*}} -> (vector<16xf32>)
-//       CHECK:       vector.fma {{.*}} : vector<16xf32>
+//       CHECK:     math.exp {{.*}} : vector<4xf32>
+//       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>)
+//       CHECK:       %[[VALUE:.+]] = vector.load {{.*}} : memref<?x?xf32>, vector<16xf32>
+//       CHECK:       vector.fma %{{.+}}, %[[VALUE]], %{{.+}} : vector<16xf32>
+//       CHECK:       vector.fma %{{.+}}, %[[VALUE]], %{{.+}} : vector<16xf32>
+//       CHECK:   vector.store {{.*}} : memref<?x64xf32>, vector<16xf32>
 //       CHECK:   vector.store {{.*}} : memref<?x64xf32>, vector<16xf32>
 func.func @attention(%q: tensor<?x64xf32>, %pos: tensor<?xi32>, %kc: tensor<?x4x2x16xf32>, %vc: tensor<?x4x2x16xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x4xf32>) {
   %r = llmserve.rope %q, %pos style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x64xf32>, tensor<?xi32>
