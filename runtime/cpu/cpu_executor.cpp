@@ -94,13 +94,14 @@ void CpuExecutor::check_allocated(const char *caller) const {
 }
 
 const EntryPoint &CpuExecutor::run_step_entry(std::string_view name, const StepBatch &batch,
-                                              const int32_t *token_ids) {
+                                              const int32_t *token_ids,
+                                              std::vector<float> *dispatch_ms) {
   const EntryPoint &e = entry(name);
   const Symbols symbols = step_symbols(batch, num_kv_blocks_);
   // Kernels only read arguments, so they use the batch's arrays in place.
   auto arguments = step_argument_data(batch);
   arguments[kTokenIdsArgument] = token_ids;
-  run(e, symbols, arguments.data());
+  run(e, symbols, arguments.data(), dispatch_ms);
   return e;
 }
 
@@ -183,6 +184,16 @@ void CpuExecutor::run_launched(LaunchedStep &step) {
   previous_end_ = std::chrono::steady_clock::now();
 }
 
+std::vector<float> CpuExecutor::profile_step(const StepBatch &batch) {
+  check_idle("profile_step");
+  check_allocated("profile_step");
+  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
+  check_deferred_tokens(batch, 0);
+  std::vector<float> ms;
+  run_step_entry("step", batch, batch.token_ids.data(), &ms);
+  return ms;
+}
+
 std::vector<float> CpuExecutor::logits(const StepBatch &batch) {
   check_idle("logits");
   check_allocated("logits");
@@ -220,7 +231,7 @@ CpuExecutor::run_entry(std::string_view name, Symbols symbols,
 }
 
 void CpuExecutor::run(const EntryPoint &e, const Symbols &symbols,
-                      const void *const *arguments) {
+                      const void *const *arguments, std::vector<float> *dispatch_ms) {
   const Manifest &m = bundle_.manifest();
   for (size_t i = 0; i < e.arguments.size(); ++i)
     buffers_[e.arguments[i]] = const_cast<void *>(arguments[i]);
@@ -253,7 +264,12 @@ void CpuExecutor::run(const EntryPoint &e, const Symbols &symbols,
       launch.push_constants = push_constants_.data();
       for (int axis = 0; axis < 3; ++axis)
         launch.grid[axis] = d.grid[axis].evaluate(symbols);
+      const auto start = std::chrono::steady_clock::now();
       pool_.run(launch);
+      if (dispatch_ms)
+        dispatch_ms->push_back(std::chrono::duration<float, std::milli>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count());
     } catch (const std::exception &ex) { // an expression or the grid is bad
       throw std::runtime_error("entry point '" + e.name + "' dispatch " +
                                std::to_string(i) + " (kernel '" +

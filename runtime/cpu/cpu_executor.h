@@ -49,6 +49,12 @@ public:
   // launched, nor with deferred tokens.
   std::vector<float> logits(const StepBatch &batch);
 
+  // Runs the `step` entry point on `batch` (checked as launch() checks it,
+  // without deferred tokens) on the calling thread, timing each dispatch:
+  // the milliseconds each took, by dispatch index. For `llmrun bench decode
+  // --profile`; not while a step is launched.
+  std::vector<float> profile_step(const StepBatch &batch);
+
   // Runs entry point `name` on `inputs` (one per argument, in order, dtype
   // and shape as the manifest gives them for `symbols`) and returns its
   // results. symbols.NB is ignored: it is the allocated KV pool's size. Not
@@ -75,15 +81,18 @@ private:
   void check_allocated(const char *caller) const;
   // Runs entry point `name` (`step` or `logits`) on a checked batch whose
   // token ids are `token_ids`; returns the entry point, whose results are in
-  // buffers_.
+  // buffers_. With `dispatch_ms`, the milliseconds of each dispatch.
   const EntryPoint &run_step_entry(std::string_view name, const StepBatch &batch,
-                                   const int32_t *token_ids);
+                                   const int32_t *token_ids,
+                                   std::vector<float> *dispatch_ms = nullptr);
   // The step thread: runs launched steps in order.
   void step_loop();
   void run_launched(LaunchedStep &step);
   // Binds `arguments` (one pointer per argument of `e`), lays out the
-  // activations and results for `symbols`, and runs the dispatches.
-  void run(const EntryPoint &e, const Symbols &symbols, const void *const *arguments);
+  // activations and results for `symbols`, and runs the dispatches; with
+  // `dispatch_ms`, timing each.
+  void run(const EntryPoint &e, const Symbols &symbols, const void *const *arguments,
+           std::vector<float> *dispatch_ms = nullptr);
 
   Bundle bundle_;
   KernelLibrary kernels_;

@@ -94,11 +94,22 @@ def main():
     check([r[0] for r in rows] == ["1", "3"], "bench decode rows:\n" + decode)
     check(all(float(r[1]) > 0 and float(r[3]) > 0 for r in rows), "bench decode times:\n" + decode)
     check("copy bandwidth:" in decode and "host memcpy" in decode, decode)
+    # --profile: each op's time in one step, the rows adding up to the total.
+    profile = run(llmrun, "bench", "decode", bundle, "--batch", "2", "--context", "40",
+                  "--steps", "1", "--profile").stdout
+    ops = re.findall(r"^  (\S+)(?: \S+)? +([\d.]+) +([\d.]+)% +(\d+)$", profile, re.M)
+    total = re.search(r"^  all dispatches +([\d.]+) \(each dispatch's wall time\)$", profile, re.M)
+    check(total is not None and any(op == "linear" for op, *_ in ops) and
+          any(op == "paged_attention" for op, *_ in ops), "bench decode --profile:\n" + profile)
+    # At most 14 rows are shown: then they add up to less than the total.
+    shown, rounding = sum(float(ms) for _, ms, _, _ in ops), 1e-3 * (len(ops) + 1)
+    check(shown <= float(total.group(1)) + rounding and
+          (len(ops) == 14 or abs(shown - float(total.group(1))) <= rounding),
+          "bench decode --profile sums:\n" + profile)
     for args, message in (
             (("--context", "100000"), "exceeds the model's max_position_embeddings"),
             (("--batch", "0"), "--batch '0': must be in [1, 4096]"),
             (("--batch", "1,x"), "--batch 'x'"),
-            (("--profile",), "--profile times dispatches with CUDA events: it needs --device cuda"),
             (("--device", "cuda"), "cannot run on --device cuda")):
         failed = run(llmrun, "bench", "decode", bundle, "--context", "40", *args,
                      expect_failure=True)

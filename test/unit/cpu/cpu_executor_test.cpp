@@ -293,6 +293,8 @@ TEST_F(StepExecutor, RunsAStepOnTheTokensOfTheStepLaunchedBefore) {
               HasSubstr("two steps are launched already"));
   EXPECT_THAT(error_of([&] { executor.logits(prefill); }),
               HasSubstr("logits() while a step is launched"));
+  EXPECT_THAT(error_of([&] { executor.profile_step(prefill); }),
+              HasSubstr("profile_step() while a step is launched"));
   StepOutput first, second;
   executor.wait(first);
   executor.wait(second);
@@ -305,6 +307,10 @@ TEST_F(StepExecutor, RunsAStepOnTheTokensOfTheStepLaunchedBefore) {
     EXPECT_EQ(second.next_tokens[s], reference_next(context)) << "sequence " << s;
   }
   EXPECT_FALSE(first.idle_seconds_before) << "no step ran before";
+  // Timed alone, the prefill takes a time for each dispatch of the step.
+  const std::vector<float> ms = executor.profile_step(prefill);
+  EXPECT_EQ(ms.size(), executor.bundle().manifest().find_entry("step")->dispatches.size());
+  EXPECT_TRUE(std::all_of(ms.begin(), ms.end(), [](float t) { return t >= 0; }));
   ASSERT_TRUE(second.idle_seconds_before);
   EXPECT_GE(*second.idle_seconds_before, 0.0);
 
