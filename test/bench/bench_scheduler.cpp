@@ -1,5 +1,5 @@
 // Host cost of the serving core (issue 3's performance goals):
-//  - one schedule() + postprocess() with 256 running sequences and a pool of
+//  - one schedule() + complete_step() with 256 running sequences and a pool of
 //    64k tokens, against a reference measured in the same run: writing the
 //    same step's contract arrays from flat precomputed data, the least any
 //    scheduler must do (goal: <= 20 us per step);
