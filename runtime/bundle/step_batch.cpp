@@ -176,12 +176,10 @@ void check_deferred_tokens(const StepBatch &b, int64_t previous_num_seqs) {
   }
 }
 
-std::vector<int32_t> resolved_token_ids(const StepBatch &b,
-                                        const std::vector<int32_t> &previous_next_tokens) {
-  std::vector<int32_t> ids = b.token_ids;
+void fill_deferred_tokens(const StepBatch &b, const std::vector<int32_t> &previous_next_tokens,
+                          std::vector<int32_t> &token_ids) {
   for (const DeferredToken &d : b.deferred_tokens)
-    ids[d.token_index] = previous_next_tokens.at(d.previous_row);
-  return ids;
+    token_ids.at(d.token_index) = previous_next_tokens.at(d.previous_row);
 }
 
 } // namespace llmserve

@@ -117,10 +117,11 @@ void check_step_batch(const StepBatch &batch, const StepBounds &bounds);
 // `previous_num_seqs` sequences (0: no step ran before).
 void check_deferred_tokens(const StepBatch &batch, int64_t previous_num_seqs);
 
-// token_ids with the deferred tokens taken from the previous step's
-// next_tokens: what the step runs on.
-std::vector<int32_t> resolved_token_ids(const StepBatch &batch,
-                                        const std::vector<int32_t> &previous_next_tokens);
+// Writes each deferred token of `batch` into `token_ids` (the batch's
+// token_ids or a copy of them), taken from the previous step's next_tokens:
+// what the step runs on.
+void fill_deferred_tokens(const StepBatch &batch, const std::vector<int32_t> &previous_next_tokens,
+                          std::vector<int32_t> &token_ids);
 
 } // namespace llmserve
 

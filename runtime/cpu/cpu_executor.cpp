@@ -88,9 +88,13 @@ void CpuExecutor::check_idle(const char *caller) const {
     throw std::logic_error(std::string(caller) + "() while a step is launched");
 }
 
-void CpuExecutor::check_allocated(const char *caller) const {
+void CpuExecutor::check_batch(const char *caller, std::string_view entry_name,
+                              const StepBatch &batch, int64_t previous_num_seqs) const {
   if (num_kv_blocks_ == 0)
     throw std::logic_error(std::string(caller) + "() before allocate_kv_cache()");
+  entry(entry_name);
+  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
+  check_deferred_tokens(batch, previous_num_seqs);
 }
 
 const EntryPoint &CpuExecutor::run_step_entry(std::string_view name, const StepBatch &batch,
@@ -106,10 +110,7 @@ const EntryPoint &CpuExecutor::run_step_entry(std::string_view name, const StepB
 }
 
 void CpuExecutor::launch(const StepBatch &batch) {
-  check_allocated("launch");
-  entry("step");
-  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
-  check_deferred_tokens(batch, last_launched_num_seqs_);
+  check_batch("launch", "step", batch, last_launched_num_seqs_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (launched_.size() == 2)
@@ -166,7 +167,8 @@ void CpuExecutor::run_launched(LaunchedStep &step) {
   try {
     const int32_t *token_ids = batch.token_ids.data();
     if (!batch.deferred_tokens.empty()) {
-      resolved_token_ids_ = resolved_token_ids(batch, previous_next_tokens_);
+      resolved_token_ids_ = batch.token_ids; // reuses the buffer of the step before
+      fill_deferred_tokens(batch, previous_next_tokens_, resolved_token_ids_);
       token_ids = resolved_token_ids_.data();
     }
     const EntryPoint &e = run_step_entry("step", batch, token_ids);
@@ -186,9 +188,7 @@ void CpuExecutor::run_launched(LaunchedStep &step) {
 
 std::vector<float> CpuExecutor::profile_step(const StepBatch &batch) {
   check_idle("profile_step");
-  check_allocated("profile_step");
-  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
-  check_deferred_tokens(batch, 0);
+  check_batch("profile_step", "step", batch, /*previous_num_seqs=*/0);
   std::vector<float> ms;
   run_step_entry("step", batch, batch.token_ids.data(), &ms);
   return ms;
@@ -196,9 +196,7 @@ std::vector<float> CpuExecutor::profile_step(const StepBatch &batch) {
 
 std::vector<float> CpuExecutor::logits(const StepBatch &batch) {
   check_idle("logits");
-  check_allocated("logits");
-  check_step_batch(batch, bundle_.manifest().step_bounds(num_kv_blocks_));
-  check_deferred_tokens(batch, 0);
+  check_batch("logits", "logits", batch, /*previous_num_seqs=*/0);
   const EntryPoint &e = run_step_entry("logits", batch, batch.token_ids.data());
   const auto *logits = static_cast<const float *>(buffers_[e.results.at(0)]);
   return std::vector<float>(

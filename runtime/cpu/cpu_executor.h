@@ -75,10 +75,14 @@ private:
   };
 
   const EntryPoint &entry(std::string_view name) const;
-  // Throw std::logic_error naming `caller` while a step is launched, or
-  // before the KV cache is allocated.
+  // Throws std::logic_error naming `caller` while a step is launched.
   void check_idle(const char *caller) const;
-  void check_allocated(const char *caller) const;
+  // Throws std::logic_error naming `caller` before the KV cache is
+  // allocated, and std::invalid_argument for a bundle without entry point
+  // `entry_name`, a batch that breaks the step contract, or deferred tokens
+  // naming rows outside a previous step of `previous_num_seqs` sequences.
+  void check_batch(const char *caller, std::string_view entry_name, const StepBatch &batch,
+                   int64_t previous_num_seqs) const;
   // Runs entry point `name` (`step` or `logits`) on a checked batch whose
   // token ids are `token_ids`; returns the entry point, whose results are in
   // buffers_. With `dispatch_ms`, the milliseconds of each dispatch.

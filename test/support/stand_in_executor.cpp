@@ -214,7 +214,7 @@ void StandInExecutor::wait(StepOutput &out) {
     if (!same_batch(*step.batch, step.copy))
       violation("the batch changed while its step was launched");
     StepBatch &b = step.copy;
-    b.token_ids = resolved_token_ids(b, previous_next_tokens_);
+    fill_deferred_tokens(b, previous_next_tokens_, b.token_ids);
     num_deferred_tokens_ += static_cast<int64_t>(b.deferred_tokens.size());
     run(b, out);
     previous_next_tokens_ = out.next_tokens;
