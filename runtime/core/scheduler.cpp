@@ -170,8 +170,10 @@ bool Scheduler::waits_for_shared_prefix(const Request &request) const {
         std::min(request.num_tokens() - 1, static_cast<int32_t>(q->tokens.size()));
     const auto [mine, theirs] = std::mismatch(
         request.tokens.begin(), request.tokens.begin() + limit, q->tokens.begin());
-    const auto common = static_cast<int32_t>(mine - request.tokens.begin());
-    if (common / block_size > num_completed_tokens(*q) / block_size)
+    // Counting q's completed tokens walks the launched steps: only for a
+    // whole shared block.
+    const int32_t shared_blocks = static_cast<int32_t>(mine - request.tokens.begin()) / block_size;
+    if (shared_blocks > 0 && shared_blocks > num_completed_tokens(*q) / block_size)
       return true;
   }
   return false;
