@@ -115,13 +115,26 @@ def bf16_text(text):
     dense attributes."""
     # Constant attributes (longrope's factors) keep their f32 type.
     narrow = re.sub(r"(?<!> : )(tensor<[0-9x?]*)xf32>", r"\1xbf16>", text)
-    # The router's weights, which moe_combine reads, are f32 too.
-    for pattern in (r"llmserve\.paged_attention .* -> (tensor<[^>]*>)",
-                    r"llmserve\.moe_router .* -> (tensor<[^>]*>), ",
-                    r"llmserve\.moe_combine .* : tensor<[^>]*>, (tensor<[^>]*>)"):
+    # The router's weights, which moe_combine reads, are f32 wherever they
+    # appear; the log-sum-exp only where it is a result, since a key or value
+    # operand may have its shape.
+    for pattern, results_only in ((r"llmserve\.paged_attention .* -> (tensor<[^>]*>)", True),
+                                  (r"llmserve\.moe_router .* -> (tensor<[^>]*>), ", False),
+                                  (r"llmserve\.moe_combine .* : tensor<[^>]*>, (tensor<[^>]*>)",
+                                   False)):
         f32 = re.search(pattern, narrow)
-        if f32:
-            narrow = narrow.replace(f32.group(1), f32.group(1).replace("xbf16>", "xf32>"))
+        if not f32:
+            continue
+        bf16, wide = f32.group(1), f32.group(1).replace("xbf16>", "xf32>")
+        if not results_only:
+            narrow = narrow.replace(bf16, wide)
+            continue
+        lines = narrow.split("\n")
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith(("func.func", "return")) or f32.group(0) in line:
+                head, arrow, tail = line.rpartition(" -> " if "return" not in line else " : ")
+                lines[i] = head + arrow + tail.replace(bf16, wide)
+        narrow = "\n".join(lines)
     return narrow
 
 

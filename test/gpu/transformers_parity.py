@@ -40,9 +40,15 @@ def main():
         with open(os.path.join(root, name + ".sequence.json")) as f:
             sequence = json.load(f)
         want = np.load(os.path.join(root, name + ".full.npy"))
+        with open(os.path.join(root, name, "config.json")) as f:
+            config = json.load(f)
+        # A mixture's experts run eagerly too: torch's grouped GEMM has no float64.
+        experts = ({"experts_implementation": "eager"}
+                   if "num_experts" in config or "num_local_experts" in config else {})
         try:
             model = AutoModelForCausalLM.from_pretrained(
-                os.path.join(root, name), dtype=torch.float64, attn_implementation="eager")
+                os.path.join(root, name), dtype=torch.float64, attn_implementation="eager",
+                **experts)
             model.eval()
             with torch.no_grad():
                 got = model(torch.tensor([sequence])).logits[0].numpy()
