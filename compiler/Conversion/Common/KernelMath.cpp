@@ -131,15 +131,13 @@ Value mlir::llmserve::ranksAfter(Arith &a, Value score, Value index,
              a.cmpi(arith::CmpIPredicate::sgt, index, previousIndex)));
 }
 
-namespace {
-
-/// `type` with its element type replaced: a scalar or a vector of the same
-/// shape.
-Type withElement(Type type, Type element) {
+Type mlir::llmserve::withElement(Type type, Type element) {
   if (auto vector = dyn_cast<VectorType>(type))
     return vector.clone(element);
   return element;
 }
+
+namespace {
 
 /// A constant of `type` (scalar or vector), every element `value`.
 Value splat(ImplicitLocOpBuilder &b, Type type, TypedAttr value) {
@@ -152,9 +150,14 @@ Value i32Splat(ImplicitLocOpBuilder &b, Type type, int32_t value) {
   return splat(b, type, b.getI32IntegerAttr(value));
 }
 
-Value f32Splat(ImplicitLocOpBuilder &b, Type type, float value) {
+} // namespace
+
+Value mlir::llmserve::f32Splat(ImplicitLocOpBuilder &b, Type type,
+                               float value) {
   return splat(b, type, b.getF32FloatAttr(value));
 }
+
+namespace {
 
 // e4m3: 1 sign, 4 exponent (bias 7) and 3 mantissa bits. A normal value's
 // code is its f32 bits with the exponent rebased by 127 - 7 and the low 20

@@ -107,6 +107,12 @@ Value routerScore(Arith &a, Value logit, MoeScoring scoring, Value max,
 Value ranksAfter(Arith &a, Value score, Value index, Value previous,
                  Value previousIndex);
 
+/// `type` with its element type replaced: a scalar or a vector of the same
+/// shape.
+Type withElement(Type type, Type element);
+/// A constant of `type` (f32, or a vector of f32), every element `value`.
+Value f32Splat(ImplicitLocOpBuilder &b, Type type, float value);
+
 /// OCP FP8 e4m3 (`f8E4M3FN`), whose codes kernels hold as i8, with a scale
 /// (an FP8 KV cache's): `x` (f32, or a vector of f32) / `scale` to its
 /// codes, rounded to the nearest value (ties to even) and saturated to

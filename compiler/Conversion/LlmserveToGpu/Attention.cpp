@@ -66,6 +66,9 @@ public:
     heads = o.getNumHeads();
     group = heads / kvHeads;
     element = GpuKernelEmitter::storageType(cacheType.getElementType());
+    // FP8 codes are decoded once, as they are gathered, rather than by each
+    // warp of the GQA group that reads them.
+    tileElement = keyScale ? b.getBF16Type() : element;
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
     perLane = (headDim + kWarpSize - 1) / kWarpSize;
     int64_t perLoad = kGatherBytes / elementBytes;
@@ -314,7 +317,7 @@ private:
   /// one gather between two barriers serves them all and neither a tile nor
   /// a gather crosses a chunk.
   void allocateTiles(int64_t slots) {
-    int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+    int64_t elementBytes = tileElement.getIntOrFloatBitWidth() / 8;
     int64_t pad = kGatherBytes / elementBytes;
     auto bytes = [&](int64_t keys) {
       return keys * (2 * headDim + pad) * elementBytes + slots * headDim * 4;
@@ -326,8 +329,8 @@ private:
     while (2 * keysPerGather <= kAttentionChunk &&
            bytes(2 * keysPerGather) <= kSharedBytes)
       keysPerGather *= 2;
-    kTile = e.sharedBuffer({keysPerGather, headDim + pad}, element);
-    vTile = e.sharedBuffer({keysPerGather, headDim}, element);
+    kTile = e.sharedBuffer({keysPerGather, headDim + pad}, tileElement);
+    vTile = e.sharedBuffer({keysPerGather, headDim}, tileElement);
     qTile = e.sharedBuffer({slots, headDim}, b.getF32Type());
   }
 
@@ -358,7 +361,8 @@ private:
   }
 
   /// Keys [begin, end) of sequence `seq` to rows key - g0 of the K and V
-  /// buffers, `width` elements a thread.
+  /// buffers, `width` elements a thread; FP8 codes as their values in bf16
+  /// (exact), which `widen` scales.
   void gatherKeys(Value seq, Value kvHead, Value g0, Value begin, Value end) {
     Value keys = e.cacheSlots(1), values = e.cacheSlots(2),
           blockTable = e.binding(3);
@@ -374,12 +378,17 @@ private:
                           a.remui(key, e.index(blockSize)));
       Value col = a.addi(a.muli(kvHead, dim), d);
       auto copy = [&](Value cache, Value tile) {
+        Value v = width == 1
+                      ? a.load(cache, {slot, col})
+                      : vector::LoadOp::create(
+                            b, VectorType::get({width}, element), cache,
+                            ValueRange{slot, col}, /*nontemporal=*/false,
+                            llvm::MaybeAlign(kGatherBytes));
+        if (keyScale)
+          v = arith::TruncFOp::create(b, withElement(v.getType(), tileElement),
+                                      decodeE4M3(b, v, 1.0f));
         if (width == 1)
-          return a.store(a.load(cache, {slot, col}), tile, {k, d});
-        auto piece = VectorType::get({width}, element);
-        Value v = vector::LoadOp::create(b, piece, cache, ValueRange{slot, col},
-                                         /*nontemporal=*/false,
-                                         llvm::MaybeAlign(kGatherBytes));
+          return a.store(v, tile, {k, d});
         vector::StoreOp::create(b, v, tile, ValueRange{k, d},
                                 /*nontemporal=*/false,
                                 llvm::MaybeAlign(kGatherBytes));
@@ -390,14 +399,14 @@ private:
   }
 
   /// Elements (a scalar or a vector) of a shared tile as f32; those of an
-  /// FP8 cache (`cacheScale` set) are codes, decoded and scaled.
+  /// FP8 cache (`cacheScale` set) times its scale, as decodeE4M3 gives them.
   Value widen(Value x, std::optional<APFloat> cacheScale) {
-    if (cacheScale)
-      return decodeE4M3(b, x, cacheScale->convertToFloat());
-    Type f32 = b.getF32Type();
-    if (auto vector = dyn_cast<VectorType>(x.getType()))
-      f32 = vector.clone(f32);
-    return x.getType() == f32 ? x : arith::ExtFOp::create(b, f32, x);
+    Type f32 = withElement(x.getType(), b.getF32Type());
+    if (x.getType() != f32)
+      x = arith::ExtFOp::create(b, f32, x);
+    if (!cacheScale || cacheScale->isExactlyValue(1.0))
+      return x;
+    return a.mul(x, f32Splat(b, f32, cacheScale->convertToFloat()));
   }
 
   /// `width` consecutive elements of row `row` of a shared tile from `d0`,
@@ -555,11 +564,12 @@ private:
   std::optional<uint64_t> window;
   float scale;
   std::optional<APFloat> softcap; // tanh soft-capping of the scores
-  // An FP8 cache's scales; the tiles then hold its codes (i8).
+  // An FP8 cache's scales; the tiles then hold its values unscaled (bf16).
   std::optional<APFloat> keyScale, valueScale;
   int64_t blockSize, kvHeads, headDim, heads, group, perLane, width,
       keysPerTile = 0, keysPerGather = 0;
-  Type element;
+  Type element, tileElement; // the cache's storage type, and the tiles'
+
   Value zero, one, dim, chunk, kTile, vTile, qTile;
   SmallVector<Value> laneDims;
 };
