@@ -6,8 +6,8 @@
 # each op's time, the same with an FP8 KV cache, a 2047-token prefill,
 # cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
-# throughput, 512 sequences at once, a KV cache sized by
-# --gpu-memory-utilization). Run from the repository root after
+# throughput (serve against offline on one workload), 512 sequences at once,
+# a KV cache sized by --gpu-memory-utilization). Run from the repository root after
 # `gpu_checks.py prepare build gpu-carry/prepared --tinyllama` made the
 # bundles elsewhere (docs/gpu.md); logs go to $OUT (default gpu-logs/).
 #
@@ -139,3 +139,7 @@ timeout 100 $B bench serve --url http://127.0.0.1:8123 --tokenizer $T --num-prom
   > "$OUT/serve_bench.log" 2>&1
 echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/serve_bench.log"
 kill -INT $server; wait $server; echo "server exit $?"; grep -i -m2 "kv cache" "$OUT/serve.log"
+echo "== the same workload in process (served / offline)"
+timeout 60 $B bench offline $T --weights $W --num-prompts 64 --random-input-len 256 \
+  --random-output-len 128 --max-num-seqs 64 > "$OUT/offline_serve_workload.log" 2>&1
+echo "rc=$?"; grep -E "Output token throughput|Median (TTFT|TPOT)" "$OUT/offline_serve_workload.log"
