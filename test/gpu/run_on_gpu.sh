@@ -45,6 +45,11 @@ if [ "$STAGE" = moe ]; then
   timeout 150 $B bench decode $M --weights /tmp/qwen3moe --batch 1,16,64 --context 512 \
     --profile > "$OUT/moe_decode.log" 2>&1
   echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/moe_decode.log"
+  echo "== sampled, a 151,936-token vocabulary (temperature 0.8, top_p 0.9, top_k 20)"
+  timeout 100 $B bench decode $M --weights /tmp/qwen3moe --batch 1,64 --context 512 \
+    --temperature 0.8 --top-p 0.9 --top-k 20 --profile > "$OUT/moe_decode_sampled.log" 2>&1
+  echo "rc=$?"; grep -E "^ +[0-9]+ +[0-9]+ |^  (sample|adjust_logits) " \
+    "$OUT/moe_decode_sampled.log"
   timeout 150 $B bench offline $M --weights /tmp/qwen3moe --num-prompts 64 \
     --random-input-len 512 --random-output-len 128 --max-num-seqs 64 \
     > "$OUT/moe_offline.log" 2>&1
@@ -88,6 +93,10 @@ echo "== bench decode"
 decode $T decode --profile
 head -3 "$OUT/decode_512.log"
 prefill $T prefill
+echo "== bench decode, sampled (temperature 0.8, top_p 0.9, top_k 20: the sampler's passes)"
+timeout 100 $B bench decode $T --weights $W --batch 1,64 --context 512 --temperature 0.8 \
+  --top-p 0.9 --top-k 20 --profile > "$OUT/decode_sampled.log" 2>&1
+echo "rc=$?"; grep -E "^ +[0-9]+ +[0-9]+ |^  (sample|adjust_logits) " "$OUT/decode_sampled.log"
 echo "== bench decode, FP8 KV cache (against bf16 above: half the KV bytes)"
 timeout 150 $B bench decode $R/tinyllama-fp8kv.sm90.llmb --weights $W --batch 1,64,256 \
   --context 2048 --profile > "$OUT/decode_fp8kv_2048.log" 2>&1

@@ -6,6 +6,7 @@
 #include "options.h"
 
 #include "bench/decode_benchmark.h"
+#include "core/sampling_params.h"
 #include "cpu/cpu_executor.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
@@ -38,7 +39,30 @@ struct Options {
   bool profile = false;
   std::string json_schema; // a file: time structured output's share of the step
   std::string tokenizer;   // its vocabulary; default: the bundle's tokenizer.json
+  float temperature = 0.0f; // every sequence's sampling (greedy by default)
+  float top_p = 1.0f;
+  int32_t top_k = 0;
 };
+
+// The sampling of every sequence of the timed steps, checked.
+llmserve::SamplingParams sampling(const Options &o) {
+  llmserve::SamplingParams params;
+  params.temperature = o.temperature;
+  params.top_p = o.top_p;
+  params.top_k = o.top_k;
+  params.validate();
+  return params;
+}
+
+// `step`'s sequences sampling by `params`, each with a seed of its own.
+void set_sampling(const llmserve::SamplingParams &params, llmserve::StepBatch &step) {
+  for (int32_t s = 0; s < step.num_seqs; ++s) {
+    step.temperature[s] = params.temperature;
+    step.top_p[s] = params.top_p;
+    step.top_k[s] = params.top_k;
+    step.seed[s] = s + 1;
+  }
+}
 
 // The schema compiled against the tokenizer's vocabulary, padded to the
 // model's; prints how long that took.
@@ -92,6 +116,7 @@ void print_profile(const llmserve::Manifest &manifest, const std::vector<float> 
 }
 
 int bench_decode(const Options &o) {
+  const llmserve::SamplingParams params = sampling(o);
   const llmserve::Manifest manifest = llmserve::Bundle::load_manifest(o.model.bundle_dir);
   if (!manifest.model || !manifest.kv_cache || !manifest.find_entry("step"))
     throw std::invalid_argument(o.model.bundle_dir + ": not a model bundle (no step entry point)");
@@ -126,8 +151,9 @@ int bench_decode(const Options &o) {
   std::printf("\n%6s %8s %10s %10s %10s %11s\n", "batch", "context", "step ms", "tokens/s",
               "floor ms", "floor/step");
   for (int32_t batch : o.batches) {
-    const llmserve::StepBatch step = bench::decode_step(
+    llmserve::StepBatch step = bench::decode_step(
         batch, o.context, block_size, static_cast<int32_t>(manifest.model->vocab_size), batch);
+    set_sampling(params, step);
     bench::time_steps(executor, step, kWarmupSteps, 0); // the graph's capture among them
     if (gpu)
       gpu->reset_host_timing();
@@ -191,9 +217,21 @@ Command add_bench_decode_command(CLI::App &bench) {
                       "(default: the bundle's)")
       ->type_name("FILE")
       ->check(CLI::ExistingFile);
+  cli::number(command->add_option("--temperature", o->temperature,
+                                  "every sequence's temperature (0 is greedy)")
+                  ->type_name("T")
+                  ->capture_default_str());
+  cli::number(command->add_option("--top-p", o->top_p, "every sequence's top_p")
+                  ->type_name("P")
+                  ->capture_default_str());
+  cli::integer_in(command->add_option("--top-k", o->top_k, "every sequence's top_k (0 is off)")
+                      ->type_name("K")
+                      ->capture_default_str(),
+                  INT32_MIN, INT32_MAX);
   add_engine_options(*command, o->model);
-  command->footer("Times decode-only steps (every sequence one token, greedy) and prints\n"
-                  "each next to the floor: (weight bytes + KV bytes read) / copy bandwidth,\n"
+  command->footer("Times decode-only steps (every sequence one token, greedy unless\n"
+                  "--temperature is set) and prints each next to the floor:\n"
+                  "(weight bytes + KV bytes read) / copy bandwidth,\n"
                   "where an embedding table counts its tokens' rows and a mixture of\n"
                   "experts the experts its tokens choose on average.");
   return {command, [o] { return bench_decode(*o); }};
