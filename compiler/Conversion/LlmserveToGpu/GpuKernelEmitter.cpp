@@ -167,8 +167,24 @@ void GpuKernelEmitter::threadLoop(Value end,
 
 SmallVector<Value> GpuKernelEmitter::threadLoop(
     Value end, ValueRange init,
-    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
-  return forLoop(threadId(), end, threads, init, body);
+    const std::function<SmallVector<Value>(Value, ValueRange)> &body,
+    int64_t unroll) {
+  if (unroll == 1)
+    return forLoop(threadId(), end, threads, init, body);
+  Arith &a = arith();
+  Value last = a.subi(end, index(1));
+  auto unrolled = [&](Value first, ValueRange acc) -> SmallVector<Value> {
+    SmallVector<Value> values(acc);
+    for (int64_t j = 0; j < unroll; ++j) {
+      Value i = j == 0 ? first : a.addi(first, index(j * threads));
+      Value inside = a.cmpi(arith::CmpIPredicate::slt, i, end);
+      SmallVector<Value> next = body(a.mini(i, last), values);
+      for (auto [value, folded] : llvm::zip_equal(values, next))
+        value = a.select(inside, folded, value);
+    }
+    return values;
+  };
+  return forLoop(threadId(), end, threads * unroll, init, unrolled);
 }
 
 void GpuKernelEmitter::waitForPrerequisites() {

@@ -73,9 +73,15 @@ public:
 
   /// `for (i = threadId; i < end; i += blockSize) body(i)`.
   void threadLoop(Value end, const std::function<void(Value)> &body);
+  /// The same, folding values through `body`. With `unroll` > 1 an
+  /// iteration takes indices i, i + blockSize, ... (`unroll` of them), so
+  /// that their loads are in flight together, and folds them in that order:
+  /// each thread's result is the plain loop's. An index past `end` is read
+  /// at end - 1 and leaves the values as they are.
   SmallVector<Value> threadLoop(
       Value end, ValueRange init,
-      const std::function<SmallVector<Value>(Value, ValueRange)> &body);
+      const std::function<SmallVector<Value>(Value, ValueRange)> &body,
+      int64_t unroll = 1);
 
   /// Waits until the grids launched before this one have finished and their
   /// writes are visible (`griddepcontrol.wait`), then lets the next grid

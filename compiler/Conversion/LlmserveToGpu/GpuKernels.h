@@ -64,9 +64,15 @@ inline constexpr int64_t kAttentionMergeBlockSize = 32;
 Grid buildMoeRouterKernel(GpuKernelEmitter &e, MoeRouterOp op);
 Grid buildExpertLinearKernel(GpuKernelEmitter &e, ExpertLinearOp op);
 Grid buildMoeCombineKernel(GpuKernelEmitter &e, MoeCombineOp op);
+/// The kernels over vocabulary-sized rows: adjust_logits splits a row into
+/// kAdjustLogitsChunk-element blocks; logprobs and sample take a block per
+/// row, which reads kVocabUnroll logits a thread at once in every pass.
 Grid buildAdjustLogitsKernel(GpuKernelEmitter &e);
 Grid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
 Grid buildSampleKernel(GpuKernelEmitter &e);
+inline constexpr int64_t kVocabBlockSize = 512;
+inline constexpr int64_t kVocabUnroll = 4;
+inline constexpr int64_t kAdjustLogitsChunk = 8 * kVocabBlockSize;
 
 } // namespace mlir::llmserve
 

@@ -42,12 +42,16 @@ using namespace mlir::llmserve;
 
 int64_t mlir::llmserve::gpuBlockSize(Operation *op) {
   // linear and paged_attention: 4 warps (tensor-core tiles, attention tiles),
-  // as expert_linear; moe_router a warp; row kernels: 8 warps striding over
-  // the row.
+  // as expert_linear; moe_router a warp; the vocabulary's row kernels: 16
+  // warps, since a row has tens of thousands of logits (at 32, ptxas spills
+  // the sampler's Gumbel noise and logprobs' ranking); other row kernels: 8
+  // warps striding over the row.
   if (isa<LinearOp, PagedAttentionOp, ExpertLinearOp>(op))
     return 128;
   if (isa<MoeRouterOp>(op))
     return kWarpSize;
+  if (isa<AdjustLogitsOp, LogprobsOp, SampleOp>(op))
+    return kVocabBlockSize;
   return 256;
 }
 

@@ -1,11 +1,12 @@
 //===- Logits.cpp - Logit adjustments and log-probs on the GPU ------------===//
 //
-// adjust_logits: one block per sequence copies its logits row, masking it if
-// the sequence has a mask, then its threads rewrite the row's entry tokens
-// (distinct within a row, so no two threads touch one logit). logprobs: one block per sequence that asks; the
-// log-sum-exp and each of the top entries are block reductions, the top
-// entries taken one after the other in (logit descending, index ascending)
-// order, as on the CPU.
+// adjust_logits: a block per kAdjustLogitsChunk logits of a sequence's row
+// copies them, masking them if the sequence has a mask, then its threads
+// rewrite the row's entry tokens that fall in its chunk (distinct within a
+// row, so no two threads touch one logit). logprobs: one block per sequence
+// that asks; the log-sum-exp and each of the top entries are block
+// reductions, the top entries taken one after the other in (logit
+// descending, index ascending) order, as on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,12 @@ Grid mlir::llmserve::buildAdjustLogitsKernel(GpuKernelEmitter &e) {
         maskWords = e.dimSize(9, 0);
   Value zero = e.index(0), one = e.index(1);
   Value s = e.blockId(0);
+  Value begin = a.muli(e.blockId(1), e.index(kAdjustLogitsChunk));
+  Value end = a.mini(vocab, a.addi(begin, e.index(kAdjustLogitsChunk)));
+  // The chunk's logits, `body(v)` for each v of them.
+  auto chunkLoop = [&](const std::function<void(Value)> &body) {
+    e.threadLoop(a.subi(end, begin), [&](Value i) { body(a.addi(begin, i)); });
+  };
 
   // A mask row past the end of the array masks nothing. The row is the same
   // for the whole block, so every thread takes the same branch.
@@ -41,7 +48,7 @@ Grid mlir::llmserve::buildAdjustLogitsKernel(GpuKernelEmitter &e) {
       masked,
       [&] {
         Value rowStart = a.muli(row, rowWords);
-        e.threadLoop(vocab, [&](Value v) {
+        chunkLoop([&](Value v) {
           Value word = a.load(mask, a.addi(rowStart, a.divui(v, e.index(32))));
           Value shift = arith::IndexCastOp::create(b, b.getI32Type(),
                                                    a.remui(v, e.index(32)));
@@ -52,11 +59,11 @@ Grid mlir::llmserve::buildAdjustLogitsKernel(GpuKernelEmitter &e) {
         });
       },
       [&] {
-        e.threadLoop(vocab, [&](Value v) {
+        chunkLoop([&](Value v) {
           e.storeF32(e.loadF32(logits, {s, v}), out, {s, v});
         });
       });
-  // The copy is complete before any thread rewrites a logit of the row.
+  // The copy is complete before any thread rewrites a logit of the chunk.
   e.barrier();
 
   // The row's entries, clamped to the arrays so that a malformed entries
@@ -73,9 +80,9 @@ Grid mlir::llmserve::buildAdjustLogitsKernel(GpuKernelEmitter &e) {
     Value entry = a.addi(first, i);
     Value token = arith::IndexCastOp::create(b, b.getIndexType(),
                                              a.load(tokens, entry));
-    Value inVocab = a.andi(a.cmpi(I::sge, token, zero),
-                           a.cmpi(I::slt, token, vocab));
-    e.ifThen(inVocab, [&] {
+    Value inChunk = a.andi(a.cmpi(I::sge, token, begin),
+                           a.cmpi(I::slt, token, end));
+    e.ifThen(inChunk, [&] {
       Value l = e.loadF32(out, {s, token});
       Value count = a.load(counts, entry);
       Value penalised = a.select(a.cmpf(arith::CmpFPredicate::OGT, l, e.f32(0)),
@@ -88,7 +95,7 @@ Grid mlir::llmserve::buildAdjustLogitsKernel(GpuKernelEmitter &e) {
       e.storeF32(a.add(l, a.load(bias, entry)), out, {s, token});
     });
   });
-  return {e.dimExpr(0, 0), "1", "1"};
+  return {e.dimExpr(0, 0), ceilDivExpr(e.dimExpr(0, 1), kAdjustLogitsChunk), "1"};
 }
 
 Grid mlir::llmserve::buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op) {
@@ -114,16 +121,20 @@ Grid mlir::llmserve::buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op) {
   // The same row for the whole block, so every thread takes the branch.
   e.ifThen(a.cmpi(I::sge, n, e.i32(0)), [&] {
     Value max = e.blockReduce(
-        e.threadLoop(vocab, {negInf},
-                     [&](Value v, ValueRange m) -> SmallVector<Value> {
-                       return {a.max(m[0], logit(v))};
-                     })[0],
+        e.threadLoop(
+            vocab, {negInf},
+            [&](Value v, ValueRange m) -> SmallVector<Value> {
+              return {a.max(m[0], logit(v))};
+            },
+            kVocabUnroll)[0],
         scratchF, [&](Value x, Value y) { return a.max(x, y); });
     Value sum = e.blockReduce(
-        e.threadLoop(vocab, {e.f32(0)},
-                     [&](Value v, ValueRange acc) -> SmallVector<Value> {
-                       return {a.add(acc[0], a.exp(a.sub(logit(v), max)))};
-                     })[0],
+        e.threadLoop(
+            vocab, {e.f32(0)},
+            [&](Value v, ValueRange acc) -> SmallVector<Value> {
+              return {a.add(acc[0], a.exp(a.sub(logit(v), max)))};
+            },
+            kVocabUnroll)[0],
         scratchF, [&](Value x, Value y) { return a.add(x, y); });
     Value logZ = a.add(max, math::LogOp::create(b, sum));
     Value token = arith::IndexCastOp::create(b, b.getIndexType(),
@@ -159,7 +170,8 @@ Grid mlir::llmserve::buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op) {
                 Value better = a.andi(after, before(l, vi, acc[0], acc[1]));
                 return {a.select(better, l, acc[0]),
                         a.select(better, vi, acc[1])};
-              });
+              },
+              kVocabUnroll);
           SmallVector<Value> best = e.blockReduce(
               partial, {scratchF, scratchI},
               [&](ValueRange x, ValueRange y) -> SmallVector<Value> {

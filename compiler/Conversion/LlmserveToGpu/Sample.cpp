@@ -8,8 +8,9 @@
 // noise splitmix64(seed, rng_offset, token) — the CPU kernel's noise, so a
 // seed picks the same token on both targets unless a top_p mass sum (summed
 // here in a different order) falls on the other side of its threshold.
-// Every pass over the vocabulary is a block reduction; its result is the
-// same in every thread, so all threads take the same branches.
+// Every pass over the vocabulary is a block reduction, each thread reading
+// kVocabUnroll logits at once; its result is the same in every thread, so
+// all threads take the same branches.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,18 +49,22 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
   // The sum over the vocabulary of term(v) (f32), reduced in a fixed order.
   auto sumOver = [&](const std::function<Value(Value)> &term) {
     Value partial = e.threadLoop(
-        vocab, {e.f32(0)}, [&](Value v, ValueRange acc) -> SmallVector<Value> {
+        vocab, {e.f32(0)},
+        [&](Value v, ValueRange acc) -> SmallVector<Value> {
           return {a.add(acc[0], term(v))};
-        })[0];
+        },
+        kVocabUnroll)[0];
     return e.blockReduce(partial, scratchF,
                          [&](Value x, Value y) { return a.add(x, y); });
   };
   auto countAtLeast = [&](Value t) {
     Value partial = e.threadLoop(
-        vocab, {e.i32(0)}, [&](Value v, ValueRange n) -> SmallVector<Value> {
+        vocab, {e.i32(0)},
+        [&](Value v, ValueRange n) -> SmallVector<Value> {
           Value above = a.cmpf(F::OGE, logit(v), t);
           return {a.select(above, a.addi(n[0], e.i32(1)), n[0])};
-        })[0];
+        },
+        kVocabUnroll)[0];
     return e.blockReduce(partial, scratchI,
                          [&](Value x, Value y) { return a.addi(x, y); });
   };
@@ -75,11 +80,13 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
           return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid)};
         });
     Value partial = e.threadLoop(
-        vocab, {posInf}, [&](Value v, ValueRange best) -> SmallVector<Value> {
+        vocab, {posInf},
+        [&](Value v, ValueRange best) -> SmallVector<Value> {
           Value l = logit(v);
           return {a.select(a.cmpf(F::OGE, l, range[0]), a.min(l, best[0]),
                            best[0])};
-        })[0];
+        },
+        kVocabUnroll)[0];
     return e.blockReduce(partial, scratchF,
                          [&](Value x, Value y) { return a.min(x, y); });
   };
@@ -93,7 +100,8 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
       [&](Value v, ValueRange m) -> SmallVector<Value> {
         Value l = logit(v);
         return {a.max(m[0], l), a.min(m[1], l)};
-      });
+      },
+      kVocabUnroll);
   SmallVector<Value> range = e.blockReduce(
       extremes, {scratchF, scratchG},
       [&](ValueRange x, ValueRange y) -> SmallVector<Value> {
@@ -162,7 +170,8 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
         return {a.select(better, sv, acc[0]),
                 a.select(better, arith::IndexCastOp::create(b, i32, v),
                          acc[1])};
-      });
+      },
+      kVocabUnroll);
   SmallVector<Value> winner = e.blockReduce(
       best, {scratchF, scratchI},
       [&](ValueRange x, ValueRange y) -> SmallVector<Value> {

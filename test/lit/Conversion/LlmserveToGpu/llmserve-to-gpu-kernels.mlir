@@ -414,13 +414,27 @@ func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> ten
 
 // -----
 
-// The sampler: one block per sequence; block reductions of (value, index)
-// pairs pick the lowest index among equal maxima.
+// The sampler: one block of 16 warps per sequence; each pass over the
+// vocabulary reads 4 logits a thread at once (the last index clamped to the
+// row, the ones past it folding nothing), in the order of a plain loop;
+// block reductions of (value, index) pairs pick the lowest index among equal
+// maxima.
 // CHECK-LABEL: func.func @sample
 //       CHECK:   llmserve.sample
-//  CHECK-SAME:     grid = ["$0", "1", "1"]
+//  CHECK-SAME:     block = array<i64: 512, 1, 1>, grid = ["$0", "1", "1"]
 //       CHECK: gpu.func @llmserve_d0_sample
-//  CHECK-SAME:     workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//       CHECK:   %[[LAST:.*]] = arith.subi %{{.*}}, %c1
+//       CHECK:   scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c2048
+//       CHECK:     arith.cmpi slt, %[[I]]
+//       CHECK:     arith.minsi %[[I]], %[[LAST]]
+//       CHECK:     %[[I1:.*]] = arith.addi %[[I]], %c512
+//       CHECK:     arith.minsi %[[I1]], %[[LAST]]
+//       CHECK:     %[[I2:.*]] = arith.addi %[[I]], %c1024
+//       CHECK:     arith.minsi %[[I2]], %[[LAST]]
+//       CHECK:     %[[I3:.*]] = arith.addi %[[I]], %c1536
+//       CHECK:     arith.minsi %[[I3]], %[[LAST]]
+//       CHECK:     scf.yield
 //       CHECK:   arith.muli %{{.*}}, %{{.*}} : i64
 //       CHECK:   gpu.shuffle  xor %{{.*}} : f32
 //       CHECK:   gpu.shuffle  xor %{{.*}} : i32
@@ -432,13 +446,16 @@ func.func @sample(%logits: tensor<?x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf3
 
 // -----
 
-// adjust_logits: one block per sequence copies its row, through its mask row
-// when it has one, waits at a barrier, then its threads rewrite the row's
-// entry tokens (distinct, so no race).
+// adjust_logits: a block per 4096 logits of a sequence's row copies them,
+// through its mask row when it has one, waits at a barrier, then its threads
+// rewrite the row's entry tokens in its chunk (distinct, so no race).
 // CHECK-LABEL: func.func @adjust_logits
 //       CHECK:   llmserve.adjust_logits
-//  CHECK-SAME:     grid = ["$0", "1", "1"]
+//  CHECK-SAME:     block = array<i64: 512, 1, 1>, grid = ["$0", "ceildiv(100,4096)", "1"]
 //       CHECK: gpu.func @llmserve_d0_adjust_logits
+//       CHECK:   %[[CHUNK:.*]] = gpu.block_id  y
+//       CHECK:   %[[BEGIN:.*]] = arith.muli %[[CHUNK]], %c4096
+//       CHECK:   %[[END:.*]] = arith.minsi %{{.*}}, %{{.*}}
 //       CHECK:   scf.if
 //       CHECK:     scf.for
 //       CHECK:       arith.shrui
@@ -448,6 +465,8 @@ func.func @sample(%logits: tensor<?x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf3
 //       CHECK:   arith.maxsi
 //       CHECK:   arith.minsi
 //       CHECK:   scf.for
+//       CHECK:     arith.cmpi sge, %{{.*}}, %[[BEGIN]]
+//       CHECK:     arith.cmpi slt, %{{.*}}, %[[END]]
 //       CHECK:     scf.if
 //       CHECK:       arith.divf
 //       CHECK:       arith.addf
@@ -464,7 +483,7 @@ func.func @adjust_logits(%l: tensor<?x100xf32>, %ps: tensor<?xi32>, %pt: tensor<
 // reduction of (logit, index) pairs per top entry.
 // CHECK-LABEL: func.func @logprobs
 //       CHECK:   llmserve.logprobs
-//  CHECK-SAME:     grid = ["$0", "1", "1"]
+//  CHECK-SAME:     block = array<i64: 512, 1, 1>, grid = ["$0", "1", "1"]
 //       CHECK: gpu.func @llmserve_d0_logprobs
 //       CHECK:   scf.if
 //       CHECK:     gpu.shuffle  xor %{{.*}} : f32
