@@ -15,24 +15,57 @@ namespace {
 // Halvings of the logit range when searching a top_k / top_p threshold.
 constexpr int64_t kBisectionSteps = 32;
 
-/// The largest t in [lo, hi] with `holds(t)`, for a `holds` that is true
-/// at lo and monotonically false above some point: bisection, then snapped
-/// up to the smallest logit >= t so that ties are kept whole.
+/// The largest t in [lo, hi] with `holds(t, count)`, for a `holds` that is
+/// true at lo and monotonically false above some point: bisection, then
+/// snapped up to the smallest logit >= t so that ties are kept whole. Every
+/// t tried is above the range's low end, so a step needs only the logits at
+/// or above it: `candidates` lists their indices in index order (its first
+/// `count`), compacted as the low end rises, and `holds` folds over them.
+/// A sum over the candidates in index order is then bitwise the sum over
+/// the whole row, whose other terms are zero.
 Value bisect(CpuKernelEmitter &e, Value logits, Value row, Value vocab,
-             Value lo, Value hi, const std::function<Value(Value)> &holds) {
+             Value candidates, Value lo, Value hi,
+             const std::function<Value(Value, Value)> &holds) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
-  SmallVector<Value> range =
-      e.forLoop(e.index(0), e.index(kBisectionSteps), 1, {lo, hi},
-                [&](Value, ValueRange r) -> SmallVector<Value> {
-                  Value mid = a.mul(a.add(r[0], r[1]), e.f32(0.5));
-                  Value ok = holds(mid);
-                  return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid)};
-                });
+  Value zero = e.index(0);
+  auto logitOf = [&](Value index32) {
+    return a.load(logits, {row, a.toIndex(index32)});
+  };
+  // Keeps the indices `indexAt(i)` (i32) for i < n whose logit is at or
+  // above t, in order; the store is unconditional, since the write position
+  // never passes the read one. Returns how many were kept.
+  auto keepAtLeast = [&](Value n, Value t,
+                         const std::function<Value(Value)> &indexAt) {
+    return e.forLoop(zero, n, 1, {zero},
+                     [&](Value i, ValueRange kept) -> SmallVector<Value> {
+                       Value v = indexAt(i);
+                       a.store(v, candidates, kept[0]);
+                       Value atLeast =
+                           a.cmpf(arith::CmpFPredicate::OGE, logitOf(v), t);
+                       return {a.select(atLeast, a.addi(kept[0], e.index(1)),
+                                        kept[0])};
+                     })[0];
+  };
+  auto candidateAt = [&](Value i) { return a.load(candidates, i); };
+  Value initial = keepAtLeast(vocab, lo, [&](Value v) {
+    return arith::IndexCastOp::create(b, b.getI32Type(), v).getResult();
+  });
+  SmallVector<Value> range = e.forLoop(
+      zero, e.index(kBisectionSteps), 1, {lo, hi, initial},
+      [&](Value, ValueRange r) -> SmallVector<Value> {
+        Value mid = a.mul(a.add(r[0], r[1]), e.f32(0.5));
+        Value ok = holds(mid, r[2]);
+        Value count = e.ifElse(
+            ok, b.getIndexType(),
+            [&] { return keepAtLeast(r[2], mid, candidateAt); },
+            [&] { return r[2]; });
+        return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid), count};
+      });
   return e.forLoop(
-      e.index(0), vocab, 1, {e.f32(INFINITY)},
-      [&](Value v, ValueRange best) -> SmallVector<Value> {
-        Value l = a.load(logits, {row, v});
+      zero, range[2], 1, {e.f32(INFINITY)},
+      [&](Value i, ValueRange best) -> SmallVector<Value> {
+        Value l = logitOf(candidateAt(i));
         Value above =
             arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, l, range[0]);
         return {
@@ -55,9 +88,13 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
   Value vocab = e.dimSize(0, 1);
   Value zero = e.index(0);
   Value negInf = e.f32(-INFINITY);
-  // exp((logit - max) / temperature) of the top_k survivors, for top_p.
+  // exp((logit - max) / temperature) of the top_k survivors, for top_p; the
+  // indices of the logits a bisection still looks at.
   Value weights = memref::AllocaOp::create(
       b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+      ValueRange{vocab});
+  Value candidates = memref::AllocaOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
       ValueRange{vocab});
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value s) {
@@ -72,10 +109,18 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
           return {a.max(m[0], l), arith::MinimumFOp::create(b, m[1], l)};
         });
     Value max = extremes[0], min = extremes[1];
-    auto countAtLeast = [&](Value t) {
-      return e.forLoop(
-          zero, vocab, 1, {zero},
-          [&](Value v, ValueRange n) -> SmallVector<Value> {
+    // Folds body(v) over the first `count` candidates' indices v.
+    auto overCandidates = [&](Value count, ValueRange init,
+                              const std::function<SmallVector<Value>(
+                                  Value, ValueRange)> &body) {
+      return e.forLoop(zero, count, 1, init,
+                       [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                         return body(a.toIndex(a.load(candidates, i)), acc);
+                       });
+    };
+    auto countAtLeast = [&](Value t, Value count) {
+      return overCandidates(
+          count, {zero}, [&](Value v, ValueRange n) -> SmallVector<Value> {
             Value above =
                 a.cmpf(arith::CmpFPredicate::OGE, a.load(logits, {s, v}), t);
             return {a.select(above, a.addi(n[0], e.index(1)), n[0])};
@@ -91,9 +136,11 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
     Value kThreshold = e.ifElse(
         useK, b.getF32Type(),
         [&] {
-          return bisect(e, logits, s, vocab, min, max, [&](Value t) {
-            return a.cmpi(arith::CmpIPredicate::sge, countAtLeast(t), k);
-          });
+          return bisect(e, logits, s, vocab, candidates, min, max,
+                        [&](Value t, Value count) {
+                          return a.cmpi(arith::CmpIPredicate::sge,
+                                        countAtLeast(t, count), k);
+                        });
         },
         [&] { return negInf; });
 
@@ -108,17 +155,21 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
               e.forLoop(zero, vocab, 1, {e.f32(0)},
                         [&](Value v, ValueRange sum) -> SmallVector<Value> {
                           Value l = a.load(logits, {s, v});
-                          Value w = a.select(
+                          // Only the top_k survivors pay for an exp.
+                          Value w = e.ifElse(
                               a.cmpf(arith::CmpFPredicate::OGE, l, kThreshold),
-                              a.exp(a.div(a.sub(l, max), temp)), e.f32(0));
+                              b.getF32Type(),
+                              [&] { return a.exp(a.div(a.sub(l, max), temp)); },
+                              [&] { return e.f32(0); });
                           a.store(w, weights, v);
                           return {a.add(sum[0], w)};
                         })[0];
           Value target = a.mul(p, total);
           return bisect(
-              e, logits, s, vocab, a.max(min, kThreshold), max, [&](Value t) {
-                Value mass = e.forLoop(
-                    zero, vocab, 1, {e.f32(0)},
+              e, logits, s, vocab, candidates, a.max(min, kThreshold), max,
+              [&](Value t, Value count) {
+                Value mass = overCandidates(
+                    count, {e.f32(0)},
                     [&](Value v, ValueRange sum) -> SmallVector<Value> {
                       Value above = a.cmpf(arith::CmpFPredicate::OGE,
                                            a.load(logits, {s, v}), t);
@@ -152,10 +203,17 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
         greedy, b.getIndexType(),
         [&] { return argmax([](Value, Value logit) { return logit; }); },
         [&] {
+          // Only the tokens kept pay for their noise.
           return argmax([&](Value v, Value logit) {
-            Value noise = gumbel(b, counterUniform(b, seedValue, offset, v));
-            Value kept = a.cmpf(arith::CmpFPredicate::OGE, logit, threshold);
-            return a.select(kept, a.add(a.div(logit, temp), noise), negInf);
+            return e.ifElse(
+                a.cmpf(arith::CmpFPredicate::OGE, logit, threshold),
+                b.getF32Type(),
+                [&] {
+                  Value noise =
+                      gumbel(b, counterUniform(b, seedValue, offset, v));
+                  return a.add(a.div(logit, temp), noise);
+                },
+                [&] { return negInf; });
           });
         });
     a.store(arith::IndexCastOp::create(b, b.getI32Type(), token), out, s);

@@ -445,3 +445,45 @@ func.func @moe(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, %wg: tensor<8x128
   %y = llmserve.moe_combine %d, %w : tensor<?x64xf32>, tensor<?x2xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// The sampler, 4 rows a workgroup. A bisection for a top_k or top_p
+// threshold looks only at the logits at or above its range's low end: their
+// indices, in order, in a stack array that each raised low end compacts in
+// place (the count is the bisection loop's third value). Only the top_k
+// survivors pay for an exp, and only the tokens kept for their noise.
+// CHECK-LABEL: func.func @sample
+//       CHECK:   llmserve.sample
+//  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "1", "1"], kernel = "d0_sample", symbol = "llmserve_d0_sample"}
+//       CHECK: func.func @llmserve_d0_sample
+//       CHECK:   memref.alloca(%{{.*}}) : memref<?xf32>
+//       CHECK:   %[[CANDIDATES:.*]] = memref.alloca(%{{.*}}) : memref<?xi32>
+//       CHECK:   scf.for
+//       CHECK:     scf.if
+//       CHECK:       %[[INITIAL:.*]] = scf.for {{.*}} -> (index)
+//       CHECK:         memref.store %{{.*}}, %[[CANDIDATES]][%{{.*}}] : memref<?xi32>
+//       CHECK:       scf.for {{.*}} iter_args({{.*}}, %[[COUNT:.*]] = %[[INITIAL]]) -> (f32, f32, index)
+//       CHECK:         scf.for %{{.*}} = %{{.*}} to %[[COUNT]]
+//       CHECK:           memref.load %[[CANDIDATES]]
+//       CHECK:         scf.if %{{.*}} -> (index)
+//       CHECK:           scf.for %{{.*}} = %{{.*}} to %[[COUNT]]
+//       CHECK:             memref.store %{{.*}}, %[[CANDIDATES]]
+//       CHECK:     scf.if
+//       CHECK:       scf.for
+//       CHECK:         scf.if %{{.*}} -> (f32)
+//       CHECK:           math.exp
+//       CHECK:       scf.for {{.*}} -> (f32, f32, index)
+//       CHECK:     scf.if
+//       CHECK:       scf.for
+//       CHECK:     } else {
+//       CHECK:       scf.for
+//       CHECK:         scf.if %{{.*}} -> (f32)
+//       CHECK:           math.log
+//       CHECK:           math.log
+func.func @sample(%logits: tensor<?x100xf32>, %t: tensor<?xf32>, %p: tensor<?xf32>, %k: tensor<?xi32>,
+                  %m: tensor<?xf32>, %seed: tensor<?xi64>, %off: tensor<?xi32>) -> tensor<?xi32> {
+  %s = llmserve.sample %logits temperature %t top_p %p top_k %k min_p %m seed %seed rng_offset %off
+      : tensor<?x100xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xi64>, tensor<?xi32> -> tensor<?xi32>
+  return %s : tensor<?xi32>
+}
