@@ -66,12 +66,22 @@ void LoopEmitter::ifElse(Value cond, const std::function<void()> &thenBody,
 Value LoopEmitter::ifElse(Value cond, Type type,
                           const std::function<Value()> &thenValue,
                           const std::function<Value()> &elseValue) {
-  auto ifOp = scf::IfOp::create(b, TypeRange{type}, cond,
+  return ifElse(
+      cond, TypeRange{type},
+      [&]() -> SmallVector<Value> { return {thenValue()}; },
+      [&]() -> SmallVector<Value> { return {elseValue()}; })[0];
+}
+
+SmallVector<Value>
+LoopEmitter::ifElse(Value cond, TypeRange types,
+                    const std::function<SmallVector<Value>()> &thenValues,
+                    const std::function<SmallVector<Value>()> &elseValues) {
+  auto ifOp = scf::IfOp::create(b, types, cond,
                                 /*addThenBlock=*/true, /*addElseBlock=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  scf::YieldOp::create(b, thenValue());
+  scf::YieldOp::create(b, thenValues());
   b.setInsertionPointToStart(ifOp.elseBlock());
-  scf::YieldOp::create(b, elseValue());
-  return ifOp.getResult(0);
+  scf::YieldOp::create(b, elseValues());
+  return SmallVector<Value>(ifOp.getResults());
 }

@@ -39,6 +39,11 @@ public:
   /// `cond ? thenValue() : elseValue()`, evaluating only the chosen side.
   Value ifElse(Value cond, Type type, const std::function<Value()> &thenValue,
                const std::function<Value()> &elseValue);
+  /// The same with several values, of `types`.
+  SmallVector<Value>
+  ifElse(Value cond, TypeRange types,
+         const std::function<SmallVector<Value>()> &thenValues,
+         const std::function<SmallVector<Value>()> &elseValues);
 
 protected:
   ImplicitLocOpBuilder b;

@@ -27,6 +27,8 @@ namespace {
 // Halvings of the logit range when searching a top_k / top_p threshold (as
 // on the CPU).
 constexpr int64_t kBisectionSteps = 32;
+// Logits a thread lists in shared memory for a bisection's later passes.
+constexpr int64_t kListLength = 16;
 } // namespace
 
 Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
@@ -57,36 +59,110 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
     return e.blockReduce(partial, scratchF,
                          [&](Value x, Value y) { return a.add(x, y); });
   };
-  auto countAtLeast = [&](Value t) {
-    Value partial = e.threadLoop(
-        vocab, {e.i32(0)},
-        [&](Value v, ValueRange n) -> SmallVector<Value> {
-          Value above = a.cmpf(F::OGE, logit(v), t);
-          return {a.select(above, a.addi(n[0], e.i32(1)), n[0])};
-        },
-        kVocabUnroll)[0];
-    return e.blockReduce(partial, scratchI,
-                         [&](Value x, Value y) { return a.addi(x, y); });
+  // A bisection for a threshold looks only at the logits at or above its
+  // range's low end. Once no thread has more than kListLength of them, each
+  // thread lists its own in shared memory, in its order over the row (the
+  // i-th at lists[i * blockSize + thread]), and later passes read the lists:
+  // a thread's partial sums are those of a pass over the whole row, whose
+  // other terms are zero.
+  Value lists = e.sharedBuffer({kListLength * e.blockSize()}, f32);
+  auto listSlot = [&](Value i) {
+    return a.addi(a.muli(i, e.index(e.blockSize())), e.threadId());
   };
-  // The largest t in [lo, hi] with holds(t), snapped up to the smallest
-  // logit >= t so that ties are kept whole.
-  auto bisect = [&](Value lo, Value hi,
+  using Fold = std::function<SmallVector<Value>(Value, ValueRange)>;
+  // Folds body(logit, acc) over this thread's logits: its list's first
+  // `count` when `listed` (the same in every thread), else its part of the row.
+  auto foldOver = [&](Value listed, Value count, ValueRange init,
+                      const Fold &body) {
+    return e.ifElse(
+        listed, TypeRange(init),
+        [&] {
+          return e.forLoop(zero, count, 1, init,
+                           [&](Value i, ValueRange acc) {
+                             return body(a.load(lists, listSlot(i)), acc);
+                           });
+        },
+        [&] {
+          return e.threadLoop(
+              vocab, init,
+              [&](Value v, ValueRange acc) { return body(logit(v), acc); },
+              kVocabUnroll);
+        });
+  };
+  // This thread's list: its logits at or above t, from its list (listed)
+  // or its part of the row; returns their number.
+  auto listAtLeast = [&](Value listed, Value count, Value t) {
+    return e.ifElse(
+        listed, b.getIndexType(),
+        [&] {
+          // In place: the write position never passes the read one.
+          return e.forLoop(
+              zero, count, 1, {zero},
+              [&](Value i, ValueRange kept) -> SmallVector<Value> {
+                Value l = a.load(lists, listSlot(i));
+                a.store(l, lists, listSlot(kept[0]));
+                return {a.select(a.cmpf(F::OGE, l, t),
+                                 a.addi(kept[0], e.index(1)), kept[0])};
+              })[0];
+        },
+        [&] {
+          return e.threadLoop(
+              vocab, {zero},
+              [&](Value v, ValueRange kept) -> SmallVector<Value> {
+                Value l = logit(v);
+                Value atLeast = a.cmpf(F::OGE, l, t);
+                e.ifThen(atLeast,
+                         [&] { a.store(l, lists, listSlot(kept[0])); });
+                return {a.select(atLeast, a.addi(kept[0], e.index(1)),
+                                 kept[0])};
+              })[0];
+        });
+  };
+  // The largest t in [lo, hi] with holds(the block's sum of term(l, t) over
+  // the logits l), snapped up to the smallest logit >= t so that ties are
+  // kept whole. `none` is the sum of no terms (i32 or f32).
+  auto bisect = [&](Value lo, Value hi, Value none,
+                    const std::function<Value(Value, Value)> &term,
                     const std::function<Value(Value)> &holds) {
-    SmallVector<Value> range = e.forLoop(
-        zero, e.index(kBisectionSteps), 1, {lo, hi},
+    Value scratchSum = none.getType() == f32 ? scratchF : scratchI;
+    auto add = [&](Value x, Value y) {
+      return x.getType() == f32 ? a.add(x, y) : a.addi(x, y);
+    };
+    Value notListed = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
+    SmallVector<Value> state = e.forLoop(
+        zero, e.index(kBisectionSteps), 1, {lo, hi, notListed, zero},
         [&](Value, ValueRange r) -> SmallVector<Value> {
           Value mid = a.mul(a.add(r[0], r[1]), e.f32(0.5));
-          Value ok = holds(mid);
-          return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid)};
+          // The sum, and how many of its logits are at or above mid.
+          SmallVector<Value> partial = foldOver(
+              r[2], r[3], {none, e.i32(0)},
+              [&](Value l, ValueRange acc) -> SmallVector<Value> {
+                Value atLeast = a.cmpf(F::OGE, l, mid);
+                return {add(acc[0], term(l, mid)),
+                        a.select(atLeast, a.addi(acc[1], e.i32(1)), acc[1])};
+              });
+          SmallVector<Value> total = e.blockReduce(
+              partial, {scratchSum, scratchI},
+              [&](ValueRange x, ValueRange y) -> SmallVector<Value> {
+                return {add(x[0], y[0]), a.maxi(x[1], y[1])};
+              });
+          Value ok = holds(total[0]);
+          Value fits = a.cmpi(arith::CmpIPredicate::sle, total[1],
+                              e.i32(kListLength));
+          Value listedNext = a.andi(ok, arith::OrIOp::create(b, r[2], fits));
+          Value count = e.ifElse(
+              listedNext, b.getIndexType(),
+              [&] { return listAtLeast(r[2], r[3], mid); },
+              [&] { return r[3]; });
+          return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid),
+                  arith::OrIOp::create(b, r[2], listedNext), count};
         });
-    Value partial = e.threadLoop(
-        vocab, {posInf},
-        [&](Value v, ValueRange best) -> SmallVector<Value> {
-          Value l = logit(v);
-          return {a.select(a.cmpf(F::OGE, l, range[0]), a.min(l, best[0]),
+    Value partial = foldOver(
+        state[2], state[3], {posInf},
+        [&](Value l, ValueRange best) -> SmallVector<Value> {
+          return {a.select(a.cmpf(F::OGE, l, state[0]), a.min(l, best[0]),
                            best[0])};
-        },
-        kVocabUnroll)[0];
+        })[0];
     return e.blockReduce(partial, scratchF,
                          [&](Value x, Value y) { return a.min(x, y); });
   };
@@ -118,9 +194,14 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
   Value kThreshold = e.ifElse(
       useK, f32,
       [&] {
-        return bisect(min, max, [&](Value t) {
-          return a.cmpi(arith::CmpIPredicate::sge, countAtLeast(t), k);
-        });
+        return bisect(
+            min, max, e.i32(0),
+            [&](Value l, Value t) {
+              return a.select(a.cmpf(F::OGE, l, t), e.i32(1), e.i32(0));
+            },
+            [&](Value count) {
+              return a.cmpi(arith::CmpIPredicate::sge, count, k);
+            });
       },
       [&] { return negInf; });
 
@@ -136,13 +217,12 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
       [&] {
         Value total = sumOver([&](Value v) { return weight(logit(v)); });
         Value target = a.mul(p, total);
-        return bisect(a.max(min, kThreshold), max, [&](Value t) {
-          Value mass = sumOver([&](Value v) {
-            Value l = logit(v);
-            return a.select(a.cmpf(F::OGE, l, t), weight(l), e.f32(0));
-          });
-          return a.cmpf(F::OGE, mass, target);
-        });
+        return bisect(
+            a.max(min, kThreshold), max, e.f32(0),
+            [&](Value l, Value t) {
+              return a.select(a.cmpf(F::OGE, l, t), weight(l), e.f32(0));
+            },
+            [&](Value mass) { return a.cmpf(F::OGE, mass, target); });
       },
       [&] { return negInf; });
 

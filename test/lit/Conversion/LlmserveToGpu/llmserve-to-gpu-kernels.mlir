@@ -418,12 +418,15 @@ func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> ten
 // vocabulary reads 4 logits a thread at once (the last index clamped to the
 // row, the ones past it folding nothing), in the order of a plain loop;
 // block reductions of (value, index) pairs pick the lowest index among equal
-// maxima.
+// maxima. A top_k or top_p bisection carries (low, high, listed, count):
+// once no thread has more than 16 logits at or above the low end, each lists
+// its own in shared memory (16 x 512 floats), and the passes after read and
+// compact the lists.
 // CHECK-LABEL: func.func @sample
 //       CHECK:   llmserve.sample
 //  CHECK-SAME:     block = array<i64: 512, 1, 1>, grid = ["$0", "1", "1"]
 //       CHECK: gpu.func @llmserve_d0_sample
-//  CHECK-SAME:     workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[LISTS:.*]] : memref<8192xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   %[[LAST:.*]] = arith.subi %{{.*}}, %c1
 //       CHECK:   scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c2048
 //       CHECK:     arith.cmpi slt, %[[I]]
@@ -435,6 +438,21 @@ func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> ten
 //       CHECK:     %[[I3:.*]] = arith.addi %[[I]], %c1536
 //       CHECK:     arith.minsi %[[I3]], %[[LAST]]
 //       CHECK:     scf.yield
+//       CHECK:   scf.for {{.*}} iter_args({{.*}}, %[[LISTED:.*]] = %false, %[[COUNT:.*]] = %c0{{.*}}) -> (f32, f32, i1, index)
+//       CHECK:     scf.if %[[LISTED]] -> (i32, i32)
+//       CHECK:       scf.for %{{.*}} = %c0{{.*}} to %[[COUNT]]
+//       CHECK:         memref.load %[[LISTS]]
+//       CHECK:     } else {
+//       CHECK:       scf.for {{.*}} step %c2048
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if %{{.*}} -> (index)
+//       CHECK:       scf.if %[[LISTED]] -> (index)
+//       CHECK:         scf.for %{{.*}} = %c0{{.*}} to %[[COUNT]]
+//       CHECK:           memref.store %{{.*}}, %[[LISTS]]
+//       CHECK:       } else {
+//       CHECK:         scf.for {{.*}} step %c512
+//       CHECK:           scf.if
+//       CHECK:             memref.store %{{.*}}, %[[LISTS]]
 //       CHECK:   arith.muli %{{.*}}, %{{.*}} : i64
 //       CHECK:   gpu.shuffle  xor %{{.*}} : f32
 //       CHECK:   gpu.shuffle  xor %{{.*}} : i32
