@@ -885,6 +885,21 @@ def sample_distribution_case(temperature, top_k=0, top_p=1.0, min_p=0.0):
     return inputs, module(inputs, body, [("%y", f"tensor<{s}xi32>")]), [Distribution(probs)]
 
 
+def sample_finite_noise_case():
+    """A token far below the best whose seed, offset and index draw the
+    largest 24 bits of splitmix64 (found by search): were that draw rounded
+    up to u = 1, its Gumbel noise would be infinite and it would win. Every
+    finite noise is within 20 of any other, so the best token, 30 above the
+    rest, is the only right draw."""
+    logits = np.array([[30, 0, 0, 0, 0, -30, 0, 0]], np.float32)
+    inputs = [logits, np.ones(1, np.float32), np.ones(1, np.float32), np.zeros(1, np.int32),
+              np.zeros(1, np.float32), np.array([8101579], np.int64), np.zeros(1, np.int32)]
+    body = (f"  %y = llmserve.sample %a0 temperature %a1 top_p %a2 top_k %a3 min_p %a4 seed %a5 "
+            f"rng_offset %a6 : {mlir_type(logits)}, {', '.join(mlir_type(a) for a in inputs[1:])}"
+            f" -> tensor<1xi32>")
+    return inputs, module(inputs, body, [("%y", "tensor<1xi32>")]), [t([0])]
+
+
 def sample_large_vocabulary_case():
     """Rows of a 40,000-token vocabulary under top_k, top_p or both: the
     sampler's bisections start over more logits than fit in its lists (on
@@ -1030,6 +1045,7 @@ CASES = {
     "sample_top_k_top_p": lambda: sample_distribution_case(1.0, top_k=6, top_p=0.8),
     "sample_min_p": lambda: sample_distribution_case(1.0, min_p=0.2),
     "sample_large_vocabulary": sample_large_vocabulary_case,
+    "sample_finite_noise": sample_finite_noise_case,
 }
 # Largest allowed |empirical - expected| frequency over 6000 samples (about
 # five standard deviations of a frequency near 0.5).

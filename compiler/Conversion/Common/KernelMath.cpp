@@ -98,14 +98,16 @@ Value mlir::llmserve::counterUniform(ImplicitLocOpBuilder &b, Value seed,
   z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
   z = mix(z, 27, 0x94D049BB133111EBull);
   z = arith::XOrIOp::create(b, z, arith::ShRUIOp::create(b, z, c(31)));
-  // The top 24 bits, centred in their interval.
-  Value bits = arith::ShRUIOp::create(b, z, c(40));
+  // The top 23 bits, centred in their interval: (bits + 0.5) / 2^23 is
+  // exact in f32, so u is at most 1 - 2^-24 and the noise finite (24 bits
+  // would round the largest draw up to 1 and give its token infinite noise).
+  Value bits = arith::ShRUIOp::create(b, z, c(64 - kUniformBits));
   Value f = arith::UIToFPOp::create(b, b.getF32Type(), bits);
   auto f32 = [&](float v) {
     return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(v));
   };
   return arith::MulFOp::create(b, arith::AddFOp::create(b, f, f32(0.5f)),
-                               f32(1.0f / (1 << 24)));
+                               f32(1.0f / (1 << kUniformBits)));
 }
 
 Value mlir::llmserve::gumbel(ImplicitLocOpBuilder &b, Value u) {

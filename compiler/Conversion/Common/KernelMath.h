@@ -88,9 +88,10 @@ class KernelEmitter;
 /// original_max_position after the step, else 0; null for other scalings.
 Value ropeFrequencyOffset(KernelEmitter &e, RopeOp op, Value row);
 
-/// A uniform f32 in (0, 1) from (seed i64, offset i32, token index):
-/// splitmix64, so a sequence's random stream depends only on its own seed
-/// and position.
+/// A uniform f32 in [2^-24, 1 - 2^-24] from (seed i64, offset i32, token
+/// index): the top kUniformBits of splitmix64, so a sequence's random stream
+/// depends only on its own seed and position.
+inline constexpr int kUniformBits = 23;
 Value counterUniform(ImplicitLocOpBuilder &b, Value seed, Value offset,
                      Value token);
 
