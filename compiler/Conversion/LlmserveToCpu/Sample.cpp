@@ -14,6 +14,9 @@ using namespace mlir::llmserve;
 namespace {
 // Halvings of the logit range when searching a top_k / top_p threshold.
 constexpr int64_t kBisectionSteps = 32;
+// Above every Gumbel noise the sampler draws (at most -log(-log(1 - 2^-24))
+// = 16.64).
+constexpr float kNoiseBound = 18.0f;
 
 /// The largest t in [lo, hi] with `holds(t, count)`, for a `holds` that is
 /// true at lo and monotonically false above some point: bisection, then
@@ -188,7 +191,7 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
                  a.add(max, a.mul(temp, math::LogOp::create(b, mp))), negInf);
     Value threshold = a.max(kThreshold, a.max(pThreshold, mThreshold));
 
-    // The first index of the largest score(v); greedy rows skip the noise.
+    // The first index of the largest score(v, logit) (-inf for none).
     auto argmax = [&](const std::function<Value(Value, Value)> &score) {
       return e.forLoop(
           zero, vocab, 1, {negInf, zero},
@@ -196,25 +199,35 @@ Grid mlir::llmserve::buildSampleKernel(CpuKernelEmitter &e) {
             Value sv = score(v, a.load(logits, {s, v}));
             Value better = a.cmpf(arith::CmpFPredicate::OGT, sv, acc[0]);
             return {a.select(better, sv, acc[0]), a.select(better, v, acc[1])};
-          })[1];
-    };
-    Value seedValue = a.load(seed, s), offset = a.load(rngOffset, s);
-    Value token = e.ifElse(
-        greedy, b.getIndexType(),
-        [&] { return argmax([](Value, Value logit) { return logit; }); },
-        [&] {
-          // Only the tokens kept pay for their noise.
-          return argmax([&](Value v, Value logit) {
-            return e.ifElse(
-                a.cmpf(arith::CmpFPredicate::OGE, logit, threshold),
-                b.getF32Type(),
-                [&] {
-                  Value noise =
-                      gumbel(b, counterUniform(b, seedValue, offset, v));
-                  return a.add(a.div(logit, temp), noise);
-                },
-                [&] { return negInf; });
           });
+    };
+    auto greedyArgmax = [&] {
+      return argmax([](Value, Value logit) { return logit; });
+    };
+    // Gumbel-max: the largest logit / temperature + noise among the tokens
+    // kept. The noise is below kNoiseBound, so a token whose logit /
+    // temperature + kNoiseBound (rounded, as the score is) falls short of
+    // the score of the largest logit's token, which is kept, can neither win
+    // nor tie: it skips its noise.
+    Value seedValue = a.load(seed, s), offset = a.load(rngOffset, s);
+    auto noisy = [&](Value v, Value logit) {
+      return a.add(a.div(logit, temp),
+                   gumbel(b, counterUniform(b, seedValue, offset, v)));
+    };
+    Value token = e.ifElse(
+        greedy, b.getIndexType(), [&] { return greedyArgmax()[1]; },
+        [&] {
+          SmallVector<Value> top = greedyArgmax();
+          Value floor = noisy(top[1], top[0]);
+          return argmax([&](Value v, Value logit) {
+            Value bound = a.add(a.div(logit, temp), e.f32(kNoiseBound));
+            Value contends =
+                a.andi(a.cmpf(arith::CmpFPredicate::OGE, logit, threshold),
+                       a.cmpf(arith::CmpFPredicate::OGE, bound, floor));
+            return e.ifElse(contends, b.getF32Type(),
+                            [&] { return noisy(v, logit); },
+                            [&] { return negInf; });
+          })[1];
         });
     a.store(arith::IndexCastOp::create(b, b.getI32Type(), token), out, s);
   });

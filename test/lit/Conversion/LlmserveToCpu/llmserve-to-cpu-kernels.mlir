@@ -452,7 +452,9 @@ func.func @moe(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, %wg: tensor<8x128
 // threshold looks only at the logits at or above its range's low end: their
 // indices, in order, in a stack array that each raised low end compacts in
 // place (the count is the bisection loop's third value). Only the top_k
-// survivors pay for an exp, and only the tokens kept for their noise.
+// survivors pay for an exp. Gumbel-max scores the largest logit's token
+// first; only the tokens kept whose logit / temperature + 18 (above any
+// noise) reaches that score pay for their noise.
 // CHECK-LABEL: func.func @sample
 //       CHECK:   llmserve.sample
 //  CHECK-SAME:     llmserve.dispatch = {grid = ["ceildiv($0,4)", "1", "1"], kernel = "d0_sample", symbol = "llmserve_d0_sample"}
@@ -477,7 +479,14 @@ func.func @moe(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, %wg: tensor<8x128
 //       CHECK:     scf.if
 //       CHECK:       scf.for
 //       CHECK:     } else {
+//       CHECK:       %[[TOP:.*]]:2 = scf.for
+//       CHECK:       math.log
+//       CHECK:       math.log
+//       CHECK:       %[[FLOOR:.*]] = arith.addf
 //       CHECK:       scf.for
+//       CHECK:         %[[EIGHTEEN:.*]] = arith.constant 1.800000e+01 : f32
+//       CHECK:         %[[BOUND:.*]] = arith.addf %{{.*}}, %[[EIGHTEEN]] : f32
+//       CHECK:         arith.cmpf oge, %[[BOUND]], %[[FLOOR]] : f32
 //       CHECK:         scf.if %{{.*}} -> (f32)
 //       CHECK:           math.log
 //       CHECK:           math.log
