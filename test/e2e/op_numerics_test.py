@@ -835,6 +835,36 @@ def case_logprobs():
         Masked(token_lp, asked), Masked(top_tokens, asked), Masked(top_lp, asked)]
 
 
+def case_logprobs_fewer_than_asked():
+    """Rows with fewer ordered logits than top entries asked (a 10-token
+    vocabulary; NaN ranks nowhere): the entries past them are token -1 with
+    log-probability -inf. The NaN row's log-probabilities are NaN, unchecked."""
+    s, v, k = 3, 10, 20
+    logits = f32(s, v, scale=2.0)
+    logits[1, [2, 5]] = -np.inf
+    logits[2, [0, 3, 4]] = np.nan
+    num = np.array([20, 12, 20], np.int32)
+    tokens = np.array([3, 2, 1], np.int32)
+    inputs = [logits, tokens, num]
+    body = (f"  %lp, %tt, %tl = llmserve.logprobs %a0 tokens %a1 num %a2 : "
+            f"{', '.join(mlir_type(a) for a in inputs)} -> tensor<{s}xf32>, "
+            f"tensor<{s}x{k}xi32>, tensor<{s}x{k}xf32>")
+    logp = torch.log_softmax(t(logits), dim=1)
+    top_tokens = torch.full((s, k), -1.0, dtype=torch.float64)
+    top_lp = torch.full((s, k), -math.inf, dtype=torch.float64)
+    for row in range(s):
+        ordered = [i for i in range(v) if not np.isnan(logits[row, i])]
+        order = sorted(ordered, key=lambda i: (-logits[row, i], i))[: num[row]]
+        top_tokens[row, : len(order)] = torch.tensor(order, dtype=torch.float64)
+        top_lp[row, : len(order)] = logp[row, order]
+    finite = torch.tensor([True, True, False])
+    results = [("%lp", f"tensor<{s}xf32>"), ("%tt", f"tensor<{s}x{k}xi32>"),
+               ("%tl", f"tensor<{s}x{k}xf32>")]
+    return inputs, module(inputs, body, results), [
+        Masked(logp[torch.arange(s), torch.from_numpy(tokens).long()], finite),
+        top_tokens, Masked(top_lp, finite[:, None].expand(s, k))]
+
+
 class Distribution:
     """The expected probability of each token: checked against the empirical
     frequencies of many independently seeded samples, with tokens outside the
@@ -1038,6 +1068,7 @@ CASES = {
     "moe_combine": case_moe_combine,
     "adjust_logits": case_adjust_logits,
     "logprobs": case_logprobs,
+    "logprobs_fewer_than_asked": case_logprobs_fewer_than_asked,
     "sample_greedy": case_sample_greedy,
     "sample_temperature": lambda: sample_distribution_case(1.3),
     "sample_top_k": lambda: sample_distribution_case(0.8, top_k=4),

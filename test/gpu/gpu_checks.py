@@ -58,9 +58,9 @@ SKIP = 77
 F32_TOLERANCE, BF16_TOLERANCE = 1e-4, 1e-2
 BF16_SUFFIX = ".bf16"
 # Ops that read the f32 logits in a narrowed model.
-F32_ONLY_CASES = {"adjust_logits", "logprobs", "sample_greedy", "sample_temperature",
-                  "sample_top_k", "sample_top_p", "sample_top_k_top_p", "sample_min_p",
-                  "sample_large_vocabulary", "sample_finite_noise"}
+F32_ONLY_CASES = {"adjust_logits", "logprobs", "logprobs_fewer_than_asked", "sample_greedy",
+                  "sample_temperature", "sample_top_k", "sample_top_p", "sample_top_k_top_p",
+                  "sample_min_p", "sample_large_vocabulary", "sample_finite_noise"}
 CONCURRENCY = 64
 MAX_TOKENS = 8
 # Every model family in bf16 on sm_90 against the float64 torch reference,

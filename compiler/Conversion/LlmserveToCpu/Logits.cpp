@@ -93,6 +93,11 @@ Grid mlir::llmserve::buildLogprobsKernel(CpuKernelEmitter &e, LogprobsOp o) {
   Value vocab = e.dimSize(0, 1);
   Value zero = e.index(0);
   Value negInf = e.f32(-INFINITY);
+  // A row's top entries so far, sorted (logit descending, index ascending).
+  Value topValues = memref::AllocaOp::create(
+      b, MemRefType::get({std::max<int64_t>(maxTop, 1)}, b.getF32Type()));
+  Value topIndices = memref::AllocaOp::create(
+      b, MemRefType::get({std::max<int64_t>(maxTop, 1)}, b.getIndexType()));
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value s) {
     Value n = a.toIndex(a.load(num, s));
@@ -118,34 +123,62 @@ Grid mlir::llmserve::buildLogprobsKernel(CpuKernelEmitter &e, LogprobsOp o) {
                   },
                   [&] { return negInf; }),
               tokenLogprob, s);
-      // Selection of the n largest, each the next in (logit descending,
-      // index ascending) order after the previous one.
+      // The n largest in (logit descending, index ascending) order, in one
+      // pass: a logit that ranks before the last of the sorted list (or any
+      // while it has room) goes in after every equal one, the last dropping
+      // out of a full list. NaN ranks nowhere.
       Value top = arith::MinSIOp::create(b, n, e.index(maxTop));
-      e.forLoop(
-          zero, top, 1, {e.f32(INFINITY), e.index(-1)},
-          [&](Value j, ValueRange prev) -> SmallVector<Value> {
-            SmallVector<Value> best = e.forLoop(
-                zero, vocab, 1, {negInf, e.index(-1)},
-                [&](Value v, ValueRange acc) -> SmallVector<Value> {
-                  Value l = a.load(logits, {s, v});
-                  Value after = arith::OrIOp::create(
-                      b, a.cmpf(arith::CmpFPredicate::OLT, l, prev[0]),
-                      arith::AndIOp::create(
-                          b, a.cmpf(arith::CmpFPredicate::OEQ, l, prev[0]),
-                          a.cmpi(arith::CmpIPredicate::sgt, v, prev[1])));
-                  Value better = arith::AndIOp::create(
-                      b, after,
-                      arith::OrIOp::create(
-                          b, a.cmpf(arith::CmpFPredicate::OGT, l, acc[0]),
-                          a.cmpi(arith::CmpIPredicate::slt, acc[1], zero)));
-                  return {a.select(better, l, acc[0]),
-                          a.select(better, v, acc[1])};
-                });
-            a.store(arith::IndexCastOp::create(b, b.getI32Type(), best[1]),
-                    topTokens, {s, j});
-            a.store(a.sub(best[0], logZ), topLogprobs, {s, j});
-            return best;
-          });
+      Value one = e.index(1);
+      Value yes = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
+      Value listed = e.forLoop(
+          zero, vocab, 1, {zero},
+          [&](Value v, ValueRange size) -> SmallVector<Value> {
+            Value l = a.load(logits, {s, v});
+            Value room = a.cmpi(arith::CmpIPredicate::slt, size[0], top);
+            Value last = a.load(topValues, a.maxi(a.subi(size[0], one), zero));
+            Value enters = a.andi(
+                a.andi(a.cmpf(arith::CmpFPredicate::ORD, l, l),
+                       a.cmpi(arith::CmpIPredicate::sgt, top, zero)),
+                arith::OrIOp::create(b, room,
+                                     a.cmpf(arith::CmpFPredicate::OGT, l, last)));
+            Value grown = a.select(room, a.addi(size[0], one), size[0]);
+            return {e.ifElse(
+                enters, b.getIndexType(),
+                [&] {
+                  // Moves the entries below l down a place, from the end.
+                  Value at = e.forLoop(
+                      zero, a.subi(grown, one), 1, {a.subi(grown, one), yes},
+                      [&](Value, ValueRange st) -> SmallVector<Value> {
+                        Value above = a.subi(st[0], one);
+                        Value moves = a.andi(
+                            st[1], a.cmpf(arith::CmpFPredicate::OLT,
+                                          a.load(topValues, above), l));
+                        e.ifThen(moves, [&] {
+                          a.store(a.load(topValues, above), topValues, st[0]);
+                          a.store(a.load(topIndices, above), topIndices, st[0]);
+                        });
+                        return {a.select(moves, above, st[0]), moves};
+                      })[0];
+                  a.store(l, topValues, at);
+                  a.store(v, topIndices, at);
+                  return grown;
+                },
+                [&] { return size[0]; })};
+          })[0];
+      // Past the listed ones (a row of fewer ordered logits than asked):
+      // token -1, as no logit.
+      e.forLoop(zero, top, 1, [&](Value j) {
+        SmallVector<Value> entry = e.ifElse(
+            a.cmpi(arith::CmpIPredicate::slt, j, listed),
+            TypeRange{b.getIndexType(), b.getF32Type()},
+            [&]() -> SmallVector<Value> {
+              return {a.load(topIndices, j), a.load(topValues, j)};
+            },
+            [&]() -> SmallVector<Value> { return {e.index(-1), negInf}; });
+        a.store(arith::IndexCastOp::create(b, b.getI32Type(), entry[0]),
+                topTokens, {s, j});
+        a.store(a.sub(entry[1], logZ), topLogprobs, {s, j});
+      });
       e.forLoop(top, e.index(maxTop), 1, [&](Value j) {
         a.store(e.i32(-1), topTokens, {s, j});
         a.store(negInf, topLogprobs, {s, j});

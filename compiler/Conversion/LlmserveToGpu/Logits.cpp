@@ -179,8 +179,11 @@ Grid mlir::llmserve::buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op) {
                 return {a.select(takeY, y[0], x[0]),
                         a.select(takeY, y[1], x[1])};
               });
+          // No logit left (fewer ordered logits than asked): token -1, and
+          // no later pick finds one either.
           e.ifThen(isFirstThread, [&] {
-            a.store(best[1], topTokens, {s, j});
+            Value none = a.cmpi(I::eq, best[1], e.i32(INT32_MAX));
+            a.store(a.select(none, e.i32(-1), best[1]), topTokens, {s, j});
             a.store(a.sub(best[0], logZ), topLogprobs, {s, j});
           });
           return best;

@@ -266,16 +266,26 @@ func.func @adjust_logits(%l: tensor<?x64xf32>, %ps: tensor<?xi32>, %pt: tensor<?
 // -----
 
 // logprobs: rows that ask (num >= 0) get a log-sum-exp, then one pass over
-// the vocabulary per top entry.
+// the vocabulary that inserts each logit ranking before the last of a sorted
+// stack list of the top entries (moving the lower ones down), then the list
+// out, token -1 past its end.
 // CHECK-LABEL: func.func @logprobs
 //       CHECK:   llmserve.logprobs
 //  CHECK-SAME:     kernel = "d0_logprobs"
 //       CHECK: func.func @llmserve_d0_logprobs
+//       CHECK:   %[[VALUES:.*]] = memref.alloca() : memref<20xf32>
+//       CHECK:   %[[INDICES:.*]] = memref.alloca() : memref<20xindex>
 //       CHECK:   scf.if
 //       CHECK:     math.log
 //       CHECK:     arith.constant 20 : index
-//       CHECK:     scf.for {{.*}} -> (f32, index)
-//       CHECK:       scf.for {{.*}} -> (f32, index)
+//       CHECK:     %[[LISTED:.*]] = scf.for {{.*}} -> (index)
+//       CHECK:       arith.cmpf ord
+//       CHECK:       scf.if %{{.*}} -> (index)
+//       CHECK:         scf.for {{.*}} -> (index, i1)
+//       CHECK:           memref.store %{{.*}}, %[[VALUES]]
+//       CHECK:           memref.store %{{.*}}, %[[INDICES]]
+//       CHECK:     scf.for
+//       CHECK:       arith.cmpi slt, %{{.*}}, %[[LISTED]]
 func.func @logprobs(%l: tensor<?x64xf32>, %t: tensor<?xi32>, %n: tensor<?xi32>)
     -> (tensor<?xf32>, tensor<?x20xi32>, tensor<?x20xf32>) {
   %lp, %tt, %tl = llmserve.logprobs %l tokens %t num %n
