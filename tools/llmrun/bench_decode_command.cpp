@@ -42,6 +42,7 @@ struct Options {
   float temperature = 0.0f; // every sequence's sampling (greedy by default)
   float top_p = 1.0f;
   int32_t top_k = 0;
+  int32_t logprobs = -1; // every sequence's top log-probs asked (-1: none)
 };
 
 // The sampling of every sequence of the timed steps, checked.
@@ -50,6 +51,7 @@ llmserve::SamplingParams sampling(const Options &o) {
   params.temperature = o.temperature;
   params.top_p = o.top_p;
   params.top_k = o.top_k;
+  params.logprobs = o.logprobs;
   params.validate();
   return params;
 }
@@ -60,6 +62,7 @@ void set_sampling(const llmserve::SamplingParams &params, llmserve::StepBatch &s
     step.temperature[s] = params.temperature;
     step.top_p[s] = params.top_p;
     step.top_k[s] = params.top_k;
+    step.num_logprobs[s] = params.logprobs;
     step.seed[s] = s + 1;
   }
 }
@@ -226,6 +229,11 @@ Command add_bench_decode_command(CLI::App &bench) {
                   ->capture_default_str());
   cli::integer_in(command->add_option("--top-k", o->top_k, "every sequence's top_k (0 is off)")
                       ->type_name("K")
+                      ->capture_default_str(),
+                  INT32_MIN, INT32_MAX);
+  cli::integer_in(command->add_option("--logprobs", o->logprobs,
+                                      "every sequence's top log-probabilities (-1 is none)")
+                      ->type_name("N")
                       ->capture_default_str(),
                   INT32_MIN, INT32_MAX);
   add_engine_options(*command, o->model);

@@ -106,18 +106,21 @@ def main():
     check(shown <= float(total.group(1)) + rounding and
           (len(ops) == 14 or abs(shown - float(total.group(1))) <= rounding),
           "bench decode --profile sums:\n" + profile)
-    # Sampled steps: the sampler's passes over the vocabulary (top_k and top_p
-    # thresholds) are timed with the rest.
+    # Sampled steps asking for log-probs: the sampler's passes over the
+    # vocabulary (top_k and top_p thresholds) and the log-probs' are timed with
+    # the rest.
     sampled = run(llmrun, "bench", "decode", bundle, "--batch", "2", "--context", "40",
                   "--steps", "1", "--profile", "--temperature", "0.8", "--top-p", "0.9",
-                  "--top-k", "20").stdout
+                  "--top-k", "20", "--logprobs", "5").stdout
     check(re.search(r"^ +2 +40 +[\d.]+ ", sampled, re.M) and
-          re.search(r"^  sample +[\d.]+ ", sampled, re.M), "bench decode sampled:\n" + sampled)
+          re.search(r"^  sample +[\d.]+ ", sampled, re.M) and
+          re.search(r"^  logprobs +[\d.]+ ", sampled, re.M), "bench decode sampled:\n" + sampled)
     for args, message in (
             (("--top-p", "1.5"), "sampling parameter top_p = 1.500000: must be in (0, 1]"),
             (("--temperature", "-1"), "sampling parameter temperature = -1.000000: must be >= 0"),
             (("--top-k", "-3"), "sampling parameter top_k = -3: must be >= 0"),
             (("--top-k", "x"), "--top-k 'x': not an integer"),
+            (("--logprobs", "21"), "sampling parameter logprobs = 21: must be in [-1, 20]"),
             (("--context", "100000"), "exceeds the model's max_position_embeddings"),
             (("--batch", "0"), "--batch '0': must be in [1, 4096]"),
             (("--batch", "1,x"), "--batch 'x'"),
