@@ -126,13 +126,12 @@ CudaExecutor::CudaExecutor(Bundle bundle, CudaExecutorOptions options)
   max_logit_entries_ =
       int64_t{l.max_seqs} *
       (int64_t{l.max_blocks_per_seq} * manifest_.kv_cache->block_size + bounds.vocab_size);
-  const int64_t max_logit_entries = max_logit_entries_;
   const int64_t max_mask_words = int64_t{l.max_seqs} * token_mask_words(bounds.vocab_size);
   std::vector<Symbols> largest = {{l.max_tokens, l.max_seqs, l.max_blocks_per_seq, 0,
-                                   max_logit_entries, max_mask_words}};
+                                   max_logit_entries_, max_mask_words}};
   if (const int32_t bucket = decode_bucket(std::min(l.max_seqs, kDecodeBuckets.back())))
     largest.push_back(
-        {bucket, bucket, l.max_blocks_per_seq, 0, max_logit_entries, max_mask_words});
+        {bucket, bucket, l.max_blocks_per_seq, 0, max_logit_entries_, max_mask_words});
   size_t arguments = 0, scratch = 0, results = 0;
   for (const Symbols &s : largest) {
     arguments = std::max(arguments, layout_of(step_->arguments, s).total);

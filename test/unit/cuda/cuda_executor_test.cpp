@@ -186,6 +186,22 @@ StepBundles step_bundles() {
 
 constexpr int32_t kNumBlocks = 128, kMaxBlocks = 12;
 
+// The step bundle's executor options: steps of up to 64 tokens and 16
+// sequences.
+CudaExecutorOptions step_options(bool cuda_graphs = true) {
+  CudaExecutorOptions options;
+  options.limits = {64, 16, kMaxBlocks};
+  options.cuda_graphs = cuda_graphs;
+  return options;
+}
+
+// Every block of the pool, free.
+std::vector<int32_t> all_blocks() {
+  std::vector<int32_t> blocks(kNumBlocks);
+  std::iota(blocks.begin(), blocks.end(), 0);
+  return blocks;
+}
+
 // Sequences as the engine keeps them, blocks handed out from the top.
 struct Sequence {
   std::vector<int32_t> tokens;
@@ -244,16 +260,12 @@ StepBatch make_batch(std::vector<Sequence> &seqs, std::vector<int32_t> &free_blo
 TEST_F(Gpu, StepsMatchTheCpuWithAndWithoutGraphs) {
   const StepBundles bundles = step_bundles();
   CpuExecutor cpu(Bundle(bundles.cpu.string()), 2);
-  CudaExecutorOptions options;
-  options.limits = {64, 16, kMaxBlocks};
-  CudaExecutor graphs(Bundle(bundles.gpu.string()), options);
-  options.cuda_graphs = false;
-  CudaExecutor plain(Bundle(bundles.gpu.string()), options);
+  CudaExecutor graphs(Bundle(bundles.gpu.string()), step_options());
+  CudaExecutor plain(Bundle(bundles.gpu.string()), step_options(/*cuda_graphs=*/false));
   for (Executor *e : std::initializer_list<Executor *>{&cpu, &graphs, &plain})
     e->allocate_kv_cache(kNumBlocks);
 
-  std::vector<int32_t> free_blocks(kNumBlocks);
-  std::iota(free_blocks.begin(), free_blocks.end(), 0);
+  std::vector<int32_t> free_blocks = all_blocks();
   std::vector<Sequence> seqs;
   for (int s = 0; s < 7; ++s)
     seqs.push_back({{1, static_cast<int32_t>(s % 8), 3, 4, static_cast<int32_t>((s * 5) % 8)},
@@ -290,15 +302,12 @@ TEST_F(Gpu, StepsMatchTheCpuWithAndWithoutGraphs) {
 TEST_F(Gpu, DecodeStepsWithLogitEntriesAndMasksReplayGraphs) {
   const StepBundles bundles = step_bundles();
   CpuExecutor cpu(Bundle(bundles.cpu.string()), 2);
-  CudaExecutorOptions options;
-  options.limits = {64, 16, kMaxBlocks};
-  CudaExecutor graphs(Bundle(bundles.gpu.string()), options);
+  CudaExecutor graphs(Bundle(bundles.gpu.string()), step_options());
   for (Executor *e : std::initializer_list<Executor *>{&cpu, &graphs})
     e->allocate_kv_cache(kNumBlocks);
   const int64_t mask_words = token_mask_words(cpu.bundle().manifest().model->vocab_size);
 
-  std::vector<int32_t> free_blocks(kNumBlocks);
-  std::iota(free_blocks.begin(), free_blocks.end(), 0);
+  std::vector<int32_t> free_blocks = all_blocks();
   std::vector<Sequence> seqs;
   for (int s = 0; s < 5; ++s) // sampled, so the entries and masks count
     seqs.push_back({{1, static_cast<int32_t>(s % 8), 3}, {}, 0, 0.8f});
@@ -343,17 +352,12 @@ TEST_F(Gpu, OverlappedStepsTakeTheirTokensOnTheDevice) {
                       {}, 0, 0.0f});
     return seqs;
   };
-  auto fresh_blocks = [] {
-    std::vector<int32_t> free_blocks(kNumBlocks);
-    std::iota(free_blocks.begin(), free_blocks.end(), 0);
-    return free_blocks;
-  };
   constexpr int kSteps = 8;
 
   CpuExecutor cpu(Bundle(bundles.cpu.string()), 2);
   cpu.allocate_kv_cache(kNumBlocks);
   std::vector<Sequence> want = prompts();
-  std::vector<int32_t> free_blocks = fresh_blocks();
+  std::vector<int32_t> free_blocks = all_blocks();
   for (int step = 0; step < kSteps; ++step) {
     StepOutput out;
     cpu.execute(make_batch(want, free_blocks), out);
@@ -362,13 +366,10 @@ TEST_F(Gpu, OverlappedStepsTakeTheirTokensOnTheDevice) {
   }
 
   for (bool cuda_graphs : {true, false}) {
-    CudaExecutorOptions options;
-    options.limits = {64, 16, kMaxBlocks};
-    options.cuda_graphs = cuda_graphs;
-    CudaExecutor gpu(Bundle(bundles.gpu.string()), options);
+    CudaExecutor gpu(Bundle(bundles.gpu.string()), step_options(cuda_graphs));
     gpu.allocate_kv_cache(kNumBlocks);
     std::vector<Sequence> seqs = prompts();
-    free_blocks = fresh_blocks();
+    free_blocks = all_blocks();
     std::deque<StepBatch> launched; // alive until waited for
     auto take_oldest = [&] {
       StepOutput out;
@@ -407,8 +408,7 @@ TEST_F(Gpu, RefusesStepsBeyondItsLimitsAndBadBatches) {
   EXPECT_THAT(error_of([&] { executor.execute(StepBatch{}, out); }),
               HasSubstr("launch() before allocate_kv_cache()"));
   executor.allocate_kv_cache(kNumBlocks);
-  std::vector<int32_t> free_blocks(kNumBlocks);
-  std::iota(free_blocks.begin(), free_blocks.end(), 0);
+  std::vector<int32_t> free_blocks = all_blocks();
   std::vector<Sequence> seqs(3, Sequence{{1, 2}, {}, 0, 0.0f});
   StepBatch batch = make_batch(seqs, free_blocks);
   EXPECT_THAT(error_of([&] { executor.execute(batch, out); }),
