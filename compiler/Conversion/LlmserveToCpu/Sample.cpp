@@ -18,64 +18,6 @@ constexpr int64_t kBisectionSteps = 32;
 // = 16.64).
 constexpr float kNoiseBound = 18.0f;
 
-/// The largest t in [lo, hi] with `holds(t, count)`, for a `holds` that is
-/// true at lo and monotonically false above some point: bisection, then
-/// snapped up to the smallest logit >= t so that ties are kept whole. Every
-/// t tried is above the range's low end, so a step needs only the logits at
-/// or above it: `candidates` lists their indices in index order (its first
-/// `count`), compacted as the low end rises, and `holds` folds over them.
-/// A sum over the candidates in index order is then bitwise the sum over
-/// the whole row, whose other terms are zero.
-Value bisect(CpuKernelEmitter &e, Value logits, Value row, Value vocab,
-             Value candidates, Value lo, Value hi,
-             const std::function<Value(Value, Value)> &holds) {
-  Arith &a = e.arith();
-  ImplicitLocOpBuilder &b = e.builder();
-  Value zero = e.index(0);
-  auto logitOf = [&](Value index32) {
-    return a.load(logits, {row, a.toIndex(index32)});
-  };
-  // Keeps the indices `indexAt(i)` (i32) for i < n whose logit is at or
-  // above t, in order; the store is unconditional, since the write position
-  // never passes the read one. Returns how many were kept.
-  auto keepAtLeast = [&](Value n, Value t,
-                         const std::function<Value(Value)> &indexAt) {
-    return e.forLoop(zero, n, 1, {zero},
-                     [&](Value i, ValueRange kept) -> SmallVector<Value> {
-                       Value v = indexAt(i);
-                       a.store(v, candidates, kept[0]);
-                       Value atLeast =
-                           a.cmpf(arith::CmpFPredicate::OGE, logitOf(v), t);
-                       return {a.select(atLeast, a.addi(kept[0], e.index(1)),
-                                        kept[0])};
-                     })[0];
-  };
-  auto candidateAt = [&](Value i) { return a.load(candidates, i); };
-  Value initial = keepAtLeast(vocab, lo, [&](Value v) {
-    return arith::IndexCastOp::create(b, b.getI32Type(), v).getResult();
-  });
-  SmallVector<Value> range = e.forLoop(
-      zero, e.index(kBisectionSteps), 1, {lo, hi, initial},
-      [&](Value, ValueRange r) -> SmallVector<Value> {
-        Value mid = a.mul(a.add(r[0], r[1]), e.f32(0.5));
-        Value ok = holds(mid, r[2]);
-        Value count = e.ifElse(
-            ok, b.getIndexType(),
-            [&] { return keepAtLeast(r[2], mid, candidateAt); },
-            [&] { return r[2]; });
-        return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid), count};
-      });
-  return e.forLoop(
-      zero, range[2], 1, {e.f32(INFINITY)},
-      [&](Value i, ValueRange best) -> SmallVector<Value> {
-        Value l = logitOf(candidateAt(i));
-        Value above =
-            arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, l, range[0]);
-        return {
-            a.select(above, arith::MinimumFOp::create(b, l, best[0]), best[0])};
-      })[0];
-}
-
 /// One row's draw, with the CPU kernel's semantics: temperature <= 0 takes
 /// the argmax (lowest index on ties). Otherwise the tokens that survive
 /// top_k, then top_p (over the top_k survivors), and min_p are those with a
@@ -139,6 +81,60 @@ private:
     return a.max(kThreshold, a.max(pThreshold, mThreshold));
   }
 
+  /// The largest t in [lo, hi] with `holds(t, count)`, for a `holds` that is
+  /// true at lo and monotonically false above some point: bisection, then
+  /// snapped up to the smallest logit >= t so that ties are kept whole. Every
+  /// t tried is above the range's low end, so a step needs only the logits at
+  /// or above it: `candidates` lists their indices in index order (its first
+  /// `count`), compacted as the low end rises, and `holds` folds over them.
+  /// A sum over the candidates in index order is then bitwise the sum over
+  /// the whole row, whose other terms are zero.
+  Value bisect(Value lo, Value hi,
+               const std::function<Value(Value, Value)> &holds) {
+    auto logitOf = [&](Value index32) {
+      return a.load(logits, {row, a.toIndex(index32)});
+    };
+    // Keeps the indices `indexAt(i)` (i32) for i < n whose logit is at or
+    // above t, in order; the store is unconditional, since the write position
+    // never passes the read one. Returns how many were kept.
+    auto keepAtLeast = [&](Value n, Value t,
+                           const std::function<Value(Value)> &indexAt) {
+      return e.forLoop(zero, n, 1, {zero},
+                       [&](Value i, ValueRange kept) -> SmallVector<Value> {
+                         Value v = indexAt(i);
+                         a.store(v, candidates, kept[0]);
+                         Value atLeast =
+                             a.cmpf(arith::CmpFPredicate::OGE, logitOf(v), t);
+                         return {a.select(atLeast, a.addi(kept[0], e.index(1)),
+                                          kept[0])};
+                       })[0];
+    };
+    auto candidateAt = [&](Value i) { return a.load(candidates, i); };
+    Value initial = keepAtLeast(vocab, lo, [&](Value v) {
+      return arith::IndexCastOp::create(b, b.getI32Type(), v).getResult();
+    });
+    SmallVector<Value> range = e.forLoop(
+        zero, e.index(kBisectionSteps), 1, {lo, hi, initial},
+        [&](Value, ValueRange r) -> SmallVector<Value> {
+          Value mid = a.mul(a.add(r[0], r[1]), e.f32(0.5));
+          Value ok = holds(mid, r[2]);
+          Value count = e.ifElse(
+              ok, b.getIndexType(),
+              [&] { return keepAtLeast(r[2], mid, candidateAt); },
+              [&] { return r[2]; });
+          return {a.select(ok, mid, r[0]), a.select(ok, r[1], mid), count};
+        });
+    return e.forLoop(
+        zero, range[2], 1, {e.f32(INFINITY)},
+        [&](Value i, ValueRange best) -> SmallVector<Value> {
+          Value l = logitOf(candidateAt(i));
+          Value above =
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, l, range[0]);
+          return {
+              a.select(above, arith::MinimumFOp::create(b, l, best[0]), best[0])};
+        })[0];
+  }
+
   /// Folds body(v) over the first `count` candidates' indices v.
   SmallVector<Value> overCandidates(Value count, ValueRange init,
                                     const Fold &body) {
@@ -157,7 +153,7 @@ private:
         useK, b.getF32Type(),
         [&] {
           return bisect(
-              e, logits, row, vocab, candidates, min, max,
+              min, max,
               [&](Value t, Value count) {
                 Value atLeast = overCandidates(
                     count, {zero},
@@ -194,7 +190,7 @@ private:
               })[0];
           Value target = a.mul(p, total);
           return bisect(
-              e, logits, row, vocab, candidates, a.max(min, kThreshold), max,
+              a.max(min, kThreshold), max,
               [&](Value t, Value count) {
                 Value mass = overCandidates(
                     count, {e.f32(0)},
