@@ -45,6 +45,8 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
   Value scratchF = e.sharedBuffer({e.numWarps()}, f32);
   Value scratchG = e.sharedBuffer({e.numWarps()}, f32);
   Value scratchI = e.sharedBuffer({e.numWarps()}, i32);
+  // A bisection's count beside its sum, which may itself be an i32 count.
+  Value scratchCount = e.sharedBuffer({e.numWarps()}, i32);
   Value s = e.blockId(0);
 
   auto logit = [&](Value v) { return e.loadF32(logits, {s, v}); };
@@ -142,7 +144,7 @@ Grid mlir::llmserve::buildSampleKernel(GpuKernelEmitter &e) {
                         a.select(atLeast, a.addi(acc[1], e.i32(1)), acc[1])};
               });
           SmallVector<Value> total = e.blockReduce(
-              partial, {scratchSum, scratchI},
+              partial, {scratchSum, scratchCount},
               [&](ValueRange x, ValueRange y) -> SmallVector<Value> {
                 return {add(x[0], y[0]), a.maxi(x[1], y[1])};
               });

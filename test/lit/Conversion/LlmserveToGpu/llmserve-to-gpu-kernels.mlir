@@ -418,7 +418,8 @@ func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> ten
 // vocabulary reads 4 logits a thread at once (the last index clamped to the
 // row, the ones past it folding nothing), in the order of a plain loop;
 // block reductions of (value, index) pairs pick the lowest index among equal
-// maxima. A top_k or top_p bisection carries (low, high, listed, count):
+// maxima. A top_k or top_p bisection carries (low, high, listed, count),
+// reducing its sum and its largest count per thread in separate buffers:
 // once no thread has more than 16 logits at or above the low end, each lists
 // its own in shared memory (16 x 512 floats), and the passes after read and
 // compact the lists.
@@ -426,7 +427,7 @@ func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> ten
 //       CHECK:   llmserve.sample
 //  CHECK-SAME:     block = array<i64: 512, 1, 1>, grid = ["$0", "1", "1"]
 //       CHECK: gpu.func @llmserve_d0_sample
-//  CHECK-SAME:     workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[LISTS:.*]] : memref<8192xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[COUNTS:[a-z0-9]+]] : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[LISTS:[a-z0-9]+]] : memref<8192xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //       CHECK:   %[[LAST:.*]] = arith.subi %{{.*}}, %c1
 //       CHECK:   scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c2048
 //       CHECK:     arith.cmpi slt, %[[I]]
@@ -444,6 +445,7 @@ func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> ten
 //       CHECK:         memref.load %[[LISTS]]
 //       CHECK:     } else {
 //       CHECK:       scf.for {{.*}} step %c2048
+//       CHECK:     memref.store %{{.*}}, %[[COUNTS]]
 //       CHECK:     gpu.barrier
 //       CHECK:     scf.if %{{.*}} -> (index)
 //       CHECK:       scf.if %[[LISTED]] -> (index)
