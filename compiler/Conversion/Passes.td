@@ -24,7 +24,10 @@ def LlmserveToCpuKernels : Pass<"llmserve-to-cpu-kernels", "ModuleOp"> {
   let options = [
     Option<"vnni", "vnni", "bool", /*default=*/"false",
            "int8 linears with K a multiple of 64 quantize x to int8 in blocks "
-           "of 64 and multiply with AVX-512 VNNI (vpdpbusd)">
+           "of 64 and multiply with AVX-512 VNNI (vpdpbusd)">,
+    Option<"bf16", "bf16", "bool", /*default=*/"false",
+           "bf16 linears with K a multiple of 32 round x to bf16 and multiply "
+           "with AVX-512 BF16 (vdpbf16ps)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

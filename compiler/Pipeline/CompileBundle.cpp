@@ -99,7 +99,9 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   cpuOptions.cpu = options.cpu;
   FailureOr<bool> vnni =
       cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512vnni,+avx512bw");
-  if (failed(vnni))
+  FailureOr<bool> bf16 =
+      cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512bf16");
+  if (failed(vnni) || failed(bf16))
     return failure();
   PassManager outline(context);
   if (options.quantize) {
@@ -107,7 +109,8 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
     quantize.scheme = *options.quantize == "int4" ? "int4_group128" : "int8_channel";
     outline.addPass(createQuantizeWeights(quantize));
   }
-  // The linears' float weights narrow, widened to f32 as they are read.
+  // The linears' float weights narrow: bf16 ones multiplied by vdpbf16ps
+  // where the CPU has it, others widened to f32 as they are read.
   if (options.dtype && *options.dtype != "f32") {
     NarrowLinearWeightsOptions narrow;
     narrow.dtype = *options.dtype;
@@ -119,6 +122,7 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   outline.addPass(createFormDispatchRegions());
   LlmserveToCpuKernelsOptions kernelOptions;
   kernelOptions.vnni = *vnni;
+  kernelOptions.bf16 = *bf16;
   outline.addPass(createLlmserveToCpuKernels(kernelOptions));
   if (failed(outline.run(module)))
     return failure();

@@ -1,7 +1,7 @@
 // llmc-bench-linear: GFLOP/s of the compiled `linear` kernel next to OpenBLAS
 // sgemm, and at M = 1 as a fraction of the memory-bandwidth roofline, all
-// measured in the same run on the same threads; then the kernel on int8
-// weights against the f32 one; then `expert_linear` on Qwen3-30B-A3B's
+// measured in the same run on the same threads; then the kernel on int8 and
+// bf16 weights against the f32 one; then `expert_linear` on Qwen3-30B-A3B's
 // expert shapes against the dense linear that reads as many bytes.
 //
 //   llmc-bench-linear <linear_bench.llmb> [--threads N] [--seconds S]
@@ -199,25 +199,35 @@ int run(int argc, char **argv) {
     std::printf("\n");
   }
 
-  // int8_channel weights against our f32 kernel at the same M.
-  std::printf("\nint8 weights (int8_channel, quantized at load) against the f32 kernel above\n");
-  std::printf("%6s %6s %6s | %10s %10s | %s\n", "M", "N", "K", "int8 GF/s", "int8/f32",
-              "M=1: share of the read-bandwidth roofline");
-  for (const Case &c : cases) {
-    const std::string entry =
-        "linear_int8_m" + std::to_string(c.M) + "_n" + std::to_string(c.N);
-    const double seconds = time_it(
-        [&] { executor.run_entry(entry, Symbols{}, c.inputs); }, budget);
-    std::printf("%6ld %6ld %6ld | %10.1f %10.2f |", c.M, c.N, K,
-                2.0 * c.M * c.N * K / seconds / 1e9, c.ours / seconds);
-    if (c.M == 1) {
-      // One byte per weight, a scale per row, x and y in f32.
-      const double bytes = c.N * K + (K + 2 * c.N) * sizeof(float);
-      const double bandwidth = read_bandwidth(c.N * K, threads, budget);
-      std::printf(" %.0f%% of %.1f GB/s", 100 * bytes / seconds / bandwidth,
-                  bandwidth / 1e9);
+  // Narrow weights against our f32 kernel at the same M.
+  struct NarrowFormat {
+    const char *name, *title;
+    int bytes_per_weight;
+  };
+  for (const NarrowFormat &format :
+       {NarrowFormat{"int8", "int8 weights (int8_channel, quantized at load)", 1},
+        NarrowFormat{"bf16", "bf16 weights (rounded at load)", 2}}) {
+    std::printf("\n%s against the f32 kernel above\n", format.title);
+    std::printf("%6s %6s %6s | %7s GF/s %10s | %s\n", "M", "N", "K", format.name,
+                "ratio", "M=1: share of the read-bandwidth roofline");
+    for (const Case &c : cases) {
+      const std::string entry = std::string("linear_") + format.name + "_m" +
+                                std::to_string(c.M) + "_n" + std::to_string(c.N);
+      const double seconds = time_it(
+          [&] { executor.run_entry(entry, Symbols{}, c.inputs); }, budget);
+      std::printf("%6ld %6ld %6ld | %12.1f %10.2f |", c.M, c.N, K,
+                  2.0 * c.M * c.N * K / seconds / 1e9, c.ours / seconds);
+      if (c.M == 1) {
+        // The weights, a scale per row (int8), x and y in f32.
+        const double weight_bytes = double(c.N) * K * format.bytes_per_weight;
+        const double bytes = weight_bytes + (K + 2 * c.N) * sizeof(float);
+        const double bandwidth =
+            read_bandwidth(static_cast<size_t>(weight_bytes), threads, budget);
+        std::printf(" %.0f%% of %.1f GB/s", 100 * bytes / seconds / bandwidth,
+                    bandwidth / 1e9);
+      }
+      std::printf("\n");
     }
-    std::printf("\n");
   }
   experts.clear();
   weights.clear();

@@ -1,7 +1,7 @@
 // The linear shapes of llmc-bench-linear: M rows against 2048x2048 and
 // 5632x2048 f32 weights (TinyLlama's attention and MLP projections), read
 // from a checkpoint as a served model's are (so in the packed panel layout),
-// and the same weights quantized to int8 at load; and Qwen3-30B-A3B's expert
+// the same weights quantized to int8 at load, and rounded to bf16; and Qwen3-30B-A3B's expert
 // projections (128 experts of [768, 2048], the top 8 of each token) next to
 // the dense linear that reads as many bytes as a token's 8 experts.
 
@@ -106,6 +106,54 @@ func.func @linear_int8_m512_n5632(%x: tensor<512x2048xf32>) -> tensor<512x5632xf
   %v = llmserve.weight "w5632" quantized int8_channel values : tensor<5632x2048xi8>
   %s = llmserve.weight "w5632" quantized int8_channel scales : tensor<5632xf32>
   %y = llmserve.linear %x, %v scales %s : tensor<512x2048xf32>, tensor<5632x2048xi8> -> tensor<512x5632xf32>
+  return %y : tensor<512x5632xf32>
+}
+
+func.func @linear_bf16_m1_n2048(%x: tensor<1x2048xf32>) -> tensor<1x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<1x2048xf32>, tensor<2048x2048xbf16> -> tensor<1x2048xf32>
+  return %y : tensor<1x2048xf32>
+}
+
+func.func @linear_bf16_m16_n2048(%x: tensor<16x2048xf32>) -> tensor<16x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<16x2048xf32>, tensor<2048x2048xbf16> -> tensor<16x2048xf32>
+  return %y : tensor<16x2048xf32>
+}
+
+func.func @linear_bf16_m64_n2048(%x: tensor<64x2048xf32>) -> tensor<64x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<64x2048xf32>, tensor<2048x2048xbf16> -> tensor<64x2048xf32>
+  return %y : tensor<64x2048xf32>
+}
+
+func.func @linear_bf16_m512_n2048(%x: tensor<512x2048xf32>) -> tensor<512x2048xf32> {
+  %w = llmserve.weight "w2048" : tensor<2048x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<512x2048xf32>, tensor<2048x2048xbf16> -> tensor<512x2048xf32>
+  return %y : tensor<512x2048xf32>
+}
+
+func.func @linear_bf16_m1_n5632(%x: tensor<1x2048xf32>) -> tensor<1x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<1x2048xf32>, tensor<5632x2048xbf16> -> tensor<1x5632xf32>
+  return %y : tensor<1x5632xf32>
+}
+
+func.func @linear_bf16_m16_n5632(%x: tensor<16x2048xf32>) -> tensor<16x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<16x2048xf32>, tensor<5632x2048xbf16> -> tensor<16x5632xf32>
+  return %y : tensor<16x5632xf32>
+}
+
+func.func @linear_bf16_m64_n5632(%x: tensor<64x2048xf32>) -> tensor<64x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<64x2048xf32>, tensor<5632x2048xbf16> -> tensor<64x5632xf32>
+  return %y : tensor<64x5632xf32>
+}
+
+func.func @linear_bf16_m512_n5632(%x: tensor<512x2048xf32>) -> tensor<512x5632xf32> {
+  %w = llmserve.weight "w5632" : tensor<5632x2048xbf16>
+  %y = llmserve.linear %x, %w : tensor<512x2048xf32>, tensor<5632x2048xbf16> -> tensor<512x5632xf32>
   return %y : tensor<512x5632xf32>
 }
 

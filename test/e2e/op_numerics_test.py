@@ -95,6 +95,31 @@ def case_linear_checkpoint(bias, m, k, n):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+def host_has_bf16():
+    """Whether llmc compiles for AVX-512 BF16 here (it targets the host)."""
+    with open("/proc/cpuinfo") as f:
+        return "avx512_bf16" in f.read().split()
+
+
+def case_linear_bf16(m, k, n, bias=True):
+    """x·Wᵀ (+ b) with W stored and declared bf16: with AVX-512 BF16 and K a
+    multiple of 32, x rounded to bf16 (nearest even) and multiplied by
+    vdpbf16ps, so the reference rounds x too; else W widened to f32."""
+    x = f32(m, k)
+    w = torch.from_numpy(f32(n, k)).to(torch.bfloat16)
+    weights = {"w": w} | ({"b": f32(n)} if bias else {})
+    ty, wty = f"tensor<{m}x{n}xf32>", f"tensor<{n}x{k}xbf16>"
+    lines = [f'  %w = llmserve.weight "w" : {wty}']
+    if bias:
+        lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
+    b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
+    lines.append(f"  %y = llmserve.linear %a0, %w{b} : {mlir_type(x)}, {wty}{bty} -> {ty}")
+    rounded = host_has_bf16() and k % 32 == 0
+    xs = torch.from_numpy(x).to(torch.bfloat16).double() if rounded else t(x)
+    ref = xs @ w.double().T + (t(weights["b"]) if bias else 0)
+    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
+
+
 def quantize_int8_channel(w):
     """The int8_channel scheme in numpy (f32 arithmetic): per row, scale =
     max |w| / 127 (1 for a row of zeros) and values = w / scale rounded to
@@ -719,15 +744,25 @@ def int8_linear_invariance_pair():
     return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
 
 
+def bf16_linear_invariance_pair():
+    """The same 3 rows of a bf16 linear (the vdpbf16ps kernel where the CPU
+    has it) in a 70-row step, which tiles them 4 rows at a time in blocks of
+    16, and alone, where each takes a 1-row tile."""
+    inputs, text, _, weights = case_linear_bf16(m=70, k=256, n=40)
+    few_text = text.replace("tensor<70x", "tensor<3x")
+    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
+
+
 def invariance_pairs():
     """Every (name, pair) whose rows must be bitwise equal in the larger step
     and alone: decode rows with and without a window, linear rows (the
-    three sm_90 kernels), and int8 linear rows."""
+    three sm_90 kernels), and int8 and bf16 linear rows."""
     return ([(f"attention_window_{window}", decode_invariance_pair(window))
              for window in (None, 200)] +
             [("linear_split_k", linear_invariance_pair(80)),
              ("linear_split_k_medium_rows", linear_invariance_pair(40)),
              ("linear_int8", int8_linear_invariance_pair()),
+             ("linear_bf16", bf16_linear_invariance_pair()),
              ("expert_linear", expert_linear_invariance_pair())])
 
 
@@ -975,6 +1010,14 @@ CASES = {
     # 256-long chunks with a partial last one.
     "linear_panels": lambda: case_linear_checkpoint(False, m=13, k=40, n=64),
     "linear_panels_bias": lambda: case_linear_checkpoint(True, m=77, k=600, n=176),
+    # bf16 weights: 4-row tiles and a row left over, 4- and 8-column tiles;
+    # a decode row with 6 columns left over; two workgroups of rows, blocks
+    # of 16 and a short one, a short last workgroup of columns; a K that is
+    # no multiple of 32 (the widening kernel).
+    "linear_bf16": lambda: case_linear_bf16(m=13, k=96, n=40),
+    "linear_bf16_decode": lambda: case_linear_bf16(m=1, k=256, n=70, bias=False),
+    "linear_bf16_blocks": lambda: case_linear_bf16(m=70, k=64, n=136),
+    "linear_bf16_ragged_k": lambda: case_linear_bf16(m=5, k=40, n=24),
     "linear_int8": lambda: case_linear_int8(m=13, k=600, n=176, bias=False),
     "linear_int8_bias_edges": lambda: case_linear_int8(m=9, k=37, n=70),
     # int4: a 1-row and a 13-row step (the two tiles), 3 groups of 128; bf16

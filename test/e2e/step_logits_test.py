@@ -42,9 +42,14 @@ SCHEDULE = [{"A": 7, "B": 5}, {"A": 6, "B": 1}] + [{"A": 1, "B": 1}] * 4
 # that kernel exactly), a looser one. Those checkpoints also run compiled
 # for a CPU without VNNI (PORTABLE_CPU), whose int4 kernel computes in f32.
 # The bf16 fixtures also run with their linears' weights bf16 (--dtype bf16),
-# exactly as they are stored, so within TOLERANCE too.
+# exactly as they are stored: compiled for a CPU without AVX-512 BF16, which
+# widens them to f32, within TOLERANCE; for one with it (the host, where it
+# has it), whose linears round their activations to bf16 for vdpbf16ps as a
+# GPU's do, within BF16_ACTIVATIONS_TOLERANCE (op_numerics_test.py checks
+# that kernel exactly).
 TOLERANCE = 1e-4
 QUANTIZED_TOLERANCE = 5e-2
+BF16_ACTIVATIONS_TOLERANCE = 3e-2
 PORTABLE_CPU = "x86-64-v3"
 # With an FP8 KV cache (--kv-cache-dtype fp8) the reference rounds keys and
 # values to e4m3 as they are stored. A key computed in f32 here and in
@@ -141,6 +146,8 @@ def check_fixture(build, work, checkpoint, flags=()):
     quantized = stored.get("quant_method") in ("gptq", "awq") and not stored.get("desc_act")
     vnni = op_numerics_test.host_has_vnni() and "--cpu" not in flags
     tolerance = QUANTIZED_TOLERANCE if quantized and vnni else TOLERANCE
+    if "bf16" in flags and op_numerics_test.host_has_bf16() and "--cpu" not in flags:
+        tolerance = BF16_ACTIVATIONS_TOLERANCE
     fp8_kv = "fp8" in flags
     store = torch_reference.fp8_kv if fp8_kv else None
     if fp8_kv:
@@ -196,9 +203,11 @@ def main():
     results = [check_fixture(build, work, os.path.join(fixtures, n)) for n in names]
     results += [check_fixture(build, work, os.path.join(fixtures, n), ("--cpu", PORTABLE_CPU))
                 for n in names if n.startswith("llama_gptq") or n == "llama_awq"]
-    # bf16 checkpoints with their linears' weights kept bf16 (widened as read).
-    results += [check_fixture(build, work, os.path.join(fixtures, n), ("--dtype", "bf16"))
-                for n in names if n.endswith("_bf16")]
+    # bf16 checkpoints with their linears' weights kept bf16, for the host and
+    # for a CPU without AVX-512 BF16.
+    results += [check_fixture(build, work, os.path.join(fixtures, n), ("--dtype", "bf16", *cpu))
+                for n in names if n.endswith("_bf16")
+                for cpu in ((), ("--cpu", PORTABLE_CPU))]
     results += [check_fixture(build, work, os.path.join(fixtures, n), FP8_KV_FLAGS)
                 for n in names if n in FP8_KV_FIXTURES]
     passed = sum(results)

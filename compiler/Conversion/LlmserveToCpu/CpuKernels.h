@@ -25,6 +25,14 @@ inline constexpr int64_t kVectorWidth = LlmserveDialect::kPanelWidth;
 /// Rows of a linear's workgroup block: a decode step of up to 64 sequences
 /// reads each weight block once.
 inline constexpr int64_t kLinearRowsPerGroup = 64;
+/// The x86 instructions beyond AVX-512F that the target CPU has and the
+/// linear kernels use.
+struct CpuInstructions {
+  /// vpdpbusd (AVX-512 VNNI and BW): int8 and int4 linears.
+  bool vnni = false;
+  /// vdpbf16ps (AVX-512 BF16): bf16 linears.
+  bool bf16 = false;
+};
 /// Panels of 16 columns of a panel linear's workgroup block (96 columns: two
 /// of the 3-panel register tiles cpu-kernels.mlir makes).
 inline constexpr int64_t kPanelsPerGroup = 6;
@@ -39,15 +47,21 @@ Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
                                        linalg::GenericOp op);
 // Linear.cpp: int8 linears that useVnniLinear takes get the VNNI kernel
-// with `vnni`, int4 ones the same kernel with or without VNNI; an int4
-// linear it cannot take is an error.
-FailureOr<Grid> buildLinearKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
+// with VNNI, int4 ones the same kernel with or without VNNI (an int4 linear
+// it cannot take is an error); bf16 linears that useBf16Linear takes get
+// the BF16 kernel with AVX-512 BF16.
+FailureOr<Grid> buildLinearKernel(CpuKernelEmitter &e, LinearOp op,
+                                  CpuInstructions instructions);
 // LinearVnni.cpp: whether the rows8x64 kernel takes `op` (int8 or int4
 // values of a weight op, N a multiple of 8 and K of 64), and if so marks the
 // weight for the rows8x64 layout. int4 linears have no other kernel; without
 // `vnni` (int4 only) it computes in f32.
 bool useVnniLinear(LinearOp op);
 Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
+// LinearBf16.cpp: whether the vdpbf16ps kernel can take `op` (bf16 weights,
+// K a multiple of 32).
+bool useBf16Linear(LinearOp op);
+Grid buildLinearBf16Kernel(CpuKernelEmitter &e, LinearOp op);
 // Moe.cpp
 Grid buildMoeRouterKernel(CpuKernelEmitter &e, MoeRouterOp op);
 Grid buildExpertLinearKernel(CpuKernelEmitter &e, ExpertLinearOp op);

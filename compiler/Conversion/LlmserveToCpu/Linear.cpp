@@ -290,11 +290,14 @@ SmallVector<Value> mlir::llmserve::dotTile(CpuKernelEmitter &e, Value x,
 }
 
 FailureOr<Grid> mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e,
-                                                  LinearOp o, bool vnni) {
+                                                  LinearOp o,
+                                                  CpuInstructions instructions) {
   bool int4 =
       cast<RankedTensorType>(o.getWeight().getType()).getElementType().isInteger(4);
-  if ((vnni || int4) && useVnniLinear(o))
-    return buildLinearVnniKernel(e, o, vnni);
+  if ((instructions.vnni || int4) && useVnniLinear(o))
+    return buildLinearVnniKernel(e, o, instructions.vnni);
+  if (instructions.bf16 && useBf16Linear(o))
+    return buildLinearBf16Kernel(e, o);
   if (int4)
     return o.emitOpError("has int4 weights, whose one CPU kernel needs a weight "
                          "op, N a multiple of 8 and K of 128"),

@@ -38,7 +38,8 @@ using namespace mlir::llmserve;
 
 namespace {
 
-FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
+FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op,
+                            CpuInstructions instructions) {
   // A linear's or expert_linear's weight alone may be narrow, widened as it
   // is read; and a KV cache may hold FP8 codes, converted as they are
   // written and read.
@@ -62,7 +63,7 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op, bool vnni) {
           [&](auto) { return buildGatherKernel(e, op); })
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
-      .Case([&](LinearOp o) { return buildLinearKernel(e, o, vnni); })
+      .Case([&](LinearOp o) { return buildLinearKernel(e, o, instructions); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
@@ -101,7 +102,7 @@ struct LlmserveToCpuKernelsPass
       std::string name = dispatchKernelName(op, counter++);
       CpuKernelEmitter emitter(kernels, dispatchSymbol(name), op->getLoc(),
                                dispatchBindingTypes(op));
-      FailureOr<Grid> grid = buildKernel(emitter, op, vnni);
+      FailureOr<Grid> grid = buildKernel(emitter, op, {vnni, bf16});
       if (failed(grid)) {
         emitter.function().erase();
         return signalPassFailure();
