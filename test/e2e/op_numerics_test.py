@@ -12,7 +12,10 @@ Also: two decode rows attended to in a step with a prefill chunk and in a
 decode-only step give bitwise-equal results (batch invariance), as do
 linear and expert_linear rows in a larger step and alone.
 
-Usage: op_numerics_test.py <build-dir> <work-dir> [case ...]
+With --portable the cases are compiled for PORTABLE_CPU (AVX2, no AVX-512),
+whose kernels compute without VNNI or BF16 instructions.
+
+Usage: op_numerics_test.py <build-dir> <work-dir> [--portable] [case ...]
 """
 
 import math
@@ -95,10 +98,25 @@ def case_linear_checkpoint(bias, m, k, n):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+# The CPU the cases are compiled for: the host's (None), or with --portable
+# PORTABLE_CPU, an AVX2 CPU whose kernels use no AVX-512.
+PORTABLE_CPU = "x86-64-v3"
+TARGET_CPU = None
+
+
+def host_flags():
+    with open("/proc/cpuinfo") as f:
+        return next((line.split() for line in f if line.startswith("flags")), [])
+
+
 def host_has_bf16():
     """Whether llmc compiles for AVX-512 BF16 here (it targets the host)."""
-    with open("/proc/cpuinfo") as f:
-        return "avx512_bf16" in f.read().split()
+    return "avx512_bf16" in host_flags()
+
+
+def target_has_bf16():
+    """Whether the cases' kernels are compiled for AVX-512 BF16."""
+    return TARGET_CPU is None and host_has_bf16()
 
 
 def case_linear_bf16(m, k, n, bias=True):
@@ -114,7 +132,7 @@ def case_linear_bf16(m, k, n, bias=True):
         lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
     b, bty = (" bias %b", f", tensor<{n}xf32>") if bias else ("", "")
     lines.append(f"  %y = llmserve.linear %a0, %w{b} : {mlir_type(x)}, {wty}{bty} -> {ty}")
-    rounded = host_has_bf16() and k % 32 == 0
+    rounded = target_has_bf16() and k % 32 == 0
     xs = torch.from_numpy(x).to(torch.bfloat16).double() if rounded else t(x)
     ref = xs @ w.double().T + (t(weights["b"]) if bias else 0)
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
@@ -132,9 +150,13 @@ def quantize_int8_channel(w):
 
 def host_has_vnni():
     """Whether llmc compiles for AVX-512 VNNI here (it targets the host)."""
-    with open("/proc/cpuinfo") as f:
-        flags = next((line.split() for line in f if line.startswith("flags")), [])
+    flags = host_flags()
     return "avx512_vnni" in flags and "avx512bw" in flags
+
+
+def target_has_vnni():
+    """Whether the cases' kernels are compiled for AVX-512 VNNI."""
+    return TARGET_CPU is None and host_has_vnni()
 
 
 def vnni_block_sums(x, values):
@@ -157,7 +179,7 @@ def int8_linear_reference(x, values, scales):
     of 8, K of 64) from x quantized in blocks (vnni_block_sums), else from x
     as it is."""
     m, k = x.shape
-    if not (host_has_vnni() and len(values) % 8 == 0 and k % 64 == 0):
+    if not (target_has_vnni() and len(values) % 8 == 0 and k % 64 == 0):
         return (t(x) @ t(values.astype(np.float64)).T) * t(scales)
     sums, x_scales = vnni_block_sums(x, values)
     return t((sums * x_scales).sum(axis=2)) * t(scales)
@@ -180,7 +202,7 @@ def int4_linear_reference(x, values, scales):
     """sum_k x·Q·s in float64 as the CPU computes it: with VNNI, each
     block's sum (vnni_block_sums) times x's block scale and Q's group scale;
     without, from x as it is."""
-    if not host_has_vnni():
+    if not target_has_vnni():
         return t(x) @ (t(values.astype(np.float64)) * t(np.repeat(scales, 128, axis=1))).T
     sums, x_scales = vnni_block_sums(x, values)
     w_scales = np.repeat(scales, 2, axis=1).astype(np.float64)  # a scale per 64-block
@@ -256,7 +278,7 @@ def case_linear_int4_checkpoint(layout, m, k, n, bias=True, rows=None):
     # As the kernel computes it: values q - 8, offset by 8 - z; without VNNI
     # from x as it is.
     q, z, s = q[begin:end].numpy(), z[begin:end].numpy(), s[begin:end].double().numpy()
-    if not host_has_vnni():
+    if not target_has_vnni():
         w = (q - np.repeat(z, 128, axis=1)) * np.repeat(s, 128, axis=1)
         ref = t(x) @ t(w).T
     else:
@@ -1140,7 +1162,8 @@ def compile_and_call(build, directory, inputs, text, weights=None):
     with open(source, "w") as f:
         f.write(text)
     bundle = os.path.join(directory, "op.llmb")
-    run(os.path.join(build, "bin", "llmc"), "compile", source, "-o", bundle)
+    cpu = ("--cpu", TARGET_CPU) if TARGET_CPU else ()
+    run(os.path.join(build, "bin", "llmc"), "compile", source, "-o", bundle, *cpu)
     paths = []
     for i, a in enumerate(inputs):
         paths.append(os.path.join(directory, f"input_{i}.npy"))
@@ -1207,8 +1230,13 @@ def check(build, work, name):
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
+    global TARGET_CPU
     build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    names = sys.argv[3:] or list(CASES)
+    names = sys.argv[3:]
+    if names[:1] == ["--portable"]:
+        TARGET_CPU, names = PORTABLE_CPU, names[1:]
+    chosen = bool(names)
+    names = names or list(CASES)
     torch.set_num_threads(1)
     results = []
     for name in names:
@@ -1217,7 +1245,7 @@ def main():
         except RuntimeError as e:
             print(f"FAIL {name}: {e}")
             results.append(False)
-    if not sys.argv[3:]:
+    if not chosen:
         results.append(check_invariance(build, work))
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")

@@ -46,16 +46,17 @@ Grid buildNormKernel(CpuKernelEmitter &e, const NormParams &params);
 // Elementwise.cpp
 FailureOr<Grid> buildElementwiseKernel(CpuKernelEmitter &e,
                                        linalg::GenericOp op);
-// Linear.cpp: int8 linears that useVnniLinear takes get the VNNI kernel
-// with VNNI, int4 ones the same kernel with or without VNNI (an int4 linear
-// it cannot take is an error); bf16 linears that useBf16Linear takes get
-// the BF16 kernel with AVX-512 BF16.
+// Linear.cpp: int8 and int4 linears that useVnniLinear takes get the
+// rows8x64 kernel, with or without VNNI (an int4 linear it cannot take is an
+// error); bf16 linears that useBf16Linear takes get the BF16 kernel with
+// AVX-512 BF16.
 FailureOr<Grid> buildLinearKernel(CpuKernelEmitter &e, LinearOp op,
                                   CpuInstructions instructions);
 // LinearVnni.cpp: whether the rows8x64 kernel takes `op` (int8 or int4
 // values of a weight op, N a multiple of 8 and K of 64), and if so marks the
 // weight for the rows8x64 layout. int4 linears have no other kernel; without
-// `vnni` (int4 only) it computes in f32.
+// `vnni` it computes in f32, in the same layout, so that the weights' layout
+// does not depend on the CPU.
 bool useVnniLinear(LinearOp op);
 Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
 // LinearBf16.cpp: whether the vdpbf16ps kernel can take `op` (bf16 weights,

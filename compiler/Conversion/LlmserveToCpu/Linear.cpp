@@ -294,7 +294,7 @@ FailureOr<Grid> mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e,
                                                   CpuInstructions instructions) {
   bool int4 =
       cast<RankedTensorType>(o.getWeight().getType()).getElementType().isInteger(4);
-  if ((instructions.vnni || int4) && useVnniLinear(o))
+  if (useVnniLinear(o))
     return buildLinearVnniKernel(e, o, instructions.vnni);
   if (instructions.bf16 && useBf16Linear(o))
     return buildLinearBf16Kernel(e, o);

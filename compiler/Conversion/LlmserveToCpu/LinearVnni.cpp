@@ -1,4 +1,4 @@
-//===- LinearVnni.cpp - int8 and int4 linears on AVX-512 VNNI -------------===//
+//===- LinearVnni.cpp - int8 and int4 linears in rows8x64 -----------------===//
 //
 // (x·Qᵀ) * s (+ b) for int8 values Q [N, K] and their per-row scales s, on
 // CPUs with AVX-512 VNNI: each row of x is quantized to int8 in blocks of 64
@@ -21,10 +21,11 @@
 // the row's zero point z of the block's group, and its sum is scaled by x's
 // block scale times Q's scale for the block's group of 128 columns.
 //
-// Without VNNI, int4 linears take the same layout and tiles in f32: x is not
-// quantized, and each block's 64 values become f32 (Q + 8, less 8 or the
-// zero point) times their group's scale, multiplied with x's 64 by FMAs into
-// 16 lanes.
+// Without VNNI, int8 and int4 linears take the same layout and tiles in f32
+// (so a bundle's weights are laid out alike for every CPU it has kernels
+// for): x is not quantized, and each block's 64 values become f32 (int8: as
+// they are; int4: Q + 8, less 8 or the zero point, times their group's
+// scale), multiplied with x's 64 by FMAs into 16 lanes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,7 +64,6 @@ public:
                  .getElementType()
                  .isInteger(4)),
         vnni(vnni) {
-    assert((vnni || int4) && "int8 linears without VNNI take the dot kernel");
     auto weightType = cast<RankedTensorType>(o.getWeight().getType());
     n = weightType.getDimSize(0);
     depth = weightType.getDimSize(1);
@@ -158,9 +158,9 @@ private:
     });
   }
 
-  /// Without VNNI: a block's int4 values `wq` (unsigned) of each column as
-  /// f32, less the column's zero point (8 without), times its group's scale,
-  /// multiplied with x's 64 values in four 16-lane FMAs per output.
+  /// Without VNNI: a block's values `wq` of each column as f32 (int4:
+  /// unsigned, less the column's zero point, 8 without, times its group's
+  /// scale), multiplied with x's 64 values in four 16-lane FMAs per output.
   SmallVector<Value> floatBlock(Value m0, int64_t mr, int64_t nr, Value k0,
                                 ArrayRef<Value> wq, ArrayRef<Value> wScale,
                                 ArrayRef<Value> wZero, ValueRange acc) {
@@ -172,13 +172,21 @@ private:
         xs[i].push_back(vector::LoadOp::create(
             b, f32x16, x, {a.addi(m0, e.index(i)), a.addi(k0, e.index(16 * c))}));
     for (int64_t j = 0; j < nr; ++j) {
-      Value offset = zeros ? arith::SIToFPOp::create(b, b.getF32Type(), wZero[j])
-                           : e.f32(8);
-      Value offsets = splat(f32x16, offset), scale = splat(f32x16, wScale[j]);
+      Value offsets, scale;
+      if (int4) {
+        Value offset = zeros ? arith::SIToFPOp::create(b, b.getF32Type(), wZero[j])
+                             : e.f32(8);
+        offsets = splat(f32x16, offset);
+        scale = splat(f32x16, wScale[j]);
+      }
       for (int64_t c = 0; c < kChunks; ++c) {
         Value chunk = vector::ExtractStridedSliceOp::create(
             b, wq[j], ArrayRef<int64_t>{16 * c}, ArrayRef<int64_t>{16},
             ArrayRef<int64_t>{1});
+        if (!int4) {
+          ws[j].push_back(arith::SIToFPOp::create(b, f32x16, chunk));
+          continue;
+        }
         Value values = arith::UIToFPOp::create(b, f32x16, chunk);
         ws[j].push_back(arith::MulFOp::create(
             b, arith::SubFOp::create(b, values, offsets), scale));
@@ -239,11 +247,10 @@ private:
                              lane, e.index(0)},
                   /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
             if (!int4) {
-              wq.push_back(arith::XOrIOp::create(
-                  b,
-                  vector::LoadOp::create(b, i8x64, w,
-                                         {group, block, lane, e.index(0)}),
-                  signBits));
+              Value values = vector::LoadOp::create(
+                  b, i8x64, w, {group, block, lane, e.index(0)});
+              wq.push_back(vnni ? arith::XOrIOp::create(b, values, signBits)
+                                : values);
               continue;
             }
             Value packed = vector::LoadOp::create(b, i8x32, w,

@@ -37,6 +37,19 @@
 //       CHECK:   vector.reduction <add>
 //       CHECK:   arith.mulf
 //       CHECK:   arith.addf
+
+// Without VNNI, the same layout and tiles in f32: x is not quantized, and the
+// weight's values are converted as they are (no sign flip).
+// PORTABLE-LABEL: func.func @linear_int8_vnni
+//       PORTABLE:   llmserve.weight "w" quantized int8_channel values {llmserve.layout = "rows8x64"}
+//       PORTABLE:   llmserve.dispatch = {grid = ["ceildiv($0,64)", "2", "1"]
+//       PORTABLE: func.func @llmserve_d0_linear
+//   PORTABLE-NOT:   memref.alloca
+//   PORTABLE-NOT:   arith.xori
+//       PORTABLE:   vector.load %{{.+}} : memref<37x2x8x64xi8>, vector<64xi8>
+//   PORTABLE-NOT:   vpdpbusd
+//       PORTABLE:   arith.sitofp %{{.+}} : vector<16xi8> to vector<16xf32>
+//       PORTABLE:   vector.fma
 func.func @linear_int8_vnni(%x: tensor<?x128xf32>) -> tensor<?x296xf32> {
   %v = llmserve.weight "w" quantized int8_channel values : tensor<296x128xi8>
   %s = llmserve.weight "w" quantized int8_channel scales : tensor<296xf32>
