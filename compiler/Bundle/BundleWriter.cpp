@@ -572,7 +572,7 @@ private:
 
 FailureOr<std::string>
 mlir::llmserve::writeManifest(ModuleOp module, StringRef target,
-                              ArrayRef<std::string> cpuFeatures) {
+                              ArrayRef<CpuKernelSet> cpuKernels) {
   FailureOr<json::Object> program = ProgramWriter(module).write();
   if (failed(program))
     return failure();
@@ -581,8 +581,20 @@ mlir::llmserve::writeManifest(ModuleOp module, StringRef target,
   manifest["format_version"] = abi::kBundleFormatVersion;
   manifest["kernel_abi_version"] = abi::kKernelAbiVersion;
   manifest["target"] = target.str();
-  if (!cpuFeatures.empty())
-    manifest["cpu_features"] = json::Array(cpuFeatures);
+  if (!cpuKernels.empty()) {
+    assert(cpuKernels.front().file == abi::kCpuKernelsFile &&
+           "the preferred kernels are kernels.cpu.so");
+    manifest["cpu"] = cpuKernels.front().cpu;
+    manifest["cpu_features"] = json::Array(cpuKernels.front().features);
+  }
+  if (cpuKernels.size() > 1) {
+    json::Array fallbacks;
+    for (const CpuKernelSet &set : cpuKernels.drop_front())
+      fallbacks.push_back(json::Object{{"cpu", set.cpu},
+                                       {"kernels", set.file},
+                                       {"cpu_features", json::Array(set.features)}});
+    manifest["cpu_fallbacks"] = std::move(fallbacks);
+  }
   if (auto model = module->getAttrOfType<DictionaryAttr>(
           LlmserveDialect::kModelAttrName))
     manifest["model"] = attrToJson(model);

@@ -91,12 +91,10 @@ LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundleDir,
   return copyFile(context, from, pathIn(bundleDir, abi::kEmbeddedWeightsFile));
 }
 
-/// The CPU bundle's kernels.cpu.so; returns the manifest.
-FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
-                                     const CompileOptions &options) {
+/// Outlines `module`'s ops into kernels for the CPU of `cpuOptions`.
+LogicalResult outlineCpuKernels(ModuleOp module, const CompileOptions &options,
+                                const CpuTargetOptions &cpuOptions) {
   MLIRContext *context = module.getContext();
-  CpuTargetOptions cpuOptions;
-  cpuOptions.cpu = options.cpu;
   FailureOr<bool> vnni =
       cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512vnni,+avx512bw");
   FailureOr<bool> bf16 =
@@ -124,25 +122,72 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   kernelOptions.vnni = *vnni;
   kernelOptions.bf16 = *bf16;
   outline.addPass(createLlmserveToCpuKernels(kernelOptions));
-  if (failed(outline.run(module)))
-    return failure();
-  FailureOr<SmallVector<std::string>> features =
-      cpuFeatureNames(module.getLoc(), cpuOptions);
-  if (failed(features))
-    return failure();
-  FailureOr<std::string> manifest = writeManifest(module, "cpu", *features);
-  if (failed(manifest))
-    return failure();
+  return outline.run(module);
+}
 
-  auto kernels = lookupKernelModule<ModuleOp>(module);
-  PassManager lower(context);
-  buildCpuKernelsToLLVMPipeline(lower);
-  if (failed(lower.run(kernels)) ||
-      failed(createBundleDirectory(context, bundleDir)))
+/// The CPU bundle's kernel sets: kernels.cpu.so for the first of the
+/// --cpu CPUs, kernels.<cpu>.so for each other, each compiled from a copy
+/// of `module` as it is now; returns the manifest. The kernels choose their
+/// instructions by CPU but not the weights' layouts, grids or program, so
+/// that one manifest serves every set.
+FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
+                                     const CompileOptions &options) {
+  MLIRContext *context = module.getContext();
+  SmallVector<CpuTargetOptions> targets;
+  SmallVector<CpuKernelSet> sets;
+  for (const std::string &cpu : options.cpus) {
+    CpuTargetOptions target;
+    target.cpu = cpu;
+    FailureOr<SmallVector<std::string>> features =
+        cpuFeatureNames(module.getLoc(), target);
+    if (failed(features))
+      return failure();
+    std::string name = cpuName(target);
+    for (const CpuKernelSet &earlier : sets)
+      if (earlier.cpu == name)
+        return emitUnlocatedError(context)
+               << "--cpu names CPU '" << name << "' twice";
+    std::string file = sets.empty() ? abi::kCpuKernelsFile
+                                    : "kernels." + name + ".so";
+    sets.push_back({name, file, *features});
+    targets.push_back(target);
+  }
+  SmallVector<OwningOpRef<ModuleOp>> copies;
+  for (size_t i = 1; i < targets.size(); ++i)
+    copies.push_back(module.clone());
+
+  if (failed(outlineCpuKernels(module, options, targets.front())))
     return failure();
-  if (failed(emitCpuSharedObject(
-          kernels, pathIn(bundleDir, abi::kCpuKernelsFile), cpuOptions)))
+  // The program alone, which every set's must equal; then with the sets.
+  FailureOr<std::string> program = writeManifest(module, "cpu");
+  if (failed(program))
     return failure();
+  FailureOr<std::string> manifest = writeManifest(module, "cpu", sets);
+  if (failed(manifest) || failed(createBundleDirectory(context, bundleDir)))
+    return failure();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    ModuleOp kernelsOf = i == 0 ? module : *copies[i - 1];
+    if (i > 0) {
+      if (failed(outlineCpuKernels(kernelsOf, options, targets[i])))
+        return failure();
+      FailureOr<std::string> other = writeManifest(kernelsOf, "cpu");
+      if (failed(other))
+        return failure();
+      if (*other != *program)
+        return emitUnlocatedError(context)
+               << "the kernels for CPU '" << sets[i].cpu
+               << "' need another program or other weight layouts than those "
+                  "for '"
+               << sets.front().cpu << "'; compile a bundle for each";
+    }
+    auto kernels = lookupKernelModule<ModuleOp>(kernelsOf);
+    PassManager lower(context);
+    buildCpuKernelsToLLVMPipeline(lower);
+    if (failed(lower.run(kernels)) ||
+        failed(emitCpuSharedObject(kernels, pathIn(bundleDir, sets[i].file),
+                                   targets[i])))
+      return failure();
+  }
   return manifest;
 }
 
@@ -217,6 +262,8 @@ mlir::llmserve::verifyCompileOptions(MLIRContext *context,
     return emitUnlocatedError(context)
            << "unknown --kv-cache-dtype '" << options.kvCacheDtype
            << "' (supported: auto, fp8, fp8_e4m3)";
+  if (llvm::is_contained(options.cpus, ""))
+    return emitUnlocatedError(context) << "--cpu lists an empty CPU name";
   if (nvptx && options.quantize)
     return emitUnlocatedError(context)
            << "--quantize applies to target cpu (the " << abi::kCudaTarget

@@ -28,9 +28,11 @@ struct CompileOptions {
   /// the type of the linears' float weights, computed in f32 ("f32" when
   /// unset).
   std::optional<std::string> dtype;
-  /// cpu: the LLVM CPU the kernels are compiled for; "native" is the host's
-  /// CPU and features.
-  std::string cpu = "native";
+  /// cpu: the LLVM CPUs the kernels are compiled for, each into a set of its
+  /// own; "native" is the host's CPU and features. The runtime loads the
+  /// first set whose features the CPU has, so the most capable CPU goes
+  /// first and a portable one (x86-64-v3) last.
+  SmallVector<std::string> cpus = {"native"};
   /// sm_90: the ptxas that assembles the cubin; when empty, findPtxas()'s.
   /// Without one the bundle has PTX only.
   std::string ptxas;

@@ -600,6 +600,55 @@ EntryPoint parse_entry(const Reader &r, const json &e, const std::string &p,
   return entry;
 }
 
+std::vector<std::string> parse_cpu_features(const Reader &r, const json &value,
+                                            const std::string &path) {
+  const json &list = r.array(value, path);
+  std::vector<std::string> features;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    const std::string name = r.string(list[i], p);
+    if (std::find_if(std::begin(abi::kCpuFeatures), std::end(abi::kCpuFeatures),
+                     [&](const char *known) { return name == known; }) ==
+        std::end(abi::kCpuFeatures))
+      r.fail(p, "unknown CPU feature '" + name + "'");
+    features.push_back(name);
+  }
+  return features;
+}
+
+// The kernels of a CPU bundle: kernels.cpu.so, then the fallbacks'.
+std::vector<CpuKernels> parse_cpu_kernels(const Reader &r, const json &root) {
+  CpuKernels first{{}, abi::kCpuKernelsFile, {}};
+  if (const json *cpu = r.optional_field(root, "cpu"))
+    first.cpu = r.string(*cpu, "cpu");
+  if (const json *features = r.optional_field(root, "cpu_features"))
+    first.features = parse_cpu_features(r, *features, "cpu_features");
+  std::vector<CpuKernels> all{first};
+  const json *fallbacks = r.optional_field(root, "cpu_fallbacks");
+  if (!fallbacks)
+    return all;
+  const json &list = r.array(*fallbacks, "cpu_fallbacks");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string p = "cpu_fallbacks[" + std::to_string(i) + "]";
+    CpuKernels k;
+    k.cpu = r.string(r.field(list[i], p, "cpu"), p + ".cpu");
+    k.file = r.string(r.field(list[i], p, "kernels"), p + ".kernels");
+    // A file of the bundle directory itself, and a shared object.
+    if (k.file.find('/') != std::string::npos || k.file.size() <= 3 ||
+        k.file.compare(k.file.size() - 3, 3, ".so") != 0)
+      r.fail(p + ".kernels", "expected the name of a .so file in the bundle directory, got '" +
+                                 k.file + "'");
+    k.features = parse_cpu_features(r, r.field(list[i], p, "cpu_features"),
+                                     p + ".cpu_features");
+    for (const CpuKernels &other : all)
+      if (other.file == k.file || (!other.cpu.empty() && other.cpu == k.cpu))
+        r.fail(p, "the kernels for CPU '" + k.cpu + "' (" + k.file +
+                      ") repeat an earlier set's CPU or file");
+    all.push_back(std::move(k));
+  }
+  return all;
+}
+
 } // namespace
 
 const char *buffer_kind_name(BufferKind kind) {
@@ -674,20 +723,12 @@ Manifest Manifest::parse(std::string_view text, const std::string &origin) {
   if (m.target != "cpu" && m.target != abi::kCudaTarget)
     r.fail("target", "unknown target '" + m.target + "' (known: cpu, " +
                          abi::kCudaTarget + ")");
-  if (const json *features = r.optional_field(root, "cpu_features")) {
-    if (m.target != "cpu")
-      r.fail("cpu_features", "a " + m.target + " bundle's kernels need no CPU features");
-    const json &list = r.array(*features, "cpu_features");
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string p = "cpu_features[" + std::to_string(i) + "]";
-      const std::string name = r.string(list[i], p);
-      if (std::find_if(std::begin(abi::kCpuFeatures), std::end(abi::kCpuFeatures),
-                       [&](const char *known) { return name == known; }) ==
-          std::end(abi::kCpuFeatures))
-        r.fail(p, "unknown CPU feature '" + name + "'");
-      m.cpu_features.push_back(name);
-    }
-  }
+  if (m.target == "cpu")
+    m.cpu_kernels = parse_cpu_kernels(r, root);
+  else
+    for (const char *field : {"cpu", "cpu_features", "cpu_fallbacks"})
+      if (r.optional_field(root, field))
+        r.fail(field, "a " + m.target + " bundle's kernels are not for a CPU");
   m.kernels = parse_kernels(r, r.field(root, "manifest", "kernels"),
                             m.target == abi::kCudaTarget);
 

@@ -126,10 +126,22 @@ struct EntryPoint {
   std::vector<Dispatch> dispatches;
 };
 
+// A CPU bundle's kernels for one CPU: a shared object in the bundle, the
+// CPU it was compiled for (an LLVM name; empty if the manifest does not say)
+// and the x86 features its code may use (abi::kCpuFeatures' names).
+struct CpuKernels {
+  std::string cpu;
+  std::string file;
+  std::vector<std::string> features;
+};
+
 struct Manifest {
   std::string target;
-  // cpu: the x86 features its kernels need (abi::kCpuFeatures' names).
-  std::vector<std::string> cpu_features;
+  // cpu: the kernels for each CPU the bundle was compiled for, the preferred
+  // first (abi::kCpuKernelsFile, "cpu" and "cpu_features"), then each of
+  // "cpu_fallbacks". Every set computes the same program on the same
+  // buffers.
+  std::vector<CpuKernels> cpu_kernels;
   // Absent in bundles of single ops; the `step` entry point needs both, and
   // kv_cache buffers need kv_cache.
   std::optional<ModelConfig> model;

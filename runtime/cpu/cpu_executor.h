@@ -29,6 +29,9 @@ public:
   // `num_threads` counts the calling thread; 0 means one per usable CPU.
   explicit CpuExecutor(Bundle bundle, int num_threads = 0);
 
+  // The kernel set loaded (of the bundle's sets for several CPUs) and why.
+  const KernelLibrary &kernels() const { return kernels_; }
+
   KvCacheSpec kv_cache_spec() const override;
   // Allocates one zero-filled pool of `num_blocks` blocks per kv_cache buffer
   // (again on a second call, dropping the old contents).

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -12,23 +13,67 @@ namespace llmserve {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+std::string joined(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+std::string describe(const CpuKernels &k) {
+  return k.cpu.empty() ? k.file : k.file + " (for " + k.cpu + ")";
+}
+
+} // namespace
+
 void KernelLibrary::Close::operator()(void *handle) const { dlclose(handle); }
 
 KernelLibrary::KernelLibrary(const Bundle &bundle) {
-  const fs::path path = fs::absolute(fs::path(bundle.dir()) / abi::kCpuKernelsFile);
+  const std::vector<CpuKernels> &sets = bundle.manifest().cpu_kernels;
+  const CpuKernels *chosen = nullptr;
+  if (const char *wanted = std::getenv(kCpuKernelsVariable); wanted && *wanted) {
+    std::string known;
+    for (const CpuKernels &k : sets) {
+      known += (known.empty() ? "" : ", ") + (k.cpu.empty() ? "(unnamed)" : k.cpu);
+      if (k.cpu == wanted)
+        chosen = &k;
+    }
+    if (!chosen)
+      throw std::runtime_error(bundle.dir() + ": " + kCpuKernelsVariable + " names CPU '" +
+                               wanted + "', and the bundle has kernels for " + known);
+    if (const std::vector<std::string> missing = missing_cpu_features(chosen->features);
+        !missing.empty())
+      throw std::runtime_error(bundle.dir() + ": the kernels " + describe(*chosen) +
+                               " that " + kCpuKernelsVariable + " chooses need " +
+                               joined(missing) + ", which this CPU lacks");
+    if (chosen != &sets.front())
+      reason_ = std::string("chosen by ") + kCpuKernelsVariable;
+  } else {
+    std::string refused;
+    for (const CpuKernels &k : sets) {
+      const std::vector<std::string> missing = missing_cpu_features(k.features);
+      if (missing.empty()) {
+        chosen = &k;
+        break;
+      }
+      refused += (refused.empty() ? "" : "; ") + describe(k) + " needs " + joined(missing);
+    }
+    if (!chosen)
+      throw std::runtime_error(
+          bundle.dir() + ": this CPU lacks features that its kernels need (" + refused +
+          "); compile the model for this CPU (llmc compile --cpu native here, or --cpu "
+          "x86-64-v3 for any AVX2 CPU)");
+    if (chosen != &sets.front())
+      reason_ = "this CPU lacks what the kernels before need: " + refused;
+  }
+
+  loaded_ = *chosen;
+  const fs::path path = fs::absolute(fs::path(bundle.dir()) / loaded_.file);
   if (!fs::exists(path))
     throw std::runtime_error(bundle.dir() + ": the bundle has no CPU kernels (no " +
-                             abi::kCpuKernelsFile + ")");
-  if (const std::vector<std::string> missing = missing_cpu_features(bundle.manifest().cpu_features);
-      !missing.empty()) {
-    std::string names;
-    for (const std::string &feature : missing)
-      names += (names.empty() ? "" : ", ") + feature;
-    throw std::runtime_error(bundle.dir() + ": its kernels need " + names +
-                             ", which this CPU lacks; compile the model for this CPU "
-                             "(llmc compile --cpu native here, or --cpu x86-64-v3 for any "
-                             "AVX2 CPU)");
-  }
+                             loaded_.file + ")");
   // RTLD_LOCAL: two bundles loaded at once must not resolve each other's
   // symbols. RTLD_NOW: an unresolved import fails here, not mid-step.
   library_.reset(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));

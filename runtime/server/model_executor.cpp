@@ -46,6 +46,11 @@ ModelExecutor load_model_executor(const ServeOptions &options, const Manifest &m
   if (m.device == Device::Cpu) {
     auto cpu = std::make_unique<CpuExecutor>(std::move(bundle), options.num_threads);
     m.description = "CPU, " + std::to_string(cpu->num_threads()) + " threads";
+    const KernelLibrary &kernels = cpu->kernels();
+    if (!kernels.loaded().cpu.empty())
+      m.description += ", kernels for " + kernels.loaded().cpu;
+    if (!kernels.reason().empty())
+      m.description += " (" + kernels.reason() + ")";
     m.kv_memory = host_kv_memory();
     m.executor = std::move(cpu);
     return m;

@@ -71,10 +71,12 @@ static cl::opt<std::string> compilePtxas(
              "PATH, else /usr/local/cuda/bin/ptxas; without one the bundle "
              "has PTX only)"),
     cl::sub(compileCommand));
-static cl::opt<std::string>
-    compileCpu("cpu", cl::init("native"),
-               cl::desc("LLVM CPU name for the CPU kernels (native = host)"),
-               cl::sub(compileCommand));
+static cl::list<std::string> compileCpus(
+    "cpu", cl::CommaSeparated,
+    cl::desc("cpu: the LLVM CPUs to compile kernels for (native = this "
+             "machine's, the default), a set each; the runtime loads the "
+             "first set the CPU it runs on can run, e.g. native,x86-64-v3"),
+    cl::sub(compileCommand));
 static cl::opt<std::string> compileQuantize(
     "quantize",
     cl::desc("cpu: int8 stores the weights of linears as int8 with one f32 "
@@ -138,7 +140,8 @@ LogicalResult compile(MLIRContext &context) {
   options.target = compileTarget;
   if (compileDtype.getNumOccurrences())
     options.dtype = compileDtype;
-  options.cpu = compileCpu;
+  if (!compileCpus.empty())
+    options.cpus.assign(compileCpus.begin(), compileCpus.end());
   options.ptxas = compilePtxas;
   options.embedWeights = embedWeights;
   if (compileQuantize.getNumOccurrences())

@@ -67,6 +67,10 @@ createTargetMachine(Location loc, const mlir::llmserve::CpuTargetOptions &option
   return machine;
 }
 
+std::string mlir::llmserve::cpuName(const CpuTargetOptions &options) {
+  return options.cpu == "native" ? llvm::sys::getHostCPUName().str() : options.cpu;
+}
+
 FailureOr<bool> mlir::llmserve::cpuHasFeatures(Location loc,
                                                const CpuTargetOptions &options,
                                                StringRef features) {

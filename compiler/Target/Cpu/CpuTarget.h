@@ -17,6 +17,9 @@ struct CpuTargetOptions {
   std::string linker = LLMSERVE_LLD_PATH;
 };
 
+/// The LLVM name of the CPU of `options`: the host's for "native".
+std::string cpuName(const CpuTargetOptions &options);
+
 /// Whether the CPU of `options` has every feature of `features`, written as
 /// LLVM spells them ("+avx512vnni,+avx512bw").
 FailureOr<bool> cpuHasFeatures(Location loc, const CpuTargetOptions &options,

@@ -84,13 +84,43 @@ TEST(Manifest, SizesBuffers) {
 
 TEST(Manifest, ListsTheCpuFeaturesOfItsKernels) {
   json m = test::ops_manifest();
-  EXPECT_TRUE(Manifest::parse(m.dump(), "m.json").cpu_features.empty());
+  std::vector<CpuKernels> sets = Manifest::parse(m.dump(), "m.json").cpu_kernels;
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_EQ(sets[0].file, "kernels.cpu.so");
+  EXPECT_TRUE(sets[0].cpu.empty());
+  EXPECT_TRUE(sets[0].features.empty());
+  m["cpu"] = "znver4";
   m["cpu_features"] = {"avx2", "avx512vnni"};
-  EXPECT_EQ(Manifest::parse(m.dump(), "m.json").cpu_features,
-            (std::vector<std::string>{"avx2", "avx512vnni"}));
+  sets = Manifest::parse(m.dump(), "m.json").cpu_kernels;
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_EQ(sets[0].cpu, "znver4");
+  EXPECT_EQ(sets[0].features, (std::vector<std::string>{"avx2", "avx512vnni"}));
   m["target"] = "sm_90";
   EXPECT_THAT(parse_error(m.dump()),
-              HasSubstr("cpu_features: a sm_90 bundle's kernels need no CPU features"));
+              HasSubstr("cpu: a sm_90 bundle's kernels are not for a CPU"));
+}
+
+TEST(Manifest, ListsKernelsForOtherCpusInOrder) {
+  json m = test::ops_manifest();
+  m["cpu"] = "sapphirerapids";
+  m["cpu_features"] = {"avx2", "avx512fp16"};
+  m["cpu_fallbacks"] = {{{"cpu", "x86-64-v3"}, {"kernels", "kernels.x86-64-v3.so"},
+                         {"cpu_features", {"avx2"}}},
+                        {{"cpu", "x86-64-v2"}, {"kernels", "kernels.x86-64-v2.so"},
+                         {"cpu_features", json::array()}}};
+  const std::vector<CpuKernels> sets = Manifest::parse(m.dump(), "m.json").cpu_kernels;
+  ASSERT_EQ(sets.size(), 3u);
+  EXPECT_EQ(sets[0].cpu, "sapphirerapids");
+  EXPECT_EQ(sets[1].cpu, "x86-64-v3");
+  EXPECT_EQ(sets[1].file, "kernels.x86-64-v3.so");
+  EXPECT_EQ(sets[1].features, std::vector<std::string>{"avx2"});
+  EXPECT_EQ(sets[2].file, "kernels.x86-64-v2.so");
+  EXPECT_TRUE(sets[2].features.empty());
+  m["target"] = "sm_90";
+  m.erase("cpu");
+  m.erase("cpu_features");
+  EXPECT_THAT(parse_error(m.dump()),
+              HasSubstr("cpu_fallbacks: a sm_90 bundle's kernels are not for a CPU"));
 }
 
 TEST(Manifest, ParsesAnFp8KvCache) {
@@ -283,6 +313,50 @@ const BrokenCase kBroken[] = {
      },
      "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
      "read as int4_group128"},
+    {"cpu fallbacks not a list", [](json &m) { m["cpu_fallbacks"] = "x86-64-v3"; },
+     "cpu_fallbacks: expected an array"},
+    {"cpu fallback without its cpu",
+     [](json &m) { m["cpu_fallbacks"] = {{{"kernels", "k.so"}, {"cpu_features", {"avx2"}}}}; },
+     "cpu_fallbacks[0]: missing field 'cpu'"},
+    {"cpu fallback without features",
+     [](json &m) { m["cpu_fallbacks"] = {{{"cpu", "x86-64-v3"}, {"kernels", "k.so"}}}; },
+     "cpu_fallbacks[0]: missing field 'cpu_features'"},
+    {"cpu fallback kernels outside the bundle",
+     [](json &m) {
+       m["cpu_fallbacks"] = {{{"cpu", "x86-64-v3"}, {"kernels", "../evil.so"},
+                              {"cpu_features", {"avx2"}}}};
+     },
+     "cpu_fallbacks[0].kernels: expected the name of a .so file in the bundle directory, got "
+     "'../evil.so'"},
+    {"cpu fallback kernels not a shared object",
+     [](json &m) {
+       m["cpu_fallbacks"] = {{{"cpu", "x86-64-v3"}, {"kernels", "manifest.json"},
+                              {"cpu_features", {"avx2"}}}};
+     },
+     "cpu_fallbacks[0].kernels: expected the name of a .so file in the bundle directory, got "
+     "'manifest.json'"},
+    {"cpu fallback repeating the first's file",
+     [](json &m) {
+       m["cpu_fallbacks"] = {{{"cpu", "x86-64-v3"}, {"kernels", "kernels.cpu.so"},
+                              {"cpu_features", {"avx2"}}}};
+     },
+     "cpu_fallbacks[0]: the kernels for CPU 'x86-64-v3' (kernels.cpu.so) repeat an earlier "
+     "set's CPU or file"},
+    {"cpu fallback repeating a cpu",
+     [](json &m) {
+       m["cpu_fallbacks"] = {
+           {{"cpu", "x86-64-v3"}, {"kernels", "a.so"}, {"cpu_features", {"avx2"}}},
+           {{"cpu", "x86-64-v3"}, {"kernels", "b.so"}, {"cpu_features", {"avx2"}}}};
+     },
+     "cpu_fallbacks[1]: the kernels for CPU 'x86-64-v3' (b.so) repeat an earlier set's CPU or "
+     "file"},
+    {"unknown cpu feature of a fallback",
+     [](json &m) {
+       m["cpu_fallbacks"] = {{{"cpu", "x86-64-v3"}, {"kernels", "a.so"},
+                              {"cpu_features", {"avx2", "avx1024"}}}};
+     },
+     "cpu_fallbacks[0].cpu_features[1]: unknown CPU feature 'avx1024'"},
+    {"cpu not a string", [](json &m) { m["cpu"] = 3; }, "cpu: expected a string"},
     {"cpu features not a list", [](json &m) { m["cpu_features"] = "avx2"; },
      "cpu_features: expected an array"},
     {"unknown cpu feature", [](json &m) { m["cpu_features"] = {"avx2", "avx1024"}; },
