@@ -22,6 +22,9 @@ def LlmserveToCpuKernels : Pass<"llmserve-to-cpu-kernels", "ModuleOp"> {
     in binding order; grid expressions name push constant k as `$k`.
   }];
   let options = [
+    Option<"avx512", "avx512", "bool", /*default=*/"false",
+           "the target CPU has AVX-512F: the register tiles of f32 kernels "
+           "on 16-lane vectors may hold 32 of them">,
     Option<"vnni", "vnni", "bool", /*default=*/"false",
            "int8 linears with K a multiple of 64 quantize x to int8 in blocks "
            "of 64 and multiply with AVX-512 VNNI (vpdpbusd)">,

@@ -95,11 +95,13 @@ LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundleDir,
 LogicalResult outlineCpuKernels(ModuleOp module, const CompileOptions &options,
                                 const CpuTargetOptions &cpuOptions) {
   MLIRContext *context = module.getContext();
+  FailureOr<bool> avx512 =
+      cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512f");
   FailureOr<bool> vnni =
       cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512vnni,+avx512bw");
   FailureOr<bool> bf16 =
       cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512bf16");
-  if (failed(vnni) || failed(bf16))
+  if (failed(avx512) || failed(vnni) || failed(bf16))
     return failure();
   PassManager outline(context);
   if (options.quantize) {
@@ -119,6 +121,7 @@ LogicalResult outlineCpuKernels(ModuleOp module, const CompileOptions &options,
   outline.addPass(createLlmserveToLinalg());
   outline.addPass(createFormDispatchRegions());
   LlmserveToCpuKernelsOptions kernelOptions;
+  kernelOptions.avx512 = *avx512;
   kernelOptions.vnni = *vnni;
   kernelOptions.bf16 = *bf16;
   outline.addPass(createLlmserveToCpuKernels(kernelOptions));

@@ -12,10 +12,11 @@ Also: two decode rows attended to in a step with a prefill chunk and in a
 decode-only step give bitwise-equal results (batch invariance), as do
 linear and expert_linear rows in a larger step and alone.
 
-With --portable the cases are compiled for PORTABLE_CPU (AVX2, no AVX-512),
-whose kernels compute without VNNI or BF16 instructions.
+With --cpu x86-64-v3 (AVX2) or skylake-avx512 (AVX-512 without VNNI or
+BF16) the cases are compiled for that CPU, whose kernels compute without
+VNNI or BF16 instructions.
 
-Usage: op_numerics_test.py <build-dir> <work-dir> [--portable] [case ...]
+Usage: op_numerics_test.py <build-dir> <work-dir> [--cpu CPU] [case ...]
 """
 
 import math
@@ -98,9 +99,9 @@ def case_linear_checkpoint(bias, m, k, n):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
-# The CPU the cases are compiled for: the host's (None), or with --portable
-# PORTABLE_CPU, an AVX2 CPU whose kernels use no AVX-512.
-PORTABLE_CPU = "x86-64-v3"
+# The CPU the cases are compiled for: the host's (None), or with --cpu one of
+# NO_VNNI_CPUS, whose kernels use neither VNNI nor BF16 (AVX2; AVX-512).
+NO_VNNI_CPUS = ("x86-64-v3", "skylake-avx512")
 TARGET_CPU = None
 
 
@@ -1233,8 +1234,10 @@ def main():
     global TARGET_CPU
     build, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     names = sys.argv[3:]
-    if names[:1] == ["--portable"]:
-        TARGET_CPU, names = PORTABLE_CPU, names[1:]
+    if names[:1] == ["--cpu"]:
+        if len(names) < 2 or names[1] not in NO_VNNI_CPUS:
+            sys.exit(f"--cpu takes one of {', '.join(NO_VNNI_CPUS)}")
+        TARGET_CPU, names = names[1], names[2:]
     chosen = bool(names)
     names = names or list(CASES)
     torch.set_num_threads(1)

@@ -28,6 +28,8 @@ inline constexpr int64_t kLinearRowsPerGroup = 64;
 /// The x86 instructions beyond AVX-512F that the target CPU has and the
 /// linear kernels use.
 struct CpuInstructions {
+  /// AVX-512F: 32 vector registers of 16 f32 lanes (else AVX2's 16 of 8).
+  bool avx512 = false;
   /// vpdpbusd (AVX-512 VNNI and BW): int8 and int4 linears.
   bool vnni = false;
   /// vdpbf16ps (AVX-512 BF16): bf16 linears.
@@ -55,10 +57,11 @@ FailureOr<Grid> buildLinearKernel(CpuKernelEmitter &e, LinearOp op,
 // LinearVnni.cpp: whether the rows8x64 kernel takes `op` (int8 or int4
 // values of a weight op, N a multiple of 8 and K of 64), and if so marks the
 // weight for the rows8x64 layout. int4 linears have no other kernel; without
-// `vnni` it computes in f32, in the same layout, so that the weights' layout
+// VNNI it computes in f32, in the same layout, so that the weights' layout
 // does not depend on the CPU.
 bool useVnniLinear(LinearOp op);
-Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op, bool vnni);
+Grid buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp op,
+                           CpuInstructions instructions);
 // LinearBf16.cpp: whether the vdpbf16ps kernel can take `op` (bf16 weights,
 // K a multiple of 32).
 bool useBf16Linear(LinearOp op);

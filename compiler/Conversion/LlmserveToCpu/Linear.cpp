@@ -295,7 +295,7 @@ FailureOr<Grid> mlir::llmserve::buildLinearKernel(CpuKernelEmitter &e,
   bool int4 =
       cast<RankedTensorType>(o.getWeight().getType()).getElementType().isInteger(4);
   if (useVnniLinear(o))
-    return buildLinearVnniKernel(e, o, instructions.vnni);
+    return buildLinearVnniKernel(e, o, instructions);
   if (instructions.bf16 && useBf16Linear(o))
     return buildLinearBf16Kernel(e, o);
   if (int4)

@@ -48,22 +48,25 @@ constexpr int64_t kBlock = 64;
 constexpr int64_t kColumnsPerGroup = 256;
 /// Rows of a group of the rows8x64 layout.
 constexpr int64_t kRowGroup = LlmserveDialect::kRowBlockRows;
-/// Register tiles: 4 rows by 4 columns, or 1 row by a group of the rows8x64
-/// layout, read as one stream.
+/// Register tiles: 4 rows by 4 columns (2 by 2 in f32 on AVX2, where the
+/// 16-lane accumulators are two registers each of its 16), or 1 row by a
+/// group of the rows8x64 layout, read as one stream.
 constexpr int64_t kMicroRows = 4;
 constexpr int64_t kMicroColumns = 4;
+constexpr int64_t kFloatMicroRows = 2;
+constexpr int64_t kFloatMicroColumns = 2;
 constexpr int64_t kSingleRowColumns = kRowGroup;
 /// How far ahead a tile prefetches its weights, in blocks of 8 x 64 bytes.
 constexpr int64_t kPrefetchBlocks = 8;
 
 class VnniLinear {
 public:
-  VnniLinear(CpuKernelEmitter &e, LinearOp o, bool vnni)
+  VnniLinear(CpuKernelEmitter &e, LinearOp o, CpuInstructions instructions)
       : e(e), a(e.arith()), b(e.builder()),
         int4(cast<RankedTensorType>(o.getWeight().getType())
                  .getElementType()
                  .isInteger(4)),
-        vnni(vnni) {
+        vnni(instructions.vnni), avx512(instructions.avx512) {
     auto weightType = cast<RankedTensorType>(o.getWeight().getType());
     n = weightType.getDimSize(0);
     depth = weightType.getDimSize(1);
@@ -97,10 +100,13 @@ public:
     Value nBegin = a.muli(e.workgroupId(1), e.index(kColumnsPerGroup));
     Value nEnd = arith::MinSIOp::create(
         b, a.addi(nBegin, e.index(kColumnsPerGroup)), e.index(n));
-    forEachTile(e, mBegin, mEnd, kMicroRows, [&](Value m0, int64_t mr) {
+    bool wide = vnni || avx512;
+    int64_t microRows = wide ? kMicroRows : kFloatMicroRows;
+    int64_t microColumns = wide ? kMicroColumns : kFloatMicroColumns;
+    forEachTile(e, mBegin, mEnd, microRows, [&](Value m0, int64_t mr) {
       for (int64_t i = 0; vnni && i < mr; ++i)
         quantizeRow(a.addi(m0, e.index(i)), i);
-      forEachTile(e, nBegin, nEnd, mr == 1 ? kSingleRowColumns : kMicroColumns,
+      forEachTile(e, nBegin, nEnd, mr == 1 ? kSingleRowColumns : microColumns,
                   [&](Value n0, int64_t nr) { microkernel(m0, mr, n0, nr); });
     });
     Grid grid = e.rowGrid(0, kLinearRowsPerGroup);
@@ -158,48 +164,56 @@ private:
     });
   }
 
-  /// Without VNNI: a block's values `wq` of each column as f32 (int4:
-  /// unsigned, less the column's zero point, 8 without, times its group's
+  /// Without VNNI: a block's values of each column as f32 (int8: loaded 16
+  /// at a time from `wAt`, its [group, block, lane] in Q; int4: unpacked in
+  /// `wq`, less the column's zero point, 8 without, times its group's
   /// scale), multiplied with x's 64 values in four 16-lane FMAs per output.
   SmallVector<Value> floatBlock(Value m0, int64_t mr, int64_t nr, Value k0,
+                                ArrayRef<SmallVector<Value>> wAt,
                                 ArrayRef<Value> wq, ArrayRef<Value> wScale,
                                 ArrayRef<Value> wZero, ValueRange acc) {
     VectorType f32x16 = vector(16, b.getF32Type());
-    constexpr int64_t kChunks = kBlock / 16;
-    SmallVector<SmallVector<Value>> xs(mr), ws(nr);
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t c = 0; c < kChunks; ++c)
-        xs[i].push_back(vector::LoadOp::create(
-            b, f32x16, x, {a.addi(m0, e.index(i)), a.addi(k0, e.index(16 * c))}));
-    for (int64_t j = 0; j < nr; ++j) {
-      Value offsets, scale;
-      if (int4) {
-        Value offset = zeros ? arith::SIToFPOp::create(b, b.getF32Type(), wZero[j])
-                             : e.f32(8);
-        offsets = splat(f32x16, offset);
-        scale = splat(f32x16, wScale[j]);
-      }
-      for (int64_t c = 0; c < kChunks; ++c) {
-        Value chunk = vector::ExtractStridedSliceOp::create(
-            b, wq[j], ArrayRef<int64_t>{16 * c}, ArrayRef<int64_t>{16},
-            ArrayRef<int64_t>{1});
-        if (!int4) {
-          ws[j].push_back(arith::SIToFPOp::create(b, f32x16, chunk));
-          continue;
-        }
-        Value values = arith::UIToFPOp::create(b, f32x16, chunk);
-        ws[j].push_back(arith::MulFOp::create(
-            b, arith::SubFOp::create(b, values, offsets), scale));
-      }
+    SmallVector<Value> offsets, scales;
+    for (int64_t j = 0; int4 && j < nr; ++j) {
+      offsets.push_back(splat(
+          f32x16, zeros ? arith::SIToFPOp::create(b, b.getF32Type(), wZero[j])
+                        : e.f32(8)));
+      scales.push_back(splat(f32x16, wScale[j]));
     }
-    SmallVector<Value> next;
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t j = 0; j < nr; ++j) {
-        Value sum = acc[i * nr + j];
-        for (int64_t c = 0; c < kChunks; ++c)
-          sum = vector::FMAOp::create(b, xs[i][c], ws[j][c], sum);
-        next.push_back(sum);
+    auto weights = [&](int64_t j, int64_t c) -> Value {
+      if (!int4) {
+        SmallVector<Value> at = wAt[j];
+        at.push_back(e.index(16 * c));
+        return arith::SIToFPOp::create(
+            b, f32x16, vector::LoadOp::create(b, vector(16, b.getI8Type()), w, at));
       }
+      Value chunk = vector::ExtractStridedSliceOp::create(
+          b, wq[j], ArrayRef<int64_t>{16 * c}, ArrayRef<int64_t>{16},
+          ArrayRef<int64_t>{1});
+      Value values = arith::UIToFPOp::create(b, f32x16, chunk);
+      return arith::MulFOp::create(
+          b, arith::SubFOp::create(b, values, offsets[j]), scales[j]);
+    };
+    constexpr int64_t kChunks = kBlock / 16;
+    // With AVX-512 every chunk's weights first; on AVX2 a chunk at a time, so
+    // that only one chunk's x and weights are live beside the accumulators.
+    SmallVector<SmallVector<Value>> ws(kChunks);
+    for (int64_t c = 0; avx512 && c < kChunks; ++c)
+      for (int64_t j = 0; j < nr; ++j)
+        ws[c].push_back(weights(j, c));
+    SmallVector<Value> next(acc.begin(), acc.end());
+    for (int64_t c = 0; c < kChunks; ++c) {
+      SmallVector<Value> xs;
+      for (int64_t i = 0; i < mr; ++i)
+        xs.push_back(vector::LoadOp::create(
+            b, f32x16, x, {a.addi(m0, e.index(i)), a.addi(k0, e.index(16 * c))}));
+      for (int64_t j = 0; !avx512 && j < nr; ++j)
+        ws[c].push_back(weights(j, c));
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j < nr; ++j)
+          next[i * nr + j] =
+              vector::FMAOp::create(b, xs[i], ws[c][j], next[i * nr + j]);
+    }
     return next;
   }
 
@@ -229,6 +243,7 @@ private:
         [&](Value block, ValueRange acc) -> SmallVector<Value> {
           Value k0 = a.muli(block, e.index(kBlock));
           SmallVector<Value> xq, xScale, xSum, wq, wScale, wZero, next;
+          SmallVector<SmallVector<Value>> wAt;
           for (int64_t i = 0; vnni && i < mr; ++i) {
             Value slot = e.index(i);
             xq.push_back(vector::LoadOp::create(b, i8x64, xValues, {slot, k0}));
@@ -246,11 +261,16 @@ private:
                   ValueRange{group, a.addi(block, e.index(kPrefetchBlocks)),
                              lane, e.index(0)},
                   /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+            if (!int4 && !vnni) {
+              wAt.push_back({group, block, lane});
+              continue;
+            }
             if (!int4) {
-              Value values = vector::LoadOp::create(
-                  b, i8x64, w, {group, block, lane, e.index(0)});
-              wq.push_back(vnni ? arith::XOrIOp::create(b, values, signBits)
-                                : values);
+              wq.push_back(arith::XOrIOp::create(
+                  b,
+                  vector::LoadOp::create(b, i8x64, w,
+                                         {group, block, lane, e.index(0)}),
+                  signBits));
               continue;
             }
             Value packed = vector::LoadOp::create(b, i8x32, w,
@@ -266,7 +286,7 @@ private:
             }
           }
           if (!vnni)
-            return floatBlock(m0, mr, nr, k0, wq, wScale, wZero, acc);
+            return floatBlock(m0, mr, nr, k0, wAt, wq, wScale, wZero, acc);
           for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j) {
               // The unsigned weights' offset: 128 (int8, sign bit flipped),
@@ -304,7 +324,7 @@ private:
   CpuKernelEmitter &e;
   Arith &a;
   ImplicitLocOpBuilder &b;
-  bool int4, vnni;
+  bool int4, vnni, avx512;
   int64_t n, depth, blocks;
   Value x, w, scales, zeros, bias, y;
   Value xValues, xScales, xSums;
@@ -325,6 +345,6 @@ bool mlir::llmserve::useVnniLinear(LinearOp o) {
 }
 
 Grid mlir::llmserve::buildLinearVnniKernel(CpuKernelEmitter &e, LinearOp o,
-                                           bool vnni) {
-  return VnniLinear(e, o, vnni).build();
+                                           CpuInstructions instructions) {
+  return VnniLinear(e, o, instructions).build();
 }

@@ -102,7 +102,7 @@ struct LlmserveToCpuKernelsPass
       std::string name = dispatchKernelName(op, counter++);
       CpuKernelEmitter emitter(kernels, dispatchSymbol(name), op->getLoc(),
                                dispatchBindingTypes(op));
-      FailureOr<Grid> grid = buildKernel(emitter, op, {vnni, bf16});
+      FailureOr<Grid> grid = buildKernel(emitter, op, {avx512, vnni, bf16});
       if (failed(grid)) {
         emitter.function().erase();
         return signalPassFailure();

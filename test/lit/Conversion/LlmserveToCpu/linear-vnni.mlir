@@ -38,17 +38,19 @@
 //       CHECK:   arith.mulf
 //       CHECK:   arith.addf
 
-// Without VNNI, the same layout and tiles in f32: x is not quantized, and the
-// weight's values are converted as they are (no sign flip).
+// Without VNNI, the same layout and grid in f32 (tiles of 2 x 2 without
+// AVX-512): x is not quantized, and the weight's values are loaded and
+// converted 16 at a time as they are (no sign flip).
 // PORTABLE-LABEL: func.func @linear_int8_vnni
 //       PORTABLE:   llmserve.weight "w" quantized int8_channel values {llmserve.layout = "rows8x64"}
 //       PORTABLE:   llmserve.dispatch = {grid = ["ceildiv($0,64)", "2", "1"]
 //       PORTABLE: func.func @llmserve_d0_linear
 //   PORTABLE-NOT:   memref.alloca
 //   PORTABLE-NOT:   arith.xori
-//       PORTABLE:   vector.load %{{.+}} : memref<37x2x8x64xi8>, vector<64xi8>
+//       PORTABLE:   scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c2
+//       PORTABLE:   %[[Q:.+]] = vector.load %{{.+}} : memref<37x2x8x64xi8>, vector<16xi8>
 //   PORTABLE-NOT:   vpdpbusd
-//       PORTABLE:   arith.sitofp %{{.+}} : vector<16xi8> to vector<16xf32>
+//       PORTABLE:   arith.sitofp %[[Q]] : vector<16xi8> to vector<16xf32>
 //       PORTABLE:   vector.fma
 func.func @linear_int8_vnni(%x: tensor<?x128xf32>) -> tensor<?x296xf32> {
   %v = llmserve.weight "w" quantized int8_channel values : tensor<296x128xi8>
