@@ -126,6 +126,13 @@ Value contractPanels(CpuKernelEmitter &e, int xBinding, int wBinding,
 SmallVector<Value> dotTile(CpuKernelEmitter &e, Value x, ArrayRef<Value> rows,
                            Value w, ArrayRef<Value> cols);
 
+/// The outputs of an MR x NR tile of 16-lane accumulators `acc` (row-major):
+/// each reduced (reassociated), times its column's entry of `scales` and
+/// plus its entry of `bias` where those are given, stored to
+/// y[m0 + i, cols[j]].
+void storeTile(CpuKernelEmitter &e, ValueRange acc, Value m0, int64_t mr,
+               ArrayRef<Value> cols, Value y, Value scales, Value bias);
+
 /// `body(i, size)` on full `size`-wide tiles of [begin, end), then
 /// `body(i, 1)` on the rest one at a time.
 void forEachTile(CpuKernelEmitter &e, Value begin, Value end, int64_t size,

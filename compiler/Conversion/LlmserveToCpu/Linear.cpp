@@ -220,6 +220,27 @@ Grid linearDot(CpuKernelEmitter &e, LinearOp o) {
 
 } // namespace
 
+void mlir::llmserve::storeTile(CpuKernelEmitter &e, ValueRange acc, Value m0,
+                               int64_t mr, ArrayRef<Value> cols, Value y,
+                               Value scales, Value bias) {
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  int64_t nr = cols.size();
+  for (int64_t i = 0; i < mr; ++i) {
+    Value row = a.addi(m0, e.index(i));
+    for (int64_t j = 0; j < nr; ++j) {
+      Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                              acc[i * nr + j],
+                                              arith::FastMathFlags::reassoc);
+      if (scales)
+        sum = a.mul(sum, a.load(scales, cols[j]));
+      if (bias)
+        sum = a.add(sum, a.load(bias, cols[j]));
+      a.store(sum, y, {row, cols[j]});
+    }
+  }
+}
+
 void mlir::llmserve::forEachTile(
     CpuKernelEmitter &e, Value begin, Value end, int64_t size,
     const std::function<void(Value, int64_t)> &body) {

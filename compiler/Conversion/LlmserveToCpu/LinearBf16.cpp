@@ -141,17 +141,7 @@ private:
                                  .getResult(0));
           return next;
         });
-    for (int64_t i = 0; i < mr; ++i) {
-      Value row = a.addi(m0, e.index(i));
-      for (int64_t j = 0; j < nr; ++j) {
-        Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                                acc[i * nr + j],
-                                                arith::FastMathFlags::reassoc);
-        if (bias)
-          sum = a.add(sum, a.load(bias, cols[j]));
-        a.store(sum, y, {row, cols[j]});
-      }
-    }
+    storeTile(e, acc, m0, mr, cols, y, /*scales=*/Value(), bias);
   }
 
   CpuKernelEmitter &e;

@@ -308,19 +308,8 @@ private:
             }
           return next;
         });
-    for (int64_t i = 0; i < mr; ++i) {
-      Value row = a.addi(m0, e.index(i));
-      for (int64_t j = 0; j < nr; ++j) {
-        Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                                acc[i * nr + j],
-                                                arith::FastMathFlags::reassoc);
-        if (!int4)
-          sum = a.mul(sum, a.load(scales, cols[j]));
-        if (bias)
-          sum = a.add(sum, a.load(bias, cols[j]));
-        a.store(sum, y, {row, cols[j]});
-      }
-    }
+    // int4's scales are per group, applied block by block.
+    storeTile(e, acc, m0, mr, cols, y, int4 ? Value() : scales, bias);
   }
 
   CpuKernelEmitter &e;
