@@ -93,8 +93,11 @@ def skip(reason):
 def compile_both(llmc, source, out, name, *flags, gpu_source=None):
     """<out>/<name>.cpu.llmb from `source` and <out>/<name>.sm90.llmb from
     `gpu_source` (default `source`), the GPU one with the types as written
-    (--dtype f32: no narrowing), since the CPU kernels compute only f32."""
-    run(llmc, "compile", source, "-o", os.path.join(out, name + ".cpu.llmb"), *flags)
+    (--dtype f32: no narrowing), since the CPU kernels compute only f32. The
+    CPU bundle has kernels for this machine's CPU and for any AVX2 CPU, which
+    the GPU machine's runs if it lacks some of this one's features."""
+    run(llmc, "compile", source, "-o", os.path.join(out, name + ".cpu.llmb"),
+        "--cpu", "native,x86-64-v3", *flags)
     run(llmc, "compile", gpu_source or source, "-o", os.path.join(out, name + ".sm90.llmb"),
         "--target", "sm_90", "--dtype", "f32", *flags)
 
