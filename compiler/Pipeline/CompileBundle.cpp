@@ -91,18 +91,14 @@ LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundleDir,
   return copyFile(context, from, pathIn(bundleDir, abi::kEmbeddedWeightsFile));
 }
 
-/// Outlines `module`'s ops into kernels for the CPU of `cpuOptions`.
+/// Outlines `module`'s ops into kernels for the CPU of `set`, choosing their
+/// instructions by its features.
 LogicalResult outlineCpuKernels(ModuleOp module, const CompileOptions &options,
-                                const CpuTargetOptions &cpuOptions) {
+                                const CpuKernelSet &set) {
   MLIRContext *context = module.getContext();
-  FailureOr<bool> avx512 =
-      cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512f");
-  FailureOr<bool> vnni =
-      cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512vnni,+avx512bw");
-  FailureOr<bool> bf16 =
-      cpuHasFeatures(module.getLoc(), cpuOptions, "+avx512bf16");
-  if (failed(avx512) || failed(vnni) || failed(bf16))
-    return failure();
+  auto has = [&](StringRef feature) {
+    return llvm::is_contained(set.features, feature);
+  };
   PassManager outline(context);
   if (options.quantize) {
     QuantizeWeightsOptions quantize;
@@ -121,9 +117,9 @@ LogicalResult outlineCpuKernels(ModuleOp module, const CompileOptions &options,
   outline.addPass(createLlmserveToLinalg());
   outline.addPass(createFormDispatchRegions());
   LlmserveToCpuKernelsOptions kernelOptions;
-  kernelOptions.avx512 = *avx512;
-  kernelOptions.vnni = *vnni;
-  kernelOptions.bf16 = *bf16;
+  kernelOptions.avx512 = has("avx512f");
+  kernelOptions.vnni = has("avx512vnni") && has("avx512bw");
+  kernelOptions.bf16 = has("avx512bf16");
   outline.addPass(createLlmserveToCpuKernels(kernelOptions));
   return outline.run(module);
 }
@@ -159,7 +155,7 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   for (size_t i = 1; i < targets.size(); ++i)
     copies.push_back(module.clone());
 
-  if (failed(outlineCpuKernels(module, options, targets.front())))
+  if (failed(outlineCpuKernels(module, options, sets.front())))
     return failure();
   // The program alone, which every set's must equal; then with the sets.
   FailureOr<std::string> program = writeManifest(module, "cpu");
@@ -171,7 +167,7 @@ FailureOr<std::string> compileForCpu(ModuleOp module, StringRef bundleDir,
   for (size_t i = 0; i < targets.size(); ++i) {
     ModuleOp kernelsOf = i == 0 ? module : *copies[i - 1];
     if (i > 0) {
-      if (failed(outlineCpuKernels(kernelsOf, options, targets[i])))
+      if (failed(outlineCpuKernels(kernelsOf, options, sets[i])))
         return failure();
       FailureOr<std::string> other = writeManifest(kernelsOf, "cpu");
       if (failed(other))

@@ -71,16 +71,6 @@ std::string mlir::llmserve::cpuName(const CpuTargetOptions &options) {
   return options.cpu == "native" ? llvm::sys::getHostCPUName().str() : options.cpu;
 }
 
-FailureOr<bool> mlir::llmserve::cpuHasFeatures(Location loc,
-                                               const CpuTargetOptions &options,
-                                               StringRef features) {
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(loc, options);
-  if (failed(machine))
-    return failure();
-  return (*machine)->getMCSubtargetInfo()->checkFeatures(features);
-}
-
 FailureOr<SmallVector<std::string>>
 mlir::llmserve::cpuFeatureNames(Location loc, const CpuTargetOptions &options) {
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =

@@ -20,11 +20,6 @@ struct CpuTargetOptions {
 /// The LLVM name of the CPU of `options`: the host's for "native".
 std::string cpuName(const CpuTargetOptions &options);
 
-/// Whether the CPU of `options` has every feature of `features`, written as
-/// LLVM spells them ("+avx512vnni,+avx512bw").
-FailureOr<bool> cpuHasFeatures(Location loc, const CpuTargetOptions &options,
-                               StringRef features);
-
 /// The features of abi::kCpuFeatures that the CPU of `options` has: what its
 /// kernels may use, which the runtime checks before it loads them.
 FailureOr<SmallVector<std::string>> cpuFeatureNames(Location loc,
