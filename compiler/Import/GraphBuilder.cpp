@@ -122,30 +122,53 @@ static bool inDecoderLayer(llvm::StringRef name) {
          name.contains(".h.");
 }
 
-bool GraphBuilder::storedQuantized(llvm::StringRef module) const {
-  if (!quantized || !isFourBit(quantized->layout))
-    return false;
-  if (names.empty())
-    return inDecoderLayer(module);
-  return names.contains((module + ".qweight").str());
+/// A decoder layer's projection or expert, which quantized checkpoints
+/// quantize (norms, embeddings and routers stay as they are).
+static bool decoderProjection(llvm::StringRef name) {
+  return inDecoderLayer(name) &&
+         (name.ends_with("_proj.weight") || name.contains(".experts."));
 }
 
-bool GraphBuilder::storedInFp8(llvm::StringRef name) const {
-  if (!quantized || quantized->layout != QuantizedCheckpoint::fp8_block128)
-    return false;
-  // Without the tensors: the decoder layers' projections and experts, which
-  // FP8 checkpoints quantize (norms and routers stay as they are).
-  if (names.empty())
-    return inDecoderLayer(name) &&
-           (name.ends_with("_proj.weight") || name.contains(".experts."));
-  return names.contains((name + "_scale_inv").str());
+std::optional<QuantizedCheckpoint>
+GraphBuilder::fourBitLayout(llvm::StringRef module) const {
+  if (!quantized)
+    return std::nullopt;
+  QuantizedCheckpoint layout = quantized->layout;
+  const char *packed = ".qweight";
+  if (layout == QuantizedCheckpoint::compressed_tensors) {
+    if (!quantized->packedInt4)
+      return std::nullopt;
+    layout = QuantizedCheckpoint::compressed_tensors_int4;
+    packed = ".weight_packed";
+  } else if (!isFourBit(layout)) {
+    return std::nullopt;
+  }
+  bool stored = names.empty() ? inDecoderLayer(module)
+                              : names.contains((module + packed).str());
+  return stored ? std::optional(layout) : std::nullopt;
 }
 
-QuantizedCheckpointAttr GraphBuilder::fp8Origin(llvm::StringRef name) const {
-  if (!storedInFp8(name))
+QuantizedCheckpointAttr
+GraphBuilder::dequantizedOrigin(llvm::StringRef name) const {
+  if (!quantized)
     return {};
-  return QuantizedCheckpointAttr::get(b.getContext(),
-                                      QuantizedCheckpoint::fp8_block128);
+  bool stored = false;
+  llvm::StringRef module = name;
+  switch (quantized->layout) {
+  case QuantizedCheckpoint::fp8_block128:
+    stored = names.empty() ? decoderProjection(name)
+                           : names.contains((name + "_scale_inv").str());
+    break;
+  case QuantizedCheckpoint::compressed_tensors:
+    stored = module.consume_back(".weight") &&
+             (names.empty() ? quantized->eightBit && decoderProjection(name)
+                            : names.contains((module + ".weight_scale").str()));
+    break;
+  default:
+    break;
+  }
+  return stored ? QuantizedCheckpointAttr::get(b.getContext(), quantized->layout)
+                : QuantizedCheckpointAttr();
 }
 
 Value GraphBuilder::storedWeight(llvm::StringRef name, RankedTensorType type,
@@ -155,19 +178,23 @@ Value GraphBuilder::storedWeight(llvm::StringRef name, RankedTensorType type,
     missing.push_back(name.str());
   return WeightOp::create(b, loc, type, name, stacked, transposed, rows,
                           /*quantization=*/nullptr, /*part=*/nullptr,
-                          fp8Origin(name));
+                          dequantizedOrigin(name));
 }
 
 Value GraphBuilder::quantizedWeight(const std::string &module,
+                                    QuantizedCheckpoint layout,
                                     ArrayRef<int64_t> shape, bool transposed,
                                     DenseI64ArrayAttr rows) {
-  for (const char *tensor : {".qweight", ".qzeros", ".scales"})
+  auto tensors = layout == QuantizedCheckpoint::compressed_tensors_int4
+                     ? std::array{".weight_packed", ".weight_scale", ".weight_shape"}
+                     : std::array{".qweight", ".qzeros", ".scales"};
+  for (const char *tensor : tensors)
     if (!names.empty() && !names.contains(module + tensor))
       missing.push_back(module + tensor);
   if (transposed || shape[1] % kInt4GroupColumns != 0 ||
       shape[0] % LlmserveDialect::kRowBlockRows != 0) {
     unreadable.push_back(
-        (stringifyQuantizedCheckpoint(quantized->layout) + " linear '" + module + "' is " +
+        (stringifyQuantizedCheckpoint(layout) + " linear '" + module + "' is " +
          (transposed ? "a transposed (Conv1D) one" : "[" + std::to_string(shape[0]) +
                                                          ", " + std::to_string(shape[1]) + "]") +
          ": llmserve reads 4-bit linears [N, K] with N a multiple of 8 and K of 128")
@@ -178,7 +205,7 @@ Value GraphBuilder::quantizedWeight(const std::string &module,
                             /*checkpoint=*/nullptr);
   }
   MLIRContext *ctx = b.getContext();
-  auto from = QuantizedCheckpointAttr::get(ctx, quantized->layout);
+  auto from = QuantizedCheckpointAttr::get(ctx, layout);
   if (quantized->actOrder)
     return WeightOp::create(b, loc, RankedTensorType::get(shape, f32()), module,
                             /*stacked=*/nullptr, transposed, rows,
@@ -202,8 +229,9 @@ Value GraphBuilder::weight(const std::string &name, ArrayRef<int64_t> shape,
   if (rowBegin)
     rows = b.getDenseI64ArrayAttr({*rowBegin, *rowBegin + shape[0]});
   llvm::StringRef module = llvm::StringRef(name);
-  if (shape.size() == 2 && module.consume_back(".weight") && storedQuantized(module))
-    return quantizedWeight(module.str(), shape, transposed, rows);
+  if (shape.size() == 2 && module.consume_back(".weight"))
+    if (std::optional<QuantizedCheckpoint> layout = fourBitLayout(module))
+      return quantizedWeight(module.str(), *layout, shape, transposed, rows);
   return storedWeight(name, RankedTensorType::get(shape, f32()),
                       /*stacked=*/nullptr, transposed, rows);
 }
@@ -215,23 +243,23 @@ Value GraphBuilder::stackedWeight(const std::string &pattern, int64_t count,
     std::string name = pattern;
     return name.replace(at, 2, std::to_string(i));
   };
-  // Experts are stored alike: all in FP8, or none.
-  QuantizedCheckpointAttr from = fp8Origin(expert(0));
-  bool fp8 = static_cast<bool>(from);
+  // Experts are stored alike: all quantized (and dequantized at load), or
+  // none.
+  QuantizedCheckpointAttr from = dequantizedOrigin(expert(0));
   for (int64_t i = 0; i < count && !names.empty(); ++i) {
     std::string name = expert(i);
     llvm::StringRef module = name;
-    if (module.consume_back(".weight") && storedQuantized(module)) {
-      unreadable.push_back((stringifyQuantizedCheckpoint(quantized->layout) + " expert '" +
-                            module + "': llmserve reads the experts of a mixture "
-                            "unquantized (llmc compile --quantize int8 quantizes them)")
-                               .str());
-      break;
-    }
-    if (storedInFp8(name) != fp8) {
+    if (module.consume_back(".weight"))
+      if (std::optional<QuantizedCheckpoint> layout = fourBitLayout(module)) {
+        unreadable.push_back((stringifyQuantizedCheckpoint(*layout) + " expert '" + module +
+                              "': llmserve reads the experts of a mixture "
+                              "unquantized (llmc compile --quantize int8 quantizes them)")
+                                 .str());
+        break;
+      }
+    if (dequantizedOrigin(name) != from) {
       unreadable.push_back("expert '" + name + "' is stored " +
-                           (fp8 ? "without" : "with") +
-                           " FP8 block scales, unlike expert 0");
+                           (from ? "unquantized" : "quantized") + ", unlike expert 0");
       break;
     }
     if (!names.contains(name))

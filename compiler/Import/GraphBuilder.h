@@ -102,22 +102,23 @@ private:
   /// log-probs of the model's own distribution.
   SmallVector<Value> sample(Value logits);
 
-  /// Whether the checkpoint stores the linear `module` quantized to 4 bits.
-  bool storedQuantized(llvm::StringRef module) const;
-  /// Whether the checkpoint stores the tensor `name` in FP8 with block
-  /// scales.
-  bool storedInFp8(llvm::StringRef name) const;
-  /// `from fp8_block128` where the tensor `name` is stored in FP8, else null.
-  QuantizedCheckpointAttr fp8Origin(llvm::StringRef name) const;
+  /// The layout in which the checkpoint stores the linear `module` in 4
+  /// bits, if it does.
+  std::optional<QuantizedCheckpoint> fourBitLayout(llvm::StringRef module) const;
+  /// `from <layout>` where the checkpoint stores the tensor `name` quantized
+  /// in a layout that is dequantized at load (FP8 with block scales,
+  /// compressed-tensors' FP8 and int8), else null.
+  QuantizedCheckpointAttr dequantizedOrigin(llvm::StringRef name) const;
   /// `name` as a weight op of `type`, read as stored (dequantized when in
   /// FP8), noting a missing tensor.
   Value storedWeight(llvm::StringRef name, RankedTensorType type,
                      IntegerAttr stacked, bool transposed, DenseI64ArrayAttr rows);
-  /// The int4 values of the quantized linear `module`, whose scales and
-  /// zero points `linear` finds in `quantizedParts`; for an act-order
-  /// checkpoint, its float weight, dequantized at load.
-  Value quantizedWeight(const std::string &module, ArrayRef<int64_t> shape,
-                        bool transposed, DenseI64ArrayAttr rows);
+  /// The int4 values of the linear `module` stored in 4 bits in `layout`,
+  /// whose scales and zero points `linear` finds in `quantizedParts`; for
+  /// an act-order checkpoint, its float weight, dequantized at load.
+  Value quantizedWeight(const std::string &module, QuantizedCheckpoint layout,
+                        ArrayRef<int64_t> shape, bool transposed,
+                        DenseI64ArrayAttr rows);
 
   OpBuilder b;
   Location loc;

@@ -122,6 +122,93 @@ readFp8Checkpoint(const Config &q) {
   return StoredQuantization{QuantizedCheckpoint::fp8_block128};
 }
 
+/// One config group of a compressed-tensors checkpoint: the formats
+/// llmserve reads, noted in `stored`.
+static llvm::Error readCompressedGroup(const Config &group, llvm::StringRef format,
+                                       StoredQuantization &stored) {
+  const json::Object *object = group.nested("weights");
+  if (!object)
+    return group.error("has no \"weights\" object");
+  Config weights(*object, group.file() + ".weights");
+  std::string type = weights.string("type", "int");
+  std::string strategy = weights.string("strategy", "tensor");
+  int64_t bits;
+  LLMSERVE_TRY_ASSIGN(bits, weights.integer("num_bits"));
+  if (!weights.boolean("symmetric", true))
+    return weights.error("symmetric false is not read: llmserve reads symmetric weights");
+  if (weights.boolean("dynamic", false))
+    return weights.error("dynamic true is not read: llmserve reads weights with stored scales");
+  std::string actOrder = weights.string("actorder", "static");
+  if (actOrder != "static" && actOrder != "weight")
+    return weights.error("actorder '" + actOrder +
+                         "' is not read: llmserve reads groups of consecutive columns");
+  if (format == "pack-quantized") {
+    int64_t groupSize;
+    LLMSERVE_TRY_ASSIGN(groupSize, weights.integer("group_size", 0));
+    if (type != "int" || bits != 4 || strategy != "group" || groupSize != kInt4GroupColumns)
+      return weights.error("type " + type + ", " + llvm::Twine(bits) + " bits, strategy " +
+                           strategy + " is not read in pack-quantized: llmserve reads "
+                           "4-bit int weights in groups of 128");
+    stored.packedInt4 = true;
+    return llvm::Error::success();
+  }
+  bool floating = format == "float-quantized";
+  if (!floating && format != "int-quantized")
+    return group.error("format '" + format + "' is not read (llmserve reads "
+                       "float-quantized, int-quantized and pack-quantized)");
+  if (type != (floating ? "float" : "int") || bits != 8)
+    return weights.error("type " + type + " with " + llvm::Twine(bits) + " bits is not read in " +
+                         format + ": llmserve reads " + (floating ? "FP8 e4m3" : "int8") +
+                         " weights");
+  if (strategy == "block") {
+    if (weights.integers("block_structure") != SmallVector<int64_t>{128, 128})
+      return weights.error("block_structure must be [128, 128]: llmserve reads blocks of "
+                           "128 x 128");
+  } else if (strategy != "tensor" && strategy != "channel" && strategy != "group") {
+    return weights.error("strategy '" + strategy +
+                         "' is not read (llmserve reads tensor, channel, group and block)");
+  }
+  stored.eightBit = true;
+  return llvm::Error::success();
+}
+
+/// quant_method compressed-tensors (llm-compressor's checkpoints): the
+/// weights of each config group in a format llmserve reads. Activation
+/// quantization is not applied: linears compute on the dequantized (or
+/// int4) weights in the bundle's own types, as weight-only kernels do.
+static llvm::Expected<std::optional<StoredQuantization>>
+readCompressedTensors(const Config &q) {
+  std::string status = q.string("quantization_status", "compressed");
+  if (status != "compressed")
+    return q.error("quantization_status '" + status +
+                   "' is not read: llmserve reads compressed checkpoints");
+  if (const json::Object *sparsity = q.nested("sparsity_config"); sparsity && !sparsity->empty())
+    return q.error("sparsity_config is not read: llmserve reads dense weights");
+  const json::Object *groups = q.nested("config_groups");
+  if (!groups || groups->empty())
+    return q.error("config_groups is missing or empty");
+  StoredQuantization stored{QuantizedCheckpoint::compressed_tensors};
+  std::string format = q.string("format", "");
+  for (const auto &[name, value] : *groups) {
+    const json::Object *object = value.getAsObject();
+    if (!object)
+      return q.error("config_groups." + name.str() + " is not an object");
+    Config group(*object, q.file() + ".config_groups." + name.str());
+    if (llvm::Error error = readCompressedGroup(group, group.string("format", format), stored))
+      return std::move(error);
+  }
+  if (const json::Object *kv = q.nested("kv_cache_scheme")) {
+    Config scheme(*kv, q.file() + ".kv_cache_scheme");
+    int64_t bits;
+    LLMSERVE_TRY_ASSIGN(bits, scheme.integer("num_bits"));
+    if (scheme.string("type", "") != "float" || bits != 8 ||
+        scheme.string("strategy", "tensor") != "tensor" || !scheme.boolean("symmetric", true))
+      return scheme.error("llmserve reads FP8 KV-cache scales per tensor "
+                          "(type float, 8 bits, strategy tensor, symmetric)");
+  }
+  return stored;
+}
+
 llvm::Expected<std::optional<StoredQuantization>>
 mlir::llmserve::readQuantizedCheckpoint(const Config &config) {
   const json::Object *object = config.nested("quantization_config");
@@ -129,16 +216,18 @@ mlir::llmserve::readQuantizedCheckpoint(const Config &config) {
     return std::nullopt;
   Config q(*object, config.file() + ": quantization_config");
   std::string method = q.string("quant_method", "(none)");
-  // Other stored quantizations (bitsandbytes, compressed-tensors, ...) hold
+  // Other stored quantizations (bitsandbytes, modelopt, ...) hold
   // packed tensors under other names; say so rather than miss their weights.
-  if (method != "gptq" && method != "awq" && method != "fp8")
+  if (method != "gptq" && method != "awq" && method != "fp8" && method != "compressed-tensors")
     return config.error("quantization_config.quant_method '" + method +
                         "' is not read: llmc imports unquantized f32, f16 and "
-                        "bf16 checkpoints, 4-bit GPTQ and AWQ ones and FP8 ones "
-                        "with block scales (llmc compile --quantize int8|int4 "
-                        "quantizes an unquantized one)");
+                        "bf16 checkpoints, 4-bit GPTQ and AWQ ones, FP8 ones "
+                        "with block scales and compressed-tensors ones (llmc "
+                        "compile --quantize int8|int4 quantizes an unquantized one)");
   if (method == "fp8")
     return readFp8Checkpoint(q);
+  if (method == "compressed-tensors")
+    return readCompressedTensors(q);
   int64_t bits, groupSize;
   LLMSERVE_TRY_ASSIGN(bits, q.integer("bits"));
   LLMSERVE_TRY_ASSIGN(groupSize, q.integer("group_size"));
@@ -194,6 +283,10 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
   if (!names)
     return names.takeError();
   (*model)->useTensorNames(*names);
+  if (*quantized && names->empty() && (*quantized)->packedInt4 && (*quantized)->eightBit)
+    return config.error("quantization_config mixes pack-quantized groups with 8-bit ones; "
+                        "which linears each holds is read from the checkpoint's tensors, "
+                        "and the directory has none");
 
   const ModelShape &shape = (*model)->shape();
   auto module =

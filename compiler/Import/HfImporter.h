@@ -30,6 +30,11 @@ struct StoredQuantization {
   /// order, not consecutive columns, so the int4 kernel cannot read it as
   /// stored; it is dequantized when the bundle loads.
   bool actOrder = false;
+  /// compressed-tensors: whether some config group stores its linears
+  /// packed in 4 bits (compressed_tensors_int4), and whether some stores
+  /// them in 8 bits (compressed_tensors). Each linear's own tensors say
+  /// which, when the checkpoint's tensors are at hand.
+  bool packedInt4 = false, eightBit = false;
 };
 
 /// How config.json's quantization_config says the checkpoint stores its

@@ -5,6 +5,7 @@
 #include "model/quantize.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -112,14 +113,16 @@ const TensorView &Bundle::source_tensor(const Buffer &b, const std::string &name
     return dequantized_->view;
   Dequantized d;
   std::vector<int64_t> shape;
-  if (*b.from == QuantizedCheckpoint::Fp8Block128) {
+  if (!is_four_bit(*b.from)) {
+    const bool fp8 = *b.from == QuantizedCheckpoint::Fp8Block128;
     const TensorView &t = find_tensor(name);
-    const TensorView &scales = find_tensor(fp8_scale_name(name));
+    const TensorView &scales =
+        find_tensor(fp8 ? fp8_scale_name(name) : compressed_scale_name(name));
     try {
-      d.values = dequantize_fp8_block128(t, scales);
+      d.values = fp8 ? dequantize_fp8_block128(t, scales) : dequantize_compressed(t, scales);
     } catch (const std::runtime_error &e) {
-      throw std::runtime_error(std::string("FP8 weight '") + name + "' in " + weights_source_ +
-                               ": " + e.what());
+      throw std::runtime_error(std::string(fp8 ? "FP8" : "compressed-tensors") + " weight '" +
+                               name + "' in " + weights_source_ + ": " + e.what());
     }
     release(t);
     release(scales);
@@ -140,19 +143,27 @@ const Int4WithZeros &Bundle::unpacked_linear(QuantizedCheckpoint layout,
   auto [it, fresh] = unpacked_.try_emplace(m);
   if (!fresh)
     return it->second;
+  const bool compressed = layout == QuantizedCheckpoint::CompressedTensorsInt4;
+  const auto tensors = compressed ? std::array{".weight_packed", ".weight_scale", ".weight_shape"}
+                                  : std::array{".qweight", ".qzeros", ".scales"};
   try {
-    const TensorView *g_idx = nullptr;
-    if (layout != QuantizedCheckpoint::Awq && has_tensor(m + ".g_idx"))
-      g_idx = &find_tensor(m + ".g_idx");
-    it->second = unpack_int4_checkpoint(layout, find_tensor(m + ".qweight"),
-                                        find_tensor(m + ".qzeros"), find_tensor(m + ".scales"),
-                                        g_idx);
+    if (compressed) {
+      it->second = unpack_compressed_int4(find_tensor(m + tensors[0]), find_tensor(m + tensors[1]),
+                                          find_tensor(m + tensors[2]));
+    } else {
+      const TensorView *g_idx = nullptr;
+      if (layout != QuantizedCheckpoint::Awq && has_tensor(m + ".g_idx"))
+        g_idx = &find_tensor(m + ".g_idx");
+      it->second = unpack_int4_checkpoint(layout, find_tensor(m + tensors[0]),
+                                          find_tensor(m + tensors[1]), find_tensor(m + tensors[2]),
+                                          g_idx);
+    }
   } catch (const std::runtime_error &e) {
     unpacked_.erase(it);
     throw std::runtime_error(std::string(quantized_checkpoint_name(layout)) + " linear '" + m +
                              "' in " + weights_source_ + ": " + e.what());
   }
-  for (const char *name : {".qweight", ".qzeros", ".scales"})
+  for (const char *name : tensors)
     release(find_tensor(m + name));
   return it->second;
 }

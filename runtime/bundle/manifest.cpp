@@ -287,7 +287,8 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       buf.from = parse_quantized_checkpoint(layout);
       if (!buf.from)
         r.fail(p + ".from", "unknown quantized checkpoint '" + layout +
-                                "' (expected gptq, gptq_v2, awq or fp8_block128)");
+                                "' (expected gptq, gptq_v2, awq, fp8_block128, "
+                                "compressed_tensors or compressed_tensors_int4)");
     }
     if (buf.from && is_four_bit(*buf.from) && (buf.stacked || transform != "none"))
       r.fail(p + ".from", "a 4-bit checkpoint's linear is neither stacked nor transposed");
@@ -307,8 +308,8 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       if (buf.part == QuantizedPart::Zeros &&
           (!buf.from || !is_four_bit(*buf.from) ||
            *buf.quantization != WeightQuantization::Int4Group128))
-        r.fail(p + ".part", "zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 "
-                            "or awq) read as int4_group128");
+        r.fail(p + ".part", "zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2, "
+                            "awq or compressed_tensors_int4) read as int4_group128");
       if (buf.part == QuantizedPart::Zeros &&
           (buf.dtype != DType::I8 || buf.shape.size() != 2 || buf.rows8x64))
         r.fail(p, "int4_group128 zeros are a 2-D i8 array, got " +

@@ -53,13 +53,19 @@ const char *quantized_checkpoint_name(QuantizedCheckpoint c) {
     return "awq";
   case QuantizedCheckpoint::Fp8Block128:
     return "fp8_block128";
+  case QuantizedCheckpoint::CompressedTensors:
+    return "compressed_tensors";
+  case QuantizedCheckpoint::CompressedTensorsInt4:
+    return "compressed_tensors_int4";
   }
   return "?";
 }
 
 std::optional<QuantizedCheckpoint> parse_quantized_checkpoint(std::string_view name) {
-  for (QuantizedCheckpoint c : {QuantizedCheckpoint::Gptq, QuantizedCheckpoint::GptqV2,
-                                QuantizedCheckpoint::Awq, QuantizedCheckpoint::Fp8Block128})
+  for (QuantizedCheckpoint c :
+       {QuantizedCheckpoint::Gptq, QuantizedCheckpoint::GptqV2, QuantizedCheckpoint::Awq,
+        QuantizedCheckpoint::Fp8Block128, QuantizedCheckpoint::CompressedTensors,
+        QuantizedCheckpoint::CompressedTensorsInt4})
     if (name == quantized_checkpoint_name(c))
       return c;
   return std::nullopt;
@@ -136,6 +142,67 @@ Int4WithZeros unpack_int4_checkpoint(QuantizedCheckpoint layout, const TensorVie
   return out;
 }
 
+namespace {
+
+// Scales as f32, each of them finite.
+std::vector<float> finite_scales(const TensorView &scale) {
+  if (scale.dtype != DType::F32 && scale.dtype != DType::BF16 && scale.dtype != DType::F16)
+    fail(scale, std::string(dtype_name(scale.dtype)) + ", expected f32, bf16 or f16 scales");
+  std::vector<float> out(static_cast<size_t>(scale.numel()));
+  convert_tensor(scale, DType::F32, /*transpose=*/false, out.data());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!std::isfinite(out[i]))
+      fail(scale, "scale " + std::to_string(i) + " is " + std::to_string(out[i]));
+  return out;
+}
+
+} // namespace
+
+Int4WithZeros unpack_compressed_int4(const TensorView &weight_packed,
+                                     const TensorView &weight_scale,
+                                     const TensorView &weight_shape) {
+  const char *name = quantized_checkpoint_name(QuantizedCheckpoint::CompressedTensorsInt4);
+  if ((weight_shape.dtype != DType::I32 && weight_shape.dtype != DType::I64) ||
+      weight_shape.shape != std::vector<int64_t>{2})
+    fail(weight_shape, std::string(dtype_name(weight_shape.dtype)) + " " +
+                           shape_text(weight_shape.shape) + ", but " + name +
+                           " stores the linear's [N, K] as 2 integers");
+  int64_t dims[2];
+  for (int i = 0; i < 2; ++i) {
+    if (weight_shape.dtype == DType::I32) {
+      dims[i] = word(weight_shape, i);
+    } else {
+      std::memcpy(&dims[i], weight_shape.data + i * sizeof(int64_t), sizeof(int64_t));
+    }
+  }
+  const int64_t n = dims[0], k = dims[1];
+  if (n <= 0 || k <= 0 || k % kInt4GroupSize != 0)
+    fail(weight_shape, "[" + std::to_string(n) + ", " + std::to_string(k) +
+                           "]: llmserve reads linears whose K is a multiple of 128");
+  expect(weight_packed, DType::I32, {n, k / 8}, name);
+  const int64_t groups = k / kInt4GroupSize;
+  if (weight_scale.shape != std::vector<int64_t>{n, groups})
+    fail(weight_scale, shape_text(weight_scale.shape) + ", but a linear of [" +
+                           std::to_string(n) + ", " + std::to_string(k) +
+                           "] in groups of 128 has " + shape_text({n, groups}) + " scales");
+  Int4WithZeros out;
+  out.rows = n;
+  out.cols = k;
+  out.scales = finite_scales(weight_scale);
+  out.values.resize(static_cast<size_t>(n * k));
+  for (int64_t i = 0; i < n * k / 8; ++i) {
+    const int32_t w = word(weight_packed, i);
+    for (int j = 0; j < 8; ++j)
+      out.values[8 * i + j] = static_cast<int8_t>(nibble(w, j) - 8);
+  }
+  // Symmetric: w = (stored - 8) * scale, what zero points of 8 give.
+  out.zeros.assign(static_cast<size_t>(n * groups), 8);
+  out.group.resize(static_cast<size_t>(k));
+  for (int64_t kk = 0; kk < k; ++kk)
+    out.group[kk] = static_cast<int32_t>(kk / kInt4GroupSize);
+  return out;
+}
+
 std::vector<float> dequantize_int4(const Int4WithZeros &q) {
   const int64_t groups = q.cols / kInt4GroupSize;
   std::vector<float> w(static_cast<size_t>(q.rows * q.cols));
@@ -178,6 +245,51 @@ std::vector<float> dequantize_fp8_block128(const TensorView &weight, const Tenso
       if ((code & 0x7f) == 0x7f)
         fail(weight, "element [" + std::to_string(r) + ", " + std::to_string(c) + "] is NaN");
       w[r * k + c] = e4m3_to_f32(code) * scales[(r / kBlock) * blocks[1] + c / kBlock];
+    }
+  return w;
+}
+
+std::string compressed_scale_name(const std::string &weight) {
+  const std::string suffix = ".weight";
+  const bool module = weight.size() > suffix.size() &&
+                      weight.compare(weight.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (module ? weight.substr(0, weight.size() - suffix.size()) : weight) + ".weight_scale";
+}
+
+std::vector<float> dequantize_compressed(const TensorView &weight, const TensorView &scale) {
+  constexpr int64_t kBlock = 128;
+  const bool fp8 = weight.dtype == DType::F8E4M3;
+  if ((!fp8 && weight.dtype != DType::I8) || weight.shape.size() != 2)
+    fail(weight, std::string(dtype_name(weight.dtype)) + " " + shape_text(weight.shape) +
+                     ", but compressed-tensors stores a 2-D f8_e4m3 or i8 weight");
+  const int64_t n = weight.shape[0], k = weight.shape[1];
+  const std::vector<float> scales = finite_scales(scale);
+  // Element (r, c) takes scale (r / row_divisor) * scale_cols + c / width:
+  // one for the tensor, one per row, per group of columns, or per block of
+  // 128 x 128.
+  const std::vector<int64_t> blocks = {(n + kBlock - 1) / kBlock, (k + kBlock - 1) / kBlock};
+  int64_t row_divisor, scale_cols, width;
+  if (scales.size() == 1) {
+    row_divisor = n, scale_cols = 1, width = k;
+  } else if (scale.shape.size() == 2 && scale.shape[0] == n && scale.shape[1] > 0 &&
+             k % scale.shape[1] == 0) {
+    row_divisor = 1, scale_cols = scale.shape[1], width = k / scale.shape[1];
+  } else if (scale.shape == blocks) {
+    row_divisor = kBlock, scale_cols = blocks[1], width = kBlock;
+  } else {
+    fail(scale, shape_text(scale.shape) + ", but " + weight.name + " " +
+                    shape_text(weight.shape) + " takes one scale ([1]), one a row ([" +
+                    std::to_string(n) + ", 1]), one a group of columns ([" + std::to_string(n) +
+                    ", K / group]) or one a block of 128 x 128 (" + shape_text(blocks) + ")");
+  }
+  std::vector<float> w(static_cast<size_t>(n * k));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      const uint8_t code = weight.data[r * k + c];
+      if (fp8 && (code & 0x7f) == 0x7f)
+        fail(weight, "element [" + std::to_string(r) + ", " + std::to_string(c) + "] is NaN");
+      const float value = fp8 ? e4m3_to_f32(code) : static_cast<float>(static_cast<int8_t>(code));
+      w[r * k + c] = value * scales[(r / row_divisor) * scale_cols + c / width];
     }
   return w;
 }

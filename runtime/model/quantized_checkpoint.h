@@ -31,13 +31,29 @@ enum class QuantizedCheckpoint {
   // [ceil(N / 128), ceil(K / 128)], w[n, k] = weight[n, k] *
   // weight_scale_inv[n / 128, k / 128].
   Fp8Block128,
+  // compressed-tensors' float-quantized and int-quantized formats: weight
+  // F8_E4M3 or I8 [N, K] and <module>.weight_scale F32, BF16 or F16 with one
+  // scale for the tensor ([] or [1]), per row ([N, 1]), per group of columns
+  // ([N, K / G]) or per block of 128 x 128 ([ceil(N / 128), ceil(K / 128)]);
+  // w = weight * scale.
+  CompressedTensors,
+  // compressed-tensors' pack-quantized format in symmetric 4-bit groups of
+  // 128: weight_packed I32 [N, K / 8], eight values along K a word (column
+  // 8j + i at bits 4i, stored plus 8), weight_scale [N, K / 128] and
+  // weight_shape [N, K].
+  CompressedTensorsInt4,
 };
 
-// Whether `c` stores linears in 4 bits with zero points (GPTQ, AWQ), which
-// int4_group128 can read as stored.
-inline bool is_four_bit(QuantizedCheckpoint c) { return c != QuantizedCheckpoint::Fp8Block128; }
+// Whether `c` stores linears in 4 bits with zero points (GPTQ, AWQ,
+// compressed-tensors' pack-quantized), which int4_group128 can read as
+// stored; the others are dequantized as they load.
+inline bool is_four_bit(QuantizedCheckpoint c) {
+  return c == QuantizedCheckpoint::Gptq || c == QuantizedCheckpoint::GptqV2 ||
+         c == QuantizedCheckpoint::Awq || c == QuantizedCheckpoint::CompressedTensorsInt4;
+}
 
-// The bundle's spellings: "gptq", "gptq_v2", "awq", "fp8_block128".
+// The bundle's spellings: "gptq", "gptq_v2", "awq", "fp8_block128",
+// "compressed_tensors", "compressed_tensors_int4".
 const char *quantized_checkpoint_name(QuantizedCheckpoint c);
 std::optional<QuantizedCheckpoint> parse_quantized_checkpoint(std::string_view name);
 
@@ -64,6 +80,13 @@ Int4WithZeros unpack_int4_checkpoint(QuantizedCheckpoint layout, const TensorVie
                                      const TensorView &qzeros, const TensorView &scales,
                                      const TensorView *g_idx);
 
+// Unpacks a compressed-tensors pack-quantized linear (zero points of 8).
+// Throws std::runtime_error naming the tensor at fault: a dtype or shape
+// that is not the layout's, a group size other than 128, a non-finite scale.
+Int4WithZeros unpack_compressed_int4(const TensorView &weight_packed,
+                                     const TensorView &weight_scale,
+                                     const TensorView &weight_shape);
+
 // W of an unpacked linear as f32 [N, K], row-major.
 std::vector<float> dequantize_int4(const Int4WithZeros &linear);
 
@@ -75,6 +98,17 @@ std::string fp8_scale_name(const std::string &weight);
 // a 2-D F8_E4M3 tensor or holds a NaN code, scales that are not F32 or BF16
 // [ceil(N / 128), ceil(K / 128)] or not finite.
 std::vector<float> dequantize_fp8_block128(const TensorView &weight, const TensorView &scale_inv);
+
+// The scales of a compressed-tensors weight "<module>.weight":
+// "<module>.weight_scale".
+std::string compressed_scale_name(const std::string &weight);
+
+// A compressed-tensors FP8 or int8 weight as f32 [N, K], row-major, its
+// scale's shape saying how it is shared (CompressedTensors). Throws
+// std::runtime_error naming the tensor at fault: a weight that is not a 2-D
+// F8_E4M3 or I8 tensor or holds a NaN code, scales of another dtype or of a
+// shape none of the strategies has, or not finite.
+std::vector<float> dequantize_compressed(const TensorView &weight, const TensorView &scale);
 
 } // namespace llmserve
 

@@ -35,9 +35,10 @@ BLOCK_TABLES = {"A": [9, 2, 7, 0, 5], "B": [1, 8, 3, 6]}
 # The tokens each sequence feeds per step: A in chunks of 7 and 6 then four
 # decodes, B in one chunk of 5 then five decodes.
 SCHEDULE = [{"A": 7, "B": 5}, {"A": 6, "B": 1}] + [{"A": 1, "B": 1}] * 4
-# Relative error bound: max |ours - reference| / max |reference| (an FP8
-# or act-order GPTQ checkpoint's weights are dequantized at load); for a
-# GPTQ or AWQ checkpoint whose int4 linears run on the VNNI kernel, which
+# Relative error bound: max |ours - reference| / max |reference| (an FP8,
+# compressed-tensors 8-bit or act-order GPTQ checkpoint's weights are
+# dequantized at load); for a GPTQ, AWQ or compressed-tensors checkpoint
+# whose int4 linears run on the VNNI kernel, which
 # quantizes activations to int8 in blocks of 64 (op_numerics_test.py checks
 # that kernel exactly), a looser one. Those checkpoints also run compiled
 # for a CPU without VNNI (PORTABLE_CPU), whose int4 kernel computes in f32.
@@ -142,8 +143,12 @@ def check_fixture(build, work, checkpoint, flags=()):
 
     with open(os.path.join(checkpoint, "config.json")) as f:
         stored = json.load(f).get("quantization_config") or {}
-    # Act-order GPTQ linears are dequantized at load, as FP8 ones are.
-    quantized = stored.get("quant_method") in ("gptq", "awq") and not stored.get("desc_act")
+    # Act-order GPTQ linears are dequantized at load, as FP8 ones and
+    # compressed-tensors' 8-bit ones are; its packed ones are int4.
+    packed = any(group.get("format", stored.get("format")) == "pack-quantized"
+                 for group in stored.get("config_groups", {}).values())
+    quantized = (stored.get("quant_method") in ("gptq", "awq") and not stored.get("desc_act")
+                 or packed)
     vnni = op_numerics_test.host_has_vnni() and "--cpu" not in flags
     tolerance = QUANTIZED_TOLERANCE if quantized and vnni else TOLERANCE
     if "bf16" in flags and op_numerics_test.host_has_bf16() and "--cpu" not in flags:
@@ -202,7 +207,8 @@ def main():
         fixtures, "--only", ",".join(names))
     results = [check_fixture(build, work, os.path.join(fixtures, n)) for n in names]
     results += [check_fixture(build, work, os.path.join(fixtures, n), ("--cpu", PORTABLE_CPU))
-                for n in names if n.startswith("llama_gptq") or n == "llama_awq"]
+                for n in names
+                if n.startswith("llama_gptq") or n in ("llama_awq", "llama_compressed_tensors")]
     # bf16 checkpoints with their linears' weights kept bf16, for the host and
     # for a CPU without AVX-512 BF16.
     results += [check_fixture(build, work, os.path.join(fixtures, n), ("--dtype", "bf16", *cpu))

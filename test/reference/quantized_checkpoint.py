@@ -1,11 +1,16 @@
 """Linears a checkpoint stores quantized, as the formats define them:
 AutoGPTQ's 4 bits (quant_method gptq; checkpoint_format gptq or gptq_v2),
 AutoAWQ's GEMM layout (quant_method awq) and FP8 e4m3 weights with a scale
-per block of 128 x 128 (quant_method fp8, transformers' FineGrainedFP8).
-`dequantize` turns each quantized module's qweight, qzeros and scales (and
-GPTQ's g_idx) back into the float `<module>.weight` [N, K] the models read,
-W = (q - z) * s per group, and each FP8 weight into weight * weight_scale_inv
-of its block."""
+per block of 128 x 128 (quant_method fp8, transformers' FineGrainedFP8),
+and compressed-tensors' FP8, int8 and packed int4 weights (quant_method
+compressed-tensors, llm-compressor). `dequantize` turns each quantized
+module's qweight, qzeros and scales (and GPTQ's g_idx) back into the float
+`<module>.weight` [N, K] the models read, W = (q - z) * s per group, each FP8
+weight into weight * weight_scale_inv of its block, and each compressed-
+tensors linear into its values times the scales its config group's strategy
+shares among them."""
+
+import re
 
 import numpy as np
 import torch
@@ -72,10 +77,62 @@ def dequantize_fp8(codes, scale_inv):
     return torch.from_numpy(e4m3_values(codes.numpy())) * block
 
 
+def compressed_scheme(q, module):
+    """The format and weights arguments of the compressed-tensors config
+    group whose targets match the linear `module` (a regular expression
+    after "re:", matched from the start, or the class name Linear), or None
+    for an ignored or unmatched one."""
+    def matches(target):
+        return (re.match(target[3:], module) is not None if target.startswith("re:")
+                else target in ("Linear", module))
+    if any(matches(target) for target in q.get("ignore", [])):
+        return None
+    for group in q["config_groups"].values():
+        if any(matches(target) for target in group["targets"]):
+            return group.get("format", q.get("format")), group["weights"]
+    return None
+
+
+def dequantize_compressed(form, weights, tensors, module):
+    """The float64 [N, K] weight of a compressed-tensors linear."""
+    scale = tensors.pop(module + ".weight_scale").to(torch.float64)
+    if form == "pack-quantized":
+        n, k = tensors.pop(module + ".weight_shape").tolist()
+        nibbles = unpack_nibbles(tensors.pop(module + ".weight_packed"))  # [N, K/8, 8]
+        values = (nibbles.reshape(n, k) - 8).to(torch.float64)
+    else:
+        stored = tensors.pop(module + ".weight")
+        values = (torch.from_numpy(e4m3_values(stored.codes.numpy())) if form == "float-quantized"
+                  else stored.to(torch.float64))
+    n, k = values.shape
+    strategy = weights["strategy"]
+    if strategy == "tensor":
+        full = scale.reshape(1, 1).expand(n, k)
+    elif strategy == "channel":
+        full = scale.reshape(n, 1).expand(n, k)
+    elif strategy == "group":
+        full = scale.repeat_interleave(weights["group_size"], 1)
+    elif strategy == "block":
+        rows, cols = weights["block_structure"]
+        full = scale.repeat_interleave(rows, 0)[:n].repeat_interleave(cols, 1)[:, :k]
+    else:
+        raise ValueError(f"{module}: strategy {strategy!r} is not a compressed-tensors one")
+    return values * full
+
+
 def dequantize(config, weights):
     """`weights` with every quantized module's tensors replaced by its
     `<module>.weight`, exactly (float64)."""
     q = config.get("quantization_config") or {}
+    if q.get("quant_method") == "compressed-tensors":
+        out = dict(weights)
+        modules = {n[:-len(".weight_scale")] for n in weights if n.endswith(".weight_scale")}
+        for module in sorted(modules):
+            scheme = compressed_scheme(q, module)
+            if scheme is None:
+                raise ValueError(f"{module} has a weight_scale but no config group")
+            out[module + ".weight"] = dequantize_compressed(*scheme, out, module)
+        return out
     if q.get("quant_method") == "fp8":
         if q.get("weight_block_size") != [FP8_BLOCK, FP8_BLOCK]:
             raise ValueError(f"quantization_config {q} is not FP8 in blocks of 128 x 128")

@@ -14,6 +14,7 @@ DTYPES = {
     "BF16": torch.bfloat16,
     "I32": torch.int32,
     "I64": torch.int64,
+    "I8": torch.int8,
     "U8": torch.uint8,
     "BOOL": torch.bool,
 }

@@ -111,7 +111,18 @@ def Llmserve_QuantizedCheckpoint : I32Enum<"QuantizedCheckpoint",
       // quant_method fp8 with weight_block_size [128, 128]: the weight F8_E4M3
       // [N, K] and its `<weight>_scale_inv` [ceil(N / 128), ceil(K / 128)],
       // w = weight * scale of its block.
-      I32EnumCase<"fp8_block128", 3>
+      I32EnumCase<"fp8_block128", 3>,
+      // compressed-tensors' float-quantized and int-quantized formats
+      // (llm-compressor): the weight F8_E4M3 or I8 [N, K] and
+      // `<module>.weight_scale` per tensor [1], per row [N, 1], per group
+      // [N, K / G] or per block [ceil(N / 128), ceil(K / 128)];
+      // w = weight * scale.
+      I32EnumCase<"compressed_tensors", 4>,
+      // compressed-tensors' pack-quantized format in symmetric 4-bit groups
+      // of 128: `<module>.weight_packed` int32 [N, K / 8] packed along K
+      // (column 8j + i at bits 4i, stored plus 8), `<module>.weight_scale`
+      // [N, K / 128] and `<module>.weight_shape` [N, K].
+      I32EnumCase<"compressed_tensors_int4", 5>
     ]> {
   let cppNamespace = "::mlir::llmserve";
 }

@@ -192,16 +192,18 @@ LogicalResult WeightOp::verify() {
   std::optional<QuantizedPart> part = getPart();
   if (quantization.has_value() != part.has_value())
     return emitOpError("quantization and part go together");
-  // A checkpoint quantized by GPTQ or AWQ: int4 with zero points, read from
-  // the module's tensors as they are. An FP8 one's weights are dequantized
-  // first, then read as any float tensor is.
+  // A checkpoint quantized in 4 bits (GPTQ, AWQ, compressed-tensors'
+  // pack-quantized): int4 with zero points, read from the module's tensors as
+  // they are. Other layouts' weights are dequantized first, then read as any
+  // float tensor is.
   bool fourBit = isFourBit(getCheckpoint());
   if (fourBit && (stacked || getTransposed()))
     return emitOpError("a weight from a 4-bit checkpoint is an untransposed, "
                        "unstacked linear");
   if (!fourBit && part == QuantizedPart::zeros)
     return emitOpError("zeros come from a 4-bit checkpoint ('from gptq', "
-                       "'from gptq_v2' or 'from awq')");
+                       "'from gptq_v2', 'from awq' or "
+                       "'from compressed_tensors_int4')");
   if (part == QuantizedPart::zeros) {
     if (type.getRank() != 2 || !type.getElementType().isInteger(8))
       return emitOpError() << "the zeros of an int4_group128 weight are a 2-D "

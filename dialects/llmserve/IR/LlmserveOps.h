@@ -28,10 +28,14 @@ inline FloatType narrowFloatType(MLIRContext *ctx, StringRef name) {
     return Float16Type::get(ctx);
   return {};
 }
-/// Whether `checkpoint` stores linears in 4 bits with zero points (GPTQ,
-/// AWQ), the layouts int4_group128 can read as stored (FP8 is not).
+/// Whether `checkpoint` stores linears in 4 bits (GPTQ, AWQ, compressed-
+/// tensors' pack-quantized), the layouts int4_group128 can read as stored;
+/// the others are dequantized as they load.
 inline bool isFourBit(std::optional<QuantizedCheckpoint> checkpoint) {
-  return checkpoint && *checkpoint != QuantizedCheckpoint::fp8_block128;
+  return checkpoint && (*checkpoint == QuantizedCheckpoint::gptq ||
+                        *checkpoint == QuantizedCheckpoint::gptq_v2 ||
+                        *checkpoint == QuantizedCheckpoint::awq ||
+                        *checkpoint == QuantizedCheckpoint::compressed_tensors_int4);
 }
 /// The zero points of a linear's i4 weight [N, K]: i8 [N, K / 128].
 Type quantizedZerosType(Type weight);

@@ -40,9 +40,10 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     `scales` the f32 [N] scale of each row.
 
     With `from <checkpoint>` too, the checkpoint already holds the linear
-    quantized, in the layout `checkpoint` names (GPTQ's or AWQ's), and
-    `tensor_name` is the linear's module (its `qweight`, `qzeros`, `scales`
-    and GPTQ's `g_idx`). Under `quantized int4_group128` the runtime unpacks
+    quantized, in the layout `checkpoint` names (GPTQ's, AWQ's or
+    compressed-tensors' 4-bit pack-quantized), and `tensor_name` is the
+    linear's module (its `qweight`, `qzeros`, `scales` and GPTQ's `g_idx`;
+    or its `weight_packed`, `weight_scale` and `weight_shape`). Under `quantized int4_group128` the runtime unpacks
     them into `values`, `scales` and `zeros`, the i8 [N, K / 128] zero point
     z in [0, 16] of each row and group, for w = (values + 8 - z) * scales:
     as stored when each group is 128 consecutive columns, else (act-order)
@@ -52,7 +53,10 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     With `from fp8_block128` (quantized or not), `tensor_name` is an FP8
     e4m3 weight of an FP8 checkpoint and `<tensor_name>_scale_inv` its
     scales, one per block of 128 x 128: the runtime dequantizes it first,
-    then reads it as any float tensor.
+    then reads it as any float tensor. `from compressed_tensors` is the
+    same for an FP8 or int8 weight of a compressed-tensors checkpoint, whose
+    module's `weight_scale` holds one scale for the tensor, one per row, per
+    group of columns or per block of 128 x 128.
 
     With `stacked <E>`, the result's leading dimension is E and slice e of
     it is the tensor named by `tensor_name` with its one `{}` replaced by e

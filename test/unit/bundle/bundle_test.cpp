@@ -204,6 +204,78 @@ TEST(Bundle, UnpacksAGptqLinearIntoItsThreeArrays) {
                                          ": tensor 'm.qzeros' is missing"));
 }
 
+TEST(Bundle, ReadsACompressedTensorsInt4LinearAsStored) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  // Module "m": 8 outputs of 128 inputs, pack-quantized.
+  auto part = [](const char *dtype, json shape, const char *which) {
+    json b = checkpoint_weight("m", "compressed_tensors_int4", (std::string("m#") + which).c_str(),
+                               dtype, shape);
+    b.update({{"quantization", "int4_group128"}, {"part", which}});
+    return b;
+  };
+  m["buffers"].push_back(part("i8", {8, 64}, "values"));
+  m["buffers"].back()["layout"] = "rows8x64";                 // 10
+  m["buffers"].push_back(part("f32", {8, 1}, "scales"));      // 11
+  m["buffers"].push_back(part("i8", {8, 1}, "zeros"));        // 12
+  test::write_bundle(dir, m);
+  // Every value 3 - 8 (word 0x33333333), scales n + 1, shape [8, 128].
+  std::vector<float> scale_values(8);
+  for (int n = 0; n < 8; ++n)
+    scale_values[n] = static_cast<float>(n + 1);
+  std::vector<uint8_t> shape(16, 0);
+  shape[0] = 8;
+  shape[8] = 128;
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back({"m.weight_packed", DType::I32, {8, 16}, std::vector<uint8_t>(8 * 16 * 4, 0x33)});
+  weights.push_back(test::f16_tensor("m.weight_scale", {8, 1}, scale_values));
+  weights.push_back({"m.weight_shape", DType::I64, {2}, shape});
+  test::write_weights(dir / "weights.safetensors", weights);
+  const Bundle bundle(dir.string());
+  // Values -5, stored as -5 + 8 in both nibbles of each byte; zero points 8.
+  const auto *values = static_cast<const uint8_t *>(bundle.weight(10));
+  for (int i = 0; i < 8 * 64; ++i)
+    ASSERT_EQ(values[i], 0x33) << i;
+  EXPECT_EQ(floats(bundle.weight(11), 8), scale_values);
+  const auto *zeros = static_cast<const int8_t *>(bundle.weight(12));
+  EXPECT_EQ(std::vector<int8_t>(zeros, zeros + 8), std::vector<int8_t>(8, 8));
+
+  weights.pop_back(); // m.weight_shape
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("buffers[10] (weight 'm#values'): compressed_tensors_int4 linear 'm' in " +
+                        (dir / "weights.safetensors").string() +
+                        ": tensor 'm.weight_shape' is missing"));
+}
+
+TEST(Bundle, DequantizesCompressedTensorsInt8Weights) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  // "c.weight": int8 [4, 3] with a scale per row, read as f32.
+  m["buffers"].push_back(checkpoint_weight("c.weight", "compressed_tensors", "c", "f32", {4, 3}));
+  test::write_bundle(dir, m);
+  std::vector<uint8_t> values(12);
+  for (int i = 0; i < 12; ++i)
+    values[i] = static_cast<uint8_t>(static_cast<int8_t>(i - 6));
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back({"c.weight", DType::I8, {4, 3}, values});
+  const std::vector<float> row_scales = {0.5f, 1.0f, 2.0f, 4.0f};
+  weights.push_back(test::f32_tensor("c.weight_scale", {4, 1}, row_scales));
+  test::write_weights(dir / "weights.safetensors", weights);
+  {
+    const Bundle bundle(dir.string());
+    const std::vector<float> w = floats(bundle.weight(10), 12);
+    for (int i = 0; i < 12; ++i)
+      EXPECT_EQ(w[i], float(i - 6) * row_scales[i / 3]) << i;
+  }
+  weights.back() = test::f32_tensor("c.weight_scale", {2, 1}, {0.5f, 1.0f});
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("buffers[10] (weight 'c'): compressed-tensors weight 'c.weight' in " +
+                        (dir / "weights.safetensors").string() +
+                        ": tensor 'c.weight_scale': [2, 1], but c.weight [4, 3] takes one scale"));
+}
+
 TEST(Bundle, DequantizesAnActOrderGptqLinearOrQuantizesItAgain) {
   const path dir = test::fresh_dir();
   json m = test::ops_manifest();

@@ -287,22 +287,34 @@ const BrokenCase kBroken[] = {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
                                {"part", "zeros"}});
      },
-     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
-     "read as int4_group128"},
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2, awq or "
+     "compressed_tensors_int4) read as int4_group128"},
     {"zeros from an FP8 checkpoint",
      [](json &m) {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
                                {"part", "zeros"}, {"from", "fp8_block128"}});
      },
-     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
-     "read as int4_group128"},
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2, awq or "
+     "compressed_tensors_int4) read as int4_group128"},
     {"unknown quantized checkpoint",
      [](json &m) {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {8, 1}}, {"quantization", "int4_group128"},
                                {"part", "zeros"}, {"from", "exl2"}});
      },
-     "buffers[5].from: unknown quantized checkpoint 'exl2' (expected gptq, gptq_v2, awq or "
-     "fp8_block128)"},
+     "buffers[5].from: unknown quantized checkpoint 'exl2' (expected gptq, gptq_v2, awq, "
+     "fp8_block128, compressed_tensors or compressed_tensors_int4)"},
+    {"zeros from a compressed-tensors FP8 or int8 checkpoint",
+     [](json &m) {
+       m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int4_group128"},
+                               {"part", "zeros"}, {"from", "compressed_tensors"}});
+     },
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2, awq or "
+     "compressed_tensors_int4) read as int4_group128"},
+    {"a transposed linear from a compressed-tensors 4-bit checkpoint",
+     [](json &m) {
+       m["buffers"][5].update({{"from", "compressed_tensors_int4"}, {"transform", "transpose"}});
+     },
+     "buffers[5].from: a 4-bit checkpoint's linear is neither stacked nor transposed"},
     {"a transposed linear from a 4-bit checkpoint",
      [](json &m) { m["buffers"][5].update({{"from", "awq"}, {"transform", "transpose"}}); },
      "buffers[5].from: a 4-bit checkpoint's linear is neither stacked nor transposed"},
@@ -311,8 +323,8 @@ const BrokenCase kBroken[] = {
        m["buffers"][5].update({{"dtype", "i8"}, {"shape", {4, 1}}, {"quantization", "int8_channel"},
                                {"part", "zeros"}, {"from", "gptq"}});
      },
-     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2 or awq) "
-     "read as int4_group128"},
+     "buffers[5].part: zeros come from a 4-bit checkpoint (\"from\" gptq, gptq_v2, awq or "
+     "compressed_tensors_int4) read as int4_group128"},
     {"cpu fallbacks not a list", [](json &m) { m["cpu_fallbacks"] = "x86-64-v3"; },
      "cpu_fallbacks: expected an array"},
     {"cpu fallback without its cpu",

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 
 namespace llmserve {
 namespace {
@@ -91,13 +92,30 @@ Shapes llama_shapes(const json &c) {
   return s;
 }
 
-// A quantized checkpoint of `s`'s tensors: each decoder-layer linear [N, K]
-// in 4-bit GPTQ or AWQ as qweight, qzeros and scales (and GPTQ's g_idx),
-// groups of `group` inputs; or in FP8 as the weight and its scales, one per
-// block of 128 x 128.
-Shapes quantized_shapes(const json &q, const Shapes &s) {
+// compressed-tensors: the config group whose targets (regular expressions
+// after "re:", matched from the start, as compressed-tensors matches them)
+// match `module`, or null.
+const json *compressed_group(const json &q, const std::string &module) {
+  for (const auto &[name, group] : q["config_groups"].items())
+    for (const std::string target : group["targets"])
+      if (target.rfind("re:", 0) == 0 &&
+          std::regex_search(module, std::regex(target.substr(3)),
+                            std::regex_constants::match_continuous))
+        return &group;
+  return nullptr;
+}
+
+// A quantized checkpoint of `s`'s tensors, and in `dtypes` those stored in
+// another type than the config's: each decoder-layer linear [N, K] in 4-bit
+// GPTQ or AWQ as qweight, qzeros and scales (and GPTQ's g_idx), groups of
+// `group` inputs; in FP8 as the weight and its scales, one per block of 128
+// x 128; or in its compressed-tensors config group's format (FP8 or int8
+// values and scales per tensor, row, group or block; int4 packed with its
+// scales and shape), with each attention layer's KV-cache scales.
+Shapes quantized_shapes(const json &q, const Shapes &s, std::map<std::string, DType> &dtypes) {
   const bool awq = q["quant_method"] == "awq", fp8 = q["quant_method"] == "fp8";
-  const int64_t group = fp8 ? 0 : q["group_size"].get<int64_t>();
+  const bool compressed = q["quant_method"] == "compressed-tensors";
+  const int64_t group = fp8 || compressed ? 0 : q["group_size"].get<int64_t>();
   Shapes out;
   for (const auto &[name, shape] : s) {
     const std::string suffix = "_proj.weight";
@@ -108,16 +126,50 @@ Shapes quantized_shapes(const json &q, const Shapes &s) {
     }
     const std::string module = name.substr(0, name.size() - std::string(".weight").size());
     const int64_t n = shape[0], k = shape[1];
+    if (compressed && module.find(".q_proj") != std::string::npos) {
+      const std::string attention = module.substr(0, module.size() - std::string(".q_proj").size());
+      out[attention + ".k_scale"] = out[attention + ".v_scale"] = {1};
+    }
+    if (compressed) {
+      const json *g = compressed_group(q, module);
+      if (!g) {
+        out[name] = shape;
+        continue;
+      }
+      const json &w = (*g)["weights"];
+      const std::string strategy = w["strategy"];
+      const int64_t columns = strategy == "group" ? k / w["group_size"].get<int64_t>() : 1;
+      if ((*g)["format"] == "pack-quantized") {
+        out[module + ".weight_packed"] = {n, k / 8};
+        out[module + ".weight_scale"] = {n, columns};
+        out[module + ".weight_shape"] = {2};
+        dtypes[module + ".weight_packed"] = DType::I32;
+        dtypes[module + ".weight_shape"] = DType::I64;
+        continue;
+      }
+      out[name] = shape;
+      dtypes[name] = w["type"] == "float" ? DType::F8E4M3 : DType::I8;
+      out[module + ".weight_scale"] = strategy == "tensor"  ? std::vector<int64_t>{1}
+                                      : strategy == "block" ? std::vector<int64_t>{(n + 127) / 128,
+                                                                                   (k + 127) / 128}
+                                                            : std::vector<int64_t>{n, columns};
+      continue;
+    }
     if (fp8) {
       out[name] = shape;
       out[name + "_scale_inv"] = {(n + 127) / 128, (k + 127) / 128};
+      dtypes[name] = DType::F8E4M3;
       continue;
     }
     out[module + ".qweight"] = awq ? std::vector<int64_t>{k, n / 8} : std::vector<int64_t>{k / 8, n};
     out[module + ".qzeros"] = {k / group, n / 8};
     out[module + ".scales"] = {k / group, n};
-    if (!awq)
+    for (const char *packed : {".qweight", ".qzeros"})
+      dtypes[module + packed] = DType::I32;
+    if (!awq) {
       out[module + ".g_idx"] = {k};
+      dtypes[module + ".g_idx"] = DType::I32;
+    }
   }
   return out;
 }
@@ -233,8 +285,9 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
       expected = gemma_shapes(config);
     else
       expected = llama_shapes(config);
+    std::map<std::string, DType> dtypes; // those not in the config's type
     if (config.contains("quantization_config"))
-      expected = quantized_shapes(config["quantization_config"], expected);
+      expected = quantized_shapes(config["quantization_config"], expected, dtypes);
     const DType dtype = *parse_dtype(std::map<std::string, std::string>{
         {"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}}[config["torch_dtype"]]);
 
@@ -248,13 +301,8 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
       }
       ++matched;
       EXPECT_EQ(t->shape, it->second) << t->name;
-      // The packed values, zero points and groups of a quantized linear,
-      // and the codes of an FP8 one (whose scales are in the config's type).
-      const bool packed = t->name.find(".qweight") != std::string::npos ||
-                          t->name.find(".qzeros") != std::string::npos ||
-                          t->name.find(".g_idx") != std::string::npos;
-      const bool fp8 = expected.count(t->name + "_scale_inv") != 0;
-      EXPECT_EQ(t->dtype, packed ? DType::I32 : fp8 ? DType::F8E4M3 : dtype) << t->name;
+      // Quantized values are in their own types; scales in the config's.
+      EXPECT_EQ(t->dtype, dtypes.count(t->name) ? dtypes[t->name] : dtype) << t->name;
     }
     EXPECT_EQ(matched, expected.size());
   }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 
 namespace llmserve {
@@ -237,6 +238,159 @@ TEST(QuantizedCheckpoint, NamesTheFp8TensorAtFault) {
   Fp8Weight nan;
   nan.weight.bytes[3 * 200 + 4] = 0xff;
   EXPECT_EQ(error(nan.weight.view, nan.scales.view), "tensor 'w': element [3, 4] is NaN");
+}
+
+// A compressed-tensors weight [130, 256]: FP8 codes (n + k) % 120, or int8
+// values (n + k) % 200 - 100, and `scales` of the given shape, scale i
+// being i + 1 (f32).
+struct CompressedWeight {
+  Tensor weight, scales;
+
+  CompressedWeight(DType dtype, std::vector<int64_t> scale_shape)
+      : weight("m.weight", dtype, {130, 256}, 1), scales("m.weight_scale", DType::F32,
+                                                         std::move(scale_shape), 4) {
+    for (int64_t n = 0; n < 130; ++n)
+      for (int64_t k = 0; k < 256; ++k)
+        weight.bytes[n * 256 + k] = static_cast<uint8_t>(
+            dtype == DType::I8 ? int8_t((n + k) % 200 - 100) : int8_t((n + k) % 120));
+    for (int64_t i = 0; i < Tensor::count(scales.view.shape); ++i) {
+      const float s = float(i + 1);
+      std::memcpy(scales.bytes.data() + 4 * i, &s, 4);
+    }
+  }
+  float value(int64_t n, int64_t k) const {
+    const uint8_t code = weight.bytes[n * 256 + k];
+    return weight.view.dtype == DType::I8 ? float(int8_t(code)) : e4m3_to_f32(code);
+  }
+};
+
+TEST(QuantizedCheckpoint, DequantizesCompressedTensorsByTheScalesShape) {
+  EXPECT_EQ(compressed_scale_name("model.layers.0.mlp.up_proj.weight"),
+            "model.layers.0.mlp.up_proj.weight_scale");
+  // Which scale (n, k) takes, for each strategy the scales' shape implies.
+  struct Case {
+    const char *strategy;
+    std::vector<int64_t> shape;
+    std::function<int64_t(int64_t, int64_t)> scale;
+  };
+  const std::vector<Case> cases = {
+      {"tensor", {1}, [](int64_t, int64_t) { return int64_t{0}; }},
+      {"tensor (a scalar)", {}, [](int64_t, int64_t) { return int64_t{0}; }},
+      {"channel", {130, 1}, [](int64_t n, int64_t) { return n; }},
+      {"group of 64", {130, 4}, [](int64_t n, int64_t k) { return n * 4 + k / 64; }},
+      {"block of 128 x 128", {2, 2}, [](int64_t n, int64_t k) { return n / 128 * 2 + k / 128; }},
+  };
+  for (DType dtype : {DType::F8E4M3, DType::I8})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + c.strategy);
+      CompressedWeight f(dtype, c.shape);
+      const std::vector<float> w = dequantize_compressed(f.weight.view, f.scales.view);
+      ASSERT_EQ(w.size(), 130u * 256);
+      for (int64_t n : {0, 5, 127, 128, 129})
+        for (int64_t k : {0, 63, 64, 127, 128, 255})
+          EXPECT_EQ(w[n * 256 + k], f.value(n, k) * float(c.scale(n, k) + 1)) << n << ", " << k;
+    }
+}
+
+TEST(QuantizedCheckpoint, NamesTheCompressedTensorAtFault) {
+  auto error = [](const TensorView &weight, const TensorView &scales) -> std::string {
+    try {
+      dequantize_compressed(weight, scales);
+    } catch (const std::runtime_error &e) {
+      return e.what();
+    }
+    return "(dequantized)";
+  };
+  CompressedWeight f(DType::F8E4M3, {130, 1});
+  Tensor f16("m.weight", DType::F16, {130, 256}, 2);
+  EXPECT_EQ(error(f16.view, f.scales.view),
+            "tensor 'm.weight': f16 [130, 256], but compressed-tensors stores a 2-D f8_e4m3 or "
+            "i8 weight");
+  Tensor uneven("m.weight_scale", DType::F32, {130, 3}, 4);
+  EXPECT_EQ(error(f.weight.view, uneven.view),
+            "tensor 'm.weight_scale': [130, 3], but m.weight [130, 256] takes one scale ([1]), "
+            "one a row ([130, 1]), one a group of columns ([130, K / group]) or one a block of "
+            "128 x 128 ([2, 2])");
+  Tensor int_scales("m.weight_scale", DType::I32, {130, 1}, 4);
+  EXPECT_EQ(error(f.weight.view, int_scales.view),
+            "tensor 'm.weight_scale': i32, expected f32, bf16 or f16 scales");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(f.scales.bytes.data() + 4 * 7, &nan, 4);
+  EXPECT_EQ(error(f.weight.view, f.scales.view), "tensor 'm.weight_scale': scale 7 is nan");
+  CompressedWeight codes(DType::F8E4M3, {1});
+  codes.weight.bytes[2 * 256 + 9] = 0x7f;
+  EXPECT_EQ(error(codes.weight.view, codes.scales.view),
+            "tensor 'm.weight': element [2, 9] is NaN");
+}
+
+// A pack-quantized linear of N = 8 outputs and K = 256 inputs: value
+// (n + k) % 16 - 8 stored plus 8 at bits 4 (k % 8) of word [n, k / 8];
+// scale [n, g] = n + g + 1 (f16); its shape as i64.
+struct PackedLinear {
+  Tensor packed{"m.weight_packed", DType::I32, {8, 32}, 4};
+  Tensor scales{"m.weight_scale", DType::F16, {8, 2}, 2};
+  Tensor shape{"m.weight_shape", DType::I64, {2}, 8};
+
+  PackedLinear() {
+    for (int64_t n = 0; n < 8; ++n) {
+      for (int64_t j = 0; j < 32; ++j) {
+        uint32_t w = 0;
+        for (int i = 0; i < 8; ++i)
+          w |= uint32_t((n + 8 * j + i) % 16) << (4 * i);
+        packed.set_word(n * 32 + j, w);
+      }
+      for (int64_t g = 0; g < 2; ++g)
+        scales.set_half(n * 2 + g, float(n + g + 1));
+    }
+    const int64_t dims[2] = {8, 256};
+    std::memcpy(shape.bytes.data(), dims, sizeof dims);
+  }
+};
+
+TEST(QuantizedCheckpoint, UnpacksCompressedTensorsInt4WithZeroPointsOfEight) {
+  PackedLinear p;
+  const Int4WithZeros q = unpack_compressed_int4(p.packed.view, p.scales.view, p.shape.view);
+  ASSERT_EQ(q.rows, 8);
+  ASSERT_EQ(q.cols, 256);
+  EXPECT_FALSE(q.act_order);
+  const std::vector<float> w = dequantize_int4(q);
+  for (int64_t n = 0; n < 8; ++n)
+    for (int64_t k = 0; k < 256; ++k) {
+      EXPECT_EQ(q.values[n * 256 + k], (n + k) % 16 - 8);
+      EXPECT_EQ(w[n * 256 + k], float((n + k) % 16 - 8) * float(n + k / 128 + 1));
+    }
+  EXPECT_THAT(q.zeros, ::testing::Each(8));
+}
+
+TEST(QuantizedCheckpoint, NamesTheCompressedInt4TensorAtFault) {
+  auto error = [](const TensorView &packed, const TensorView &scales,
+                  const TensorView &shape) -> std::string {
+    try {
+      unpack_compressed_int4(packed, scales, shape);
+    } catch (const std::runtime_error &e) {
+      return e.what();
+    }
+    return "(unpacked)";
+  };
+  PackedLinear p;
+  Tensor odd_k("m.weight_shape", DType::I32, {2}, 4);
+  odd_k.set_word(0, 8);
+  odd_k.set_word(1, 200);
+  EXPECT_EQ(error(p.packed.view, p.scales.view, odd_k.view),
+            "tensor 'm.weight_shape': [8, 200]: llmserve reads linears whose K is a multiple "
+            "of 128");
+  Tensor float_shape("m.weight_shape", DType::F32, {2}, 4);
+  EXPECT_EQ(error(p.packed.view, p.scales.view, float_shape.view),
+            "tensor 'm.weight_shape': f32 [2], but compressed_tensors_int4 stores the "
+            "linear's [N, K] as 2 integers");
+  Tensor short_packed("m.weight_packed", DType::I32, {8, 16}, 4);
+  EXPECT_EQ(error(short_packed.view, p.scales.view, p.shape.view),
+            "tensor 'm.weight_packed': i32 [8, 16], but compressed_tensors_int4 stores i32 "
+            "[8, 32]");
+  Tensor groups_of_64("m.weight_scale", DType::F16, {8, 4}, 2);
+  EXPECT_EQ(error(p.packed.view, groups_of_64.view, p.shape.view),
+            "tensor 'm.weight_scale': [8, 4], but a linear of [8, 256] in groups of 128 has "
+            "[8, 2] scales");
 }
 
 } // namespace

@@ -132,7 +132,7 @@ func.func @weight_not_float() {
 }
 
 func.func @weight_zeros_without_checkpoint() {
-  // expected-error @+1 {{'llmserve.weight' op zeros come from a 4-bit checkpoint ('from gptq', 'from gptq_v2' or 'from awq')}}
+  // expected-error @+1 {{'llmserve.weight' op zeros come from a 4-bit checkpoint ('from gptq', 'from gptq_v2', 'from awq' or 'from compressed_tensors_int4')}}
   %w = llmserve.weight "w" quantized int4_group128 zeros : tensor<4x1xi8>
   return
 }
@@ -140,7 +140,7 @@ func.func @weight_zeros_without_checkpoint() {
 // -----
 
 func.func @weight_zeros_from_fp8() {
-  // expected-error @+1 {{'llmserve.weight' op zeros come from a 4-bit checkpoint ('from gptq', 'from gptq_v2' or 'from awq')}}
+  // expected-error @+1 {{'llmserve.weight' op zeros come from a 4-bit checkpoint ('from gptq', 'from gptq_v2', 'from awq' or 'from compressed_tensors_int4')}}
   %w = llmserve.weight "w" quantized int4_group128 zeros from fp8_block128 : tensor<4x1xi8>
   return
 }

@@ -62,7 +62,8 @@ func.func @gptq_dequantized() -> (tensor<16x256xf32>, tensor<16x256xi8>) {
 // -----
 
 // An FP8 checkpoint's weights, dequantized at load: read as floats, stacked,
-// or quantized again.
+// or quantized again; a compressed-tensors checkpoint's FP8 or int8 weight,
+// dequantized too, and the zero points of its 4-bit one.
 // CHECK-LABEL: func @fp8_checkpoint_weights
 func.func @fp8_checkpoint_weights() -> (tensor<64x256xf32>, tensor<4x64x256xbf16>, tensor<64x256xi8>) {
   // CHECK: llmserve.weight "down_proj.weight" from fp8_block128 : tensor<64x256xf32>
@@ -71,6 +72,10 @@ func.func @fp8_checkpoint_weights() -> (tensor<64x256xf32>, tensor<4x64x256xbf16
   %e = llmserve.weight "experts.{}.up_proj.weight" stacked 4 from fp8_block128 : tensor<4x64x256xbf16>
   // CHECK: llmserve.weight "q_proj.weight" quantized int8_channel values from fp8_block128 : tensor<64x256xi8>
   %q = llmserve.weight "q_proj.weight" quantized int8_channel values from fp8_block128 : tensor<64x256xi8>
+  // CHECK: llmserve.weight "o_proj.weight" from compressed_tensors : tensor<64x256xf32>
+  %c = llmserve.weight "o_proj.weight" from compressed_tensors : tensor<64x256xf32>
+  // CHECK: llmserve.weight "gate_proj" quantized int4_group128 zeros from compressed_tensors_int4 : tensor<64x2xi8>
+  %z = llmserve.weight "gate_proj" quantized int4_group128 zeros from compressed_tensors_int4 : tensor<64x2xi8>
   return %w, %e, %q : tensor<64x256xf32>, tensor<4x64x256xbf16>, tensor<64x256xi8>
 }
 
