@@ -82,11 +82,17 @@ func::FuncOp GraphBuilder::createStepFunction(StringRef name, bool returnLogits)
   for (int64_t layer = 0; layer < m.layers; ++layer) {
     for (const char *role : {"k", "v"}) {
       inputs.push_back(cacheType());
+      SmallVector<NamedAttribute> cache = {
+          b.getNamedAttr("layer", b.getI64IntegerAttr(layer)),
+          b.getNamedAttr("role", b.getStringAttr(role))};
+      // The checkpoint's FP8 scale, for llmserve-quantize-kv-cache.
+      if (quantized && !quantized->kvCacheScales.empty()) {
+        auto [key, value] = quantized->kvCacheScales[layer];
+        cache.push_back(
+            b.getNamedAttr("scale", b.getF32FloatAttr(*role == 'k' ? key : value)));
+      }
       argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-          LlmserveDialect::kKvCacheAttrName,
-          b.getDictionaryAttr(
-              {b.getNamedAttr("layer", b.getI64IntegerAttr(layer)),
-               b.getNamedAttr("role", b.getStringAttr(role))}))));
+          LlmserveDialect::kKvCacheAttrName, b.getDictionaryAttr(cache))));
     }
   }
   SmallVector<Type> results;

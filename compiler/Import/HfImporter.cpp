@@ -11,10 +11,15 @@
 
 #include "compiler/Import/GraphBuilder.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::llmserve;
@@ -63,6 +68,106 @@ llvm::Expected<llvm::StringSet<>> readTensorNames(llvm::StringRef dir) {
     if (entry.first != "__metadata__")
       names.insert(entry.first.str());
   return names;
+}
+
+/// The files of a checkpoint directory that hold each tensor: the shard
+/// index's weight_map, or model.safetensors for all.
+llvm::Expected<llvm::StringMap<std::string>>
+tensorFiles(llvm::StringRef dir, const llvm::StringSet<> &names) {
+  llvm::StringMap<std::string> files;
+  llvm::SmallString<256> index(dir);
+  llvm::sys::path::append(index, "model.safetensors.index.json");
+  if (!llvm::sys::fs::exists(index)) {
+    for (const auto &name : names)
+      files[name.getKey()] = "model.safetensors";
+    return files;
+  }
+  auto value = readJson(index);
+  if (!value)
+    return value.takeError();
+  for (const auto &entry : *value->getAsObject()->getObject("weight_map"))
+    if (std::optional<llvm::StringRef> file = entry.second.getAsString())
+      files[entry.first.str()] = file->str();
+  return files;
+}
+
+/// The value of the one-element F32, BF16 or F16 tensor `name` in the
+/// safetensors file `path`.
+llvm::Expected<float> readScalar(llvm::StringRef path, llvm::StringRef name) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError(path + ": " + buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  uint64_t length = 0;
+  for (int i = 7; i >= 0 && bytes.size() >= 8; --i)
+    length = length << 8 | static_cast<uint8_t>(bytes[i]);
+  if (bytes.size() < 8 || length > bytes.size() - 8)
+    return makeError(path + ": truncated safetensors header");
+  auto header = json::parse(bytes.substr(8, length));
+  const json::Object *tensor =
+      header && header->getAsObject() ? header->getAsObject()->getObject(name) : nullptr;
+  if (!tensor)
+    return makeError(path + ": no tensor '" + name + "'");
+  std::string dtype = tensor->getString("dtype").value_or("").str();
+  const json::Array *shape = tensor->getArray("shape");
+  const json::Array *offsets = tensor->getArray("data_offsets");
+  int64_t count = 1;
+  for (const json::Value &dim : shape ? *shape : json::Array())
+    count *= dim.getAsInteger().value_or(-1);
+  size_t width = dtype == "F32" ? 4 : dtype == "BF16" || dtype == "F16" ? 2 : 0;
+  std::optional<int64_t> begin = offsets && offsets->size() == 2 ? (*offsets)[0].getAsInteger()
+                                                                  : std::nullopt;
+  if (!shape || count != 1 || !width || !begin || *begin < 0 ||
+      static_cast<uint64_t>(*begin) + width > bytes.size() - 8 - length)
+    return makeError(path + ": tensor '" + name + "' is " + dtype +
+                     ", but a KV-cache scale is one f32, bf16 or f16 value");
+  const char *data = bytes.data() + 8 + length + *begin;
+  uint32_t bits = 0;
+  std::memcpy(&bits, data, width);
+  if (dtype == "F32")
+    return llvm::bit_cast<float>(bits);
+  if (dtype == "BF16")
+    return llvm::bit_cast<float>(bits << 16);
+  llvm::APFloat half(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
+  bool lost;
+  half.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return half.convertToFloat();
+}
+
+/// kv_cache_scheme's scales, layer by layer: the tensors named
+/// "<...>.layers.<i>.self_attn.k_scale" and "v_scale", as llm-compressor
+/// saves them, each positive and finite.
+llvm::Expected<SmallVector<std::pair<float, float>>>
+readKvCacheScales(llvm::StringRef dir, const llvm::StringSet<> &names, int64_t layers) {
+  if (names.empty())
+    return makeError(dir + ": quantization_config.kv_cache_scheme: the KV-cache scales are "
+                           "read from the checkpoint's tensors, and the directory has none");
+  auto files = tensorFiles(dir, names);
+  if (!files)
+    return files.takeError();
+  SmallVector<std::pair<float, float>> scales(layers);
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    for (const char *role : {"k_scale", "v_scale"}) {
+      std::string suffix = (".layers." + llvm::Twine(layer) + ".self_attn." + role).str();
+      auto it = llvm::find_if(names, [&](const auto &n) {
+        return n.getKey().ends_with(suffix);
+      });
+      if (it == names.end())
+        return makeError(dir + ": quantization_config has a kv_cache_scheme, but the "
+                               "checkpoint has no tensor '<...>" + suffix + "'");
+      llvm::StringRef name = it->getKey();
+      llvm::SmallString<256> path(dir);
+      llvm::sys::path::append(path, files->lookup(name));
+      auto value = readScalar(path, name);
+      if (!value)
+        return value.takeError();
+      if (!std::isfinite(*value) || *value <= 0)
+        return makeError(path + ": KV-cache scale '" + name + "' is " + std::to_string(*value) +
+                         "; scales are positive and finite");
+      (role[0] == 'k' ? scales[layer].first : scales[layer].second) = *value;
+    }
+  }
+  return scales;
 }
 
 DictionaryAttr modelAttr(Builder &b, const ModelShape &m, const Config &c) {
@@ -198,6 +303,7 @@ readCompressedTensors(const Config &q) {
       return std::move(error);
   }
   if (const json::Object *kv = q.nested("kv_cache_scheme")) {
+    stored.kvCacheScheme = true;
     Config scheme(*kv, q.file() + ".kv_cache_scheme");
     int64_t bits;
     LLMSERVE_TRY_ASSIGN(bits, scheme.integer("num_bits"));
@@ -287,6 +393,12 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
     return config.error("quantization_config mixes pack-quantized groups with 8-bit ones; "
                         "which linears each holds is read from the checkpoint's tensors, "
                         "and the directory has none");
+  if (*quantized && (*quantized)->kvCacheScheme) {
+    auto scales = readKvCacheScales(dir, *names, (*model)->shape().layers);
+    if (!scales)
+      return scales.takeError();
+    (*quantized)->kvCacheScales = std::move(*scales);
+  }
 
   const ModelShape &shape = (*model)->shape();
   auto module =

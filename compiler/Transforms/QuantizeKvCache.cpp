@@ -27,15 +27,29 @@ struct QuantizeKvCachePass
   LogicalResult quantize(func::FuncOp func) {
     Builder b(&getContext());
     Type fp8 = b.getType<Float8E4M3FNType>();
-    FloatAttr unitScale = b.getF32FloatAttr(1.0f);
     Block &body = func.getBody().front();
-    // The caches and, through kv_write, their updated values.
-    SmallVector<Value> caches;
-    for (BlockArgument arg : body.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), LlmserveDialect::kKvCacheAttrName))
-        caches.push_back(arg);
+    // The caches and, through kv_write, their updated values, each with its
+    // scale: the checkpoint's, or 1.
+    SmallVector<std::pair<Value, FloatAttr>> caches;
+    for (BlockArgument arg : body.getArguments()) {
+      auto kv = func.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
+                                                      LlmserveDialect::kKvCacheAttrName);
+      if (!kv)
+        continue;
+      FloatAttr scale = b.getF32FloatAttr(1.0f);
+      if (Attribute given = kv.get("scale")) {
+        auto value = dyn_cast<FloatAttr>(given);
+        if (!value || !value.getType().isF32() || !value.getValue().isFiniteNonZero() ||
+            value.getValue().isNegative())
+          return func.emitOpError("argument #")
+                 << arg.getArgNumber() << ": the scale of a KV cache is a positive, finite f32, got "
+                 << given;
+        scale = value;
+      }
+      caches.push_back({arg, scale});
+    }
     while (!caches.empty()) {
-      Value cache = caches.pop_back_val();
+      auto [cache, scale] = caches.pop_back_val();
       auto type = cast<RankedTensorType>(cache.getType());
       if (type.getElementType() == fp8)
         continue;
@@ -44,11 +58,13 @@ struct QuantizeKvCachePass
         Operation *user = use.getOwner();
         if (auto write = dyn_cast<KvWriteOp>(user);
             write && use.get() == write.getCache()) {
-          write.setScaleAttr(unitScale);
-          caches.push_back(write.getResult());
+          write.setScaleAttr(scale);
+          caches.push_back({write.getResult(), scale});
         } else if (auto attention = dyn_cast<PagedAttentionOp>(user)) {
-          attention.setKeyScaleAttr(unitScale);
-          attention.setValueScaleAttr(unitScale);
+          if (use.get() == attention.getKeyCache())
+            attention.setKeyScaleAttr(scale);
+          else
+            attention.setValueScaleAttr(scale);
         } else {
           return user->emitOpError(
               "uses a KV cache, which only kv_write (as its cache) and "

@@ -8,8 +8,8 @@ import torch
 
 class KVCache:
     """Keys and values of every position seen so far, per layer: [kv_heads, L, head_dim].
-    `store`, if given, is what a key or value tensor becomes when stored
-    (e.g. rounded to FP8)."""
+    `store(x, layer, role)`, if given, is what layer's key ("k") or value
+    ("v") tensor x becomes when stored (e.g. rounded to FP8)."""
 
     def __init__(self, num_layers, store=None):
         self.keys = [None] * num_layers
@@ -19,7 +19,7 @@ class KVCache:
 
     def append(self, layer, k, v):
         if self.store:
-            k, v = self.store(k), self.store(v)
+            k, v = self.store(k, layer, "k"), self.store(v, layer, "v")
         if self.keys[layer] is not None:
             k = torch.cat([self.keys[layer], k], dim=1)
             v = torch.cat([self.values[layer], v], dim=1)

@@ -12,6 +12,7 @@ Usage: torch_reference.py <checkpoint-dir> --tokens 1,2,3 [--greedy 8] [--json]
 import argparse
 import json
 import os
+import re
 import sys
 
 import torch
@@ -38,9 +39,30 @@ def load_model(directory, dtype=torch.float64):
     return model(config, weights, dtype)
 
 
-def fp8_kv(x):
-    """A key or value tensor as an FP8 e4m3 KV cache with a scale of 1 holds it."""
-    return torch.from_numpy(e4m3_round(x.numpy())).to(x.dtype)
+def kv_scales(directory):
+    """The FP8 KV cache's scales a checkpoint gives (compressed-tensors'
+    kv_cache_scheme): {layer: (key scale, value scale)} from each layer's
+    `self_attn.k_scale` and `v_scale`; None without them."""
+    q = load_config(directory).get("quantization_config") or {}
+    if not q.get("kv_cache_scheme"):
+        return None
+    scales = {}
+    for name, tensor in read_checkpoint(directory).items():
+        match = re.search(r"\.layers\.(\d+)\.self_attn\.([kv])_scale$", name)
+        if match:
+            layer, role = int(match.group(1)), match.group(2)
+            scales.setdefault(layer, {})[role] = float(tensor.reshape(-1)[0])
+    return {layer: (s["k"], s["v"]) for layer, s in scales.items()}
+
+
+def fp8_kv(scales=None):
+    """What an FP8 e4m3 KV cache makes of a layer's keys or values: x /
+    scale rounded to e4m3, times the scale; the scales {layer: (k, v)} of
+    kv_scales, or 1."""
+    def store(x, layer, role):
+        scale = 1.0 if scales is None else scales[layer][0 if role == "k" else 1]
+        return torch.from_numpy(e4m3_round(x.numpy() / scale) * scale).to(x.dtype)
+    return store
 
 
 def logits(model, tokens, store=None):
