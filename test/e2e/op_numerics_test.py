@@ -160,19 +160,20 @@ def target_has_vnni():
     return TARGET_CPU is None and host_has_vnni()
 
 
-def vnni_block_sums(x, values):
+def vnni_block_sums(x, values, block):
     """What the VNNI kernel computes exactly, in float64: x's rows quantized
-    to int8 in blocks of 64 (scale absmax / 127, rounded to nearest even),
-    and each block's integer sum with the values: ([m, n, blocks] sums,
-    [m, 1, blocks] x scales)."""
+    to int8 in blocks of `block` (64 for int8 weights, 128 for int4; scale
+    absmax / 127, rounded to nearest even), and each block's integer sum
+    with the values: ([m, n, blocks] sums, [m, 1, blocks] x scales, [m,
+    blocks] sums of x's int8 values)."""
     m, k = x.shape
-    blocks = x.reshape(m, k // 64, 64)
+    blocks = x.reshape(m, k // block, block)
     absmax = np.abs(blocks).max(axis=2)
     x_scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1)).astype(np.float32)
     x_values = np.rint(blocks / x_scales[:, :, None]).astype(np.int64)
-    q = values.astype(np.int64).reshape(-1, k // 64, 64)
+    q = values.astype(np.int64).reshape(-1, k // block, block)
     sums = np.einsum("mbk,nbk->mnb", x_values, q).astype(np.float64)
-    return sums, x_scales[:, None, :].astype(np.float64)
+    return sums, x_scales[:, None, :].astype(np.float64), x_values.sum(axis=2)
 
 
 def int8_linear_reference(x, values, scales):
@@ -182,7 +183,7 @@ def int8_linear_reference(x, values, scales):
     m, k = x.shape
     if not (target_has_vnni() and len(values) % 8 == 0 and k % 64 == 0):
         return (t(x) @ t(values.astype(np.float64)).T) * t(scales)
-    sums, x_scales = vnni_block_sums(x, values)
+    sums, x_scales, _ = vnni_block_sums(x, values, 64)
     return t((sums * x_scales).sum(axis=2)) * t(scales)
 
 
@@ -205,9 +206,8 @@ def int4_linear_reference(x, values, scales):
     without, from x as it is."""
     if not target_has_vnni():
         return t(x) @ (t(values.astype(np.float64)) * t(np.repeat(scales, 128, axis=1))).T
-    sums, x_scales = vnni_block_sums(x, values)
-    w_scales = np.repeat(scales, 2, axis=1).astype(np.float64)  # a scale per 64-block
-    return t((sums * x_scales * w_scales[None]).sum(axis=2))
+    sums, x_scales, _ = vnni_block_sums(x, values, 128)  # a block is a group
+    return t((sums * x_scales * scales.astype(np.float64)[None]).sum(axis=2))
 
 
 # How each scheme quantizes an [N, K] f32 weight, the element type and the
@@ -283,15 +283,10 @@ def case_linear_int4_checkpoint(layout, m, k, n, bias=True, rows=None):
         w = (q - np.repeat(z, 128, axis=1)) * np.repeat(s, 128, axis=1)
         ref = t(x) @ t(w).T
     else:
-        sums, x_scales = vnni_block_sums(x, (q - 8).astype(np.int8))
-        blocks = x.reshape(m, k // 64, 64)
-        absmax = np.abs(blocks).max(axis=2)
-        x_block_scales = np.where(absmax > 0, absmax / np.float32(127), np.float32(1))
-        x_sums = np.rint(blocks / x_block_scales[:, :, None]).astype(np.int64).sum(axis=2)
-        zeros = np.repeat(z, 2, axis=1)  # a zero point per 64-block
-        sums = sums + (8 - zeros)[None] * x_sums[:, None, :]
-        w_scales = np.repeat(s, 2, axis=1)
-        ref = t((sums * x_scales * w_scales[None]).sum(axis=2))
+        # A block of x is a group of Q: one zero point and scale each.
+        sums, x_scales, x_sums = vnni_block_sums(x, (q - 8).astype(np.int8), 128)
+        sums = sums + (8 - z)[None] * x_sums[:, None, :]
+        ref = t((sums * x_scales * s[None]).sum(axis=2))
     count = end - begin
     ty, vty = f"tensor<{m}x{count}xf32>", f"tensor<{count}x{k}xi4>"
     where = f" rows [{begin}, {end}]" if rows else ""

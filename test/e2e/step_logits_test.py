@@ -50,6 +50,7 @@ SCHEDULE = [{"A": 7, "B": 5}, {"A": 6, "B": 1}] + [{"A": 1, "B": 1}] * 4
 # that kernel exactly).
 TOLERANCE = 1e-4
 QUANTIZED_TOLERANCE = 5e-2
+QUANTIZED_MARGIN = 0.25
 BF16_ACTIVATIONS_TOLERANCE = 3e-2
 PORTABLE_CPU = "x86-64-v3"
 # With an FP8 KV cache (--kv-cache-dtype fp8) the reference rounds keys and
@@ -192,11 +193,20 @@ def check_fixture(build, work, checkpoint, flags=()):
     got = json.loads(run(os.path.join(bin_dir, "llmserve-step-driver"), bundle,
                          "--greedy", str(len(want)), "--prompt",
                          ",".join(map(str, prompt))))
-    if got != want:
+    # The VNNI int4 kernel's error may flip a near-tie: its continuation is
+    # the reference's up to the first step whose two best logits are closer
+    # than QUANTIZED_MARGIN (the same prompt compiled for PORTABLE_CPU must
+    # continue it to the end).
+    checked = len(want)
+    if tolerance == QUANTIZED_TOLERANCE:
+        checked = next((i for i, m in enumerate(reference_json["greedy_margins"])
+                        if m < QUANTIZED_MARGIN), len(want))
+    if got[:checked] != want[:checked]:
         print(f"FAIL {name}: greedy continuation {got}, reference {want}")
         return False
+    agreed = "" if checked == len(want) else f" to the first near-tie ({checked} of {len(want)})"
     print(f"ok {name}: {len(steps)} steps, worst relative error {worst:.2e}{note}, "
-          f"greedy {got} as the reference")
+          f"greedy {got} as the reference{agreed}")
     return True
 
 

@@ -85,23 +85,29 @@ func.func @linear_int8_ragged(%x: tensor<?x96xf32>, %x2: tensor<?x128xf32>) -> (
 
 // -----
 
-// int4: x is quantized as for int8, but each block starts from -8 times its
-// sum (-z times it with zero points: below); the weight's 32 bytes of a block (rows8x64, [N/8][K/64][8][32]) give
-// its 64 values as low nibbles then high ones (unsigned, Q + 8), and the
-// lanes accumulate times x's block scale and the weight's scale for the
-// block's group of 128 columns; the reduced sum is not scaled again.
+// int4: x is quantized in blocks of 128, one group of the weight's scales
+// (so the scratch holds 2 scales and sums a row for K = 256); each block
+// starts from -8 times its sum (-z times it with zero points: below). The
+// weight's 32 bytes per 64 columns (rows8x64, [N/8][K/64][8][32]) give its
+// values as low nibbles then high ones (unsigned, Q + 8); two vpdpbusd sum a
+// block of 128 into one int32 accumulator, which the lanes accumulate times
+// x's block scale and the weight's scale for the group; the reduced sum is
+// not scaled again.
 // CHECK-LABEL: func.func @linear_int4_vnni
 //       CHECK:   llmserve.weight "w" quantized int4_group128 values {llmserve.layout = "rows8x64"}
 //       CHECK: func.func @llmserve_d0_linear
-//       CHECK:   %[[XSUM:.+]] = memref.alloca() : memref<4x4xi32>
+//       CHECK:   %[[XSUM:.+]] = memref.alloca() : memref<4x2xi32>
 //       CHECK:   memref.store %{{.+}}, %[[XSUM]]
-//       CHECK:   %[[MINUS8:.+]] = arith.subi %c0_i32, %c8_i32
+//       CHECK:   %[[WS:.+]] = memref.load %{{.+}}[%{{.+}}, %[[GROUP:.+]]] : memref<40x2xf32>
 //       CHECK:   %[[W:.+]] = vector.load %{{.+}} : memref<5x4x8x32xi8>, vector<32xi8>
 //       CHECK:   %[[LO:.+]] = arith.andi %[[W]], %{{.+}} : vector<32xi8>
 //       CHECK:   %[[HI:.+]] = arith.shrui %[[W]], %{{.+}} : vector<32xi8>
 //       CHECK:   %[[WQ:.+]] = vector.shuffle %[[LO]], %[[HI]] [0, 1, {{.*}}, 62, 63] : vector<32xi8>, vector<32xi8>
-//       CHECK:   %[[WS:.+]] = memref.load %{{.+}}[%{{.+}}, %{{.+}}] : memref<40x2xf32>
-//       CHECK:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.+}}, %[[WQ]], %{{.+}})
+//       CHECK:   %[[W2:.+]] = vector.load %{{.+}} : memref<5x4x8x32xi8>, vector<32xi8>
+//       CHECK:   %[[WQ2:.+]] = vector.shuffle
+//       CHECK:   %[[MINUS8:.+]] = arith.subi %c0_i32, %c8_i32
+//       CHECK:   %[[DOT:.+]] = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.+}}, %[[WQ]], %{{.+}})
+//       CHECK:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[DOT]], %[[WQ2]], %{{.+}})
 //       CHECK:   %[[S:.+]] = arith.mulf %{{.+}}, %[[WS]] : f32
 //       CHECK:   %[[SV:.+]] = vector.broadcast %[[S]] : f32 to vector<16xf32>
 //       CHECK:   vector.fma %{{.+}}, %[[SV]]
