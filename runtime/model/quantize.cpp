@@ -1,8 +1,13 @@
 #include "model/quantize.h"
 
 #include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace llmserve {
 
@@ -79,30 +84,100 @@ void quantize_int8_channel(const float *w, int64_t rows, int64_t cols,
   }
 }
 
+namespace {
+
+// x rounded to the nearest integer, ties to even, for |x| < 2^22 (larger
+// magnitudes come back at least 2^21, which the callers' clamps take):
+// adding and subtracting 1.5 * 2^23 rounds in the default rounding mode,
+// as rint does, without a library call.
+float round_half_even(float x) {
+  constexpr float kShift = 12582912.0f;
+  return (x + kShift) - kShift;
+}
+
+// Least-squares refinements of an int4 group's scale (quantize_int4_group128).
+constexpr int kInt4Refinements = 2;
+// Elements a quantizing thread takes at least.
+constexpr int64_t kElementsPerThread = int64_t{1} << 20;
+
+// A group's int4 values at `scale` (w / scale rounded, in [-8, 7]) and, in
+// double, its squared error, sum of w * q and sum of q * q.
+struct Int4Rounding {
+  double error = 0, wq = 0, qq = 0;
+};
+Int4Rounding round_int4(const float *group, float scale, int8_t *q) {
+  Int4Rounding r;
+  for (int64_t k = 0; k < kInt4GroupSize; ++k) {
+    q[k] = static_cast<int8_t>(
+        std::fmax(-8.0f, std::fmin(7.0f, round_half_even(group[k] / scale))));
+    const double d = double(group[k]) - double(scale) * q[k];
+    r.error += d * d;
+    r.wq += double(group[k]) * q[k];
+    r.qq += double(q[k]) * q[k];
+  }
+  return r;
+}
+
+} // namespace
+
 void quantize_int4_group128(const float *w, int64_t rows, int64_t cols,
                             int8_t *values, float *scales) {
   if (cols % kInt4GroupSize != 0)
     throw std::runtime_error("int4_group128 quantizes rows of a multiple of 128 columns, got " +
                              std::to_string(cols));
   const int64_t groups = cols / kInt4GroupSize;
-  for (int64_t n = 0; n < rows; ++n) {
-    const float *row = w + n * cols;
-    check_finite(row, n, cols, "int4_group128");
-    for (int64_t g = 0; g < groups; ++g) {
-      const float *group = row + g * kInt4GroupSize;
-      float largest = 0;
-      for (int64_t k = 0; k < kInt4GroupSize; ++k)
-        if (std::fabs(group[k]) > std::fabs(largest))
-          largest = group[k];
-      const float scale = largest != 0 ? largest / -8.0f : 1.0f;
-      if (scales)
-        scales[n * groups + g] = scale;
-      if (values)
+  auto quantize_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const float *row = w + n * cols;
+      check_finite(row, n, cols, "int4_group128");
+      for (int64_t g = 0; g < groups; ++g) {
+        const float *group = row + g * kInt4GroupSize;
+        float largest = 0;
         for (int64_t k = 0; k < kInt4GroupSize; ++k)
-          values[n * cols + g * kInt4GroupSize + k] = static_cast<int8_t>(
-              std::fmax(-8.0f, std::fmin(7.0f, std::rint(group[k] / scale))));
+          if (std::fabs(group[k]) > std::fabs(largest))
+            largest = group[k];
+        // llama.cpp's Q4_0 scale, then up to kInt4Refinements times the
+        // least-squares scale of the values, sum(w q) / sum(q q), while
+        // that rounds to less error.
+        float scale = largest != 0 ? largest / -8.0f : 1.0f;
+        int8_t q[kInt4GroupSize], refined_q[kInt4GroupSize];
+        Int4Rounding best = round_int4(group, scale, q);
+        for (int step = 0; step < kInt4Refinements && best.qq > 0; ++step) {
+          const float refined = static_cast<float>(best.wq / best.qq);
+          const Int4Rounding next =
+              refined != 0 ? round_int4(group, refined, refined_q) : Int4Rounding{};
+          if (refined == 0 || !(next.error < best.error))
+            break;
+          best = next;
+          scale = refined;
+          std::memcpy(q, refined_q, sizeof q);
+        }
+        if (scales)
+          scales[n * groups + g] = scale;
+        if (values)
+          std::memcpy(values + n * cols + g * kInt4GroupSize, q, sizeof q);
+      }
     }
-  }
+  };
+  // Rows in parallel, each on its own; the error of the first bad row is
+  // the one thrown, as without threads.
+  const int64_t threads = std::min<int64_t>(
+      std::max(1u, std::thread::hardware_concurrency()), rows * cols / kElementsPerThread + 1);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  std::vector<std::thread> workers;
+  for (int64_t t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      try {
+        quantize_rows(rows * t / threads, rows * (t + 1) / threads);
+      } catch (...) {
+        errors[static_cast<size_t>(t)] = std::current_exception();
+      }
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  for (const std::exception_ptr &error : errors)
+    if (error)
+      std::rethrow_exception(error);
 }
 
 } // namespace llmserve

@@ -41,10 +41,13 @@ void quantize_int8_channel(const float *w, int64_t rows, int64_t cols,
                            int8_t *values, float *scales);
 
 // int4_group128 of the row-major [rows, cols] matrix `w` (cols a multiple of
-// 128): for each group, m is its first element of largest magnitude,
-// scales[n, g] = m / -8 (1 for a group of zeros) and values[n, k] is
-// w[n, k] / scales[n, g] rounded to nearest, ties to even, in [-8, 7], one
-// value per byte. Throws if `w` holds a NaN or an infinity.
+// 128): for each group, m is its first element of largest magnitude, the
+// scale starts as m / -8 (1 for a group of zeros, llama.cpp's Q4_0) and the
+// values as w[n, k] / scale rounded to nearest, ties to even, in [-8, 7],
+// one value per byte; then up to twice the least-squares scale of those
+// values, sum(w q) / sum(q q), and the values rounded to it replace them
+// while their squared error is smaller. Rows are quantized on several
+// threads. Throws if `w` holds a NaN or an infinity.
 void quantize_int4_group128(const float *w, int64_t rows, int64_t cols,
                             int8_t *values, float *scales);
 

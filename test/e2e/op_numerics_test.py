@@ -188,15 +188,37 @@ def int8_linear_reference(x, values, scales):
 
 
 def quantize_int4_group128(w):
-    """The int4_group128 scheme in numpy (f32 arithmetic): per row and group
-    of 128 columns, the scale is the group's first element of largest
-    magnitude over -8 (1 for a group of zeros) and the values w / scale
-    rounded to nearest even, in [-8, 7]."""
+    """The int4_group128 scheme in numpy (f32 arithmetic, error and sums in
+    float64): per row and group of 128 columns, the scale starts as the
+    group's first element of largest magnitude over -8 (1 for a group of
+    zeros), the values as w / scale rounded to nearest even, in [-8, 7];
+    then, twice, the least-squares scale sum(w q) / sum(q q) replaces it
+    (and the values rounded to it) while its squared error is smaller."""
     n, k = w.shape
     groups = w.reshape(n, k // 128, 128)
     largest = np.take_along_axis(groups, np.abs(groups).argmax(axis=2)[:, :, None], axis=2)[..., 0]
     scales = np.where(largest != 0, largest / np.float32(-8), np.float32(1)).astype(np.float32)
-    values = np.clip(np.rint(groups / scales[:, :, None]), -8, 7).astype(np.int8)
+    values = np.empty(groups.shape, np.int8)
+    for row in range(n):
+        for g in range(k // 128):
+            group, scale = groups[row, g], scales[row, g]
+
+            def rounded(s):
+                q = np.clip(np.rint(group / s), -8, 7).astype(np.int8)
+                wide, qd = group.astype(np.float64), q.astype(np.float64)
+                return q, float(((wide - np.float64(s) * qd) ** 2).sum()), \
+                    float((wide * qd).sum()), float((qd * qd).sum())
+
+            q, error, wq, qq = rounded(scale)
+            for _ in range(2):
+                refined = np.float32(wq / qq) if qq > 0 else np.float32(0)
+                if refined == 0:
+                    break
+                candidate = rounded(refined)
+                if not candidate[1] < error:
+                    break
+                (q, error, wq, qq), scale = candidate, refined
+            values[row, g], scales[row, g] = q, scale
     return values.reshape(n, k), scales
 
 
