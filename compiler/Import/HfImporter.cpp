@@ -71,7 +71,8 @@ llvm::Expected<llvm::StringSet<>> readTensorNames(llvm::StringRef dir) {
 }
 
 /// The files of a checkpoint directory that hold each tensor: the shard
-/// index's weight_map, or model.safetensors for all.
+/// index's weight_map (readTensorNames has checked it), or model.safetensors
+/// for all. A file named by a path rather than a name is an error.
 llvm::Expected<llvm::StringMap<std::string>>
 tensorFiles(llvm::StringRef dir, const llvm::StringSet<> &names) {
   llvm::StringMap<std::string> files;
@@ -85,16 +86,26 @@ tensorFiles(llvm::StringRef dir, const llvm::StringSet<> &names) {
   auto value = readJson(index);
   if (!value)
     return value.takeError();
-  for (const auto &entry : *value->getAsObject()->getObject("weight_map"))
-    if (std::optional<llvm::StringRef> file = entry.second.getAsString())
-      files[entry.first.str()] = file->str();
+  for (const auto &entry : *value->getAsObject()->getObject("weight_map")) {
+    std::optional<llvm::StringRef> file = entry.second.getAsString();
+    if (!file || llvm::sys::path::filename(*file) != *file || *file == "..")
+      return makeError(index + ": weight_map[\"" + entry.first.str() +
+                       "\"] is not the name of a file in the directory");
+    files[entry.first.str()] = file->str();
+  }
   return files;
 }
 
-/// The value of the one-element F32, BF16 or F16 tensor `name` in the
-/// safetensors file `path`.
-llvm::Expected<float> readScalar(llvm::StringRef path, llvm::StringRef name) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+/// A safetensors file, mapped, and its parsed header.
+struct SafetensorsFile {
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  json::Object header;
+  llvm::StringRef data; // the bytes after the header
+};
+
+llvm::Expected<SafetensorsFile> openSafetensors(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
   if (!buffer)
     return makeError(path + ": " + buffer.getError().message());
   llvm::StringRef bytes = (*buffer)->getBuffer();
@@ -104,26 +115,41 @@ llvm::Expected<float> readScalar(llvm::StringRef path, llvm::StringRef name) {
   if (bytes.size() < 8 || length > bytes.size() - 8)
     return makeError(path + ": truncated safetensors header");
   auto header = json::parse(bytes.substr(8, length));
-  const json::Object *tensor =
-      header && header->getAsObject() ? header->getAsObject()->getObject(name) : nullptr;
+  if (!header || !header->getAsObject()) {
+    if (!header)
+      llvm::consumeError(header.takeError());
+    return makeError(path + ": invalid safetensors header");
+  }
+  return SafetensorsFile{std::move(*buffer), std::move(*header->getAsObject()),
+                         bytes.substr(8 + length)};
+}
+
+/// The value of the one-element F32, BF16 or F16 tensor `name` of `file`
+/// (at `path`).
+llvm::Expected<float> readScalar(const SafetensorsFile &file, llvm::StringRef path,
+                                 llvm::StringRef name) {
+  const json::Object *tensor = file.header.getObject(name);
   if (!tensor)
     return makeError(path + ": no tensor '" + name + "'");
   std::string dtype = tensor->getString("dtype").value_or("").str();
   const json::Array *shape = tensor->getArray("shape");
   const json::Array *offsets = tensor->getArray("data_offsets");
   int64_t count = 1;
-  for (const json::Value &dim : shape ? *shape : json::Array())
+  SmallVector<std::string> dims;
+  for (const json::Value &dim : shape ? *shape : json::Array()) {
     count *= dim.getAsInteger().value_or(-1);
+    dims.push_back(std::to_string(dim.getAsInteger().value_or(-1)));
+  }
   size_t width = dtype == "F32" ? 4 : dtype == "BF16" || dtype == "F16" ? 2 : 0;
   std::optional<int64_t> begin = offsets && offsets->size() == 2 ? (*offsets)[0].getAsInteger()
                                                                   : std::nullopt;
   if (!shape || count != 1 || !width || !begin || *begin < 0 ||
-      static_cast<uint64_t>(*begin) + width > bytes.size() - 8 - length)
-    return makeError(path + ": tensor '" + name + "' is " + dtype +
-                     ", but a KV-cache scale is one f32, bf16 or f16 value");
-  const char *data = bytes.data() + 8 + length + *begin;
+      static_cast<uint64_t>(*begin) + width > file.data.size())
+    return makeError(path + ": tensor '" + name + "' is " + dtype + " [" +
+                     llvm::join(dims, ", ") +
+                     "] at its offsets, but a KV-cache scale is one f32, bf16 or f16 value");
   uint32_t bits = 0;
-  std::memcpy(&bits, data, width);
+  std::memcpy(&bits, file.data.data() + *begin, width);
   if (dtype == "F32")
     return llvm::bit_cast<float>(bits);
   if (dtype == "BF16")
@@ -145,6 +171,7 @@ readKvCacheScales(llvm::StringRef dir, const llvm::StringSet<> &names, int64_t l
   auto files = tensorFiles(dir, names);
   if (!files)
     return files.takeError();
+  llvm::StringMap<SafetensorsFile> opened;
   SmallVector<std::pair<float, float>> scales(layers);
   for (int64_t layer = 0; layer < layers; ++layer) {
     for (const char *role : {"k_scale", "v_scale"}) {
@@ -158,7 +185,14 @@ readKvCacheScales(llvm::StringRef dir, const llvm::StringSet<> &names, int64_t l
       llvm::StringRef name = it->getKey();
       llvm::SmallString<256> path(dir);
       llvm::sys::path::append(path, files->lookup(name));
-      auto value = readScalar(path, name);
+      auto file = opened.find(path);
+      if (file == opened.end()) {
+        auto mapped = openSafetensors(path);
+        if (!mapped)
+          return mapped.takeError();
+        file = opened.try_emplace(path, std::move(*mapped)).first;
+      }
+      auto value = readScalar(file->second, path, name);
       if (!value)
         return value.takeError();
       if (!std::isfinite(*value) || *value <= 0)
