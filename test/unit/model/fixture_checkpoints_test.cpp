@@ -93,14 +93,15 @@ Shapes llama_shapes(const json &c) {
 }
 
 // compressed-tensors: the config group whose targets (regular expressions
-// after "re:", matched from the start, as compressed-tensors matches them)
-// match `module`, or null.
+// after "re:", matched from the start, as compressed-tensors matches them,
+// or the class name Linear) match the linear `module`, or null.
 const json *compressed_group(const json &q, const std::string &module) {
   for (const auto &[name, group] : q["config_groups"].items())
     for (const std::string target : group["targets"])
-      if (target.rfind("re:", 0) == 0 &&
-          std::regex_search(module, std::regex(target.substr(3)),
-                            std::regex_constants::match_continuous))
+      if (target == "Linear" ||
+          (target.rfind("re:", 0) == 0 &&
+           std::regex_search(module, std::regex(target.substr(3)),
+                             std::regex_constants::match_continuous)))
         return &group;
   return nullptr;
 }
@@ -111,7 +112,8 @@ const json *compressed_group(const json &q, const std::string &module) {
 // `group` inputs; in FP8 as the weight and its scales, one per block of 128
 // x 128; or in its compressed-tensors config group's format (FP8 or int8
 // values and scales per tensor, row, group or block; int4 packed with its
-// scales and shape), with each attention layer's KV-cache scales.
+// scales and shape), with each attention layer's KV-cache scales where it
+// has a kv_cache_scheme.
 Shapes quantized_shapes(const json &q, const Shapes &s, std::map<std::string, DType> &dtypes) {
   const bool awq = q["quant_method"] == "awq", fp8 = q["quant_method"] == "fp8";
   const bool compressed = q["quant_method"] == "compressed-tensors";
@@ -126,7 +128,9 @@ Shapes quantized_shapes(const json &q, const Shapes &s, std::map<std::string, DT
     }
     const std::string module = name.substr(0, name.size() - std::string(".weight").size());
     const int64_t n = shape[0], k = shape[1];
-    if (compressed && module.find(".q_proj") != std::string::npos) {
+    const bool kv_scales = compressed && q.contains("kv_cache_scheme") &&
+                           !q["kv_cache_scheme"].is_null();
+    if (kv_scales && module.find(".q_proj") != std::string::npos) {
       const std::string attention = module.substr(0, module.size() - std::string(".q_proj").size());
       out[attention + ".k_scale"] = out[attention + ".v_scale"] = {1};
     }
