@@ -27,6 +27,36 @@ namespace json = llvm::json;
 
 namespace {
 
+/// A safetensors file, mapped, and its parsed header.
+struct SafetensorsFile {
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  json::Object header;
+  llvm::StringRef data; // the bytes after the header
+};
+
+/// The file at `path`, mapped (never read whole: shards are gigabytes),
+/// with its header checked to fit the file and parsed.
+llvm::Expected<SafetensorsFile> openSafetensors(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError(path + ": " + buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  uint64_t length = 0;
+  for (int i = 7; i >= 0 && bytes.size() >= 8; --i)
+    length = length << 8 | static_cast<uint8_t>(bytes[i]);
+  if (bytes.size() < 8 || length > bytes.size() - 8)
+    return makeError(path + ": truncated safetensors header");
+  auto header = json::parse(bytes.substr(8, length));
+  if (!header || !header->getAsObject()) {
+    if (!header)
+      llvm::consumeError(header.takeError());
+    return makeError(path + ": invalid safetensors header");
+  }
+  return SafetensorsFile{std::move(*buffer), std::move(*header->getAsObject()),
+                         bytes.substr(8 + length)};
+}
+
 /// The tensor names of a checkpoint directory, from the safetensors headers
 /// or the shard index; empty when the directory holds no weights.
 llvm::Expected<llvm::StringSet<>> readTensorNames(llvm::StringRef dir) {
@@ -49,22 +79,10 @@ llvm::Expected<llvm::StringSet<>> readTensorNames(llvm::StringRef dir) {
   }
   if (!llvm::sys::fs::exists(single))
     return names;
-  auto buffer = llvm::MemoryBuffer::getFile(single);
-  if (!buffer)
-    return makeError(single + ": " + buffer.getError().message());
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  if (bytes.size() < 8)
-    return makeError(single + ": truncated (no header length)");
-  uint64_t length = 0;
-  for (int i = 7; i >= 0; --i)
-    length = length << 8 | static_cast<uint8_t>(bytes[i]);
-  if (length > bytes.size() - 8)
-    return makeError(single + ": header length " + llvm::Twine(length) +
-                     " exceeds the file");
-  auto header = json::parse(bytes.substr(8, length));
-  if (!header || !header->getAsObject())
-    return makeError(single + ": invalid header JSON");
-  for (const auto &entry : *header->getAsObject())
+  auto file = openSafetensors(single);
+  if (!file)
+    return file.takeError();
+  for (const auto &entry : file->header)
     if (entry.first != "__metadata__")
       names.insert(entry.first.str());
   return names;
@@ -94,34 +112,6 @@ tensorFiles(llvm::StringRef dir, const llvm::StringSet<> &names) {
     files[entry.first.str()] = file->str();
   }
   return files;
-}
-
-/// A safetensors file, mapped, and its parsed header.
-struct SafetensorsFile {
-  std::unique_ptr<llvm::MemoryBuffer> buffer;
-  json::Object header;
-  llvm::StringRef data; // the bytes after the header
-};
-
-llvm::Expected<SafetensorsFile> openSafetensors(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return makeError(path + ": " + buffer.getError().message());
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  uint64_t length = 0;
-  for (int i = 7; i >= 0 && bytes.size() >= 8; --i)
-    length = length << 8 | static_cast<uint8_t>(bytes[i]);
-  if (bytes.size() < 8 || length > bytes.size() - 8)
-    return makeError(path + ": truncated safetensors header");
-  auto header = json::parse(bytes.substr(8, length));
-  if (!header || !header->getAsObject()) {
-    if (!header)
-      llvm::consumeError(header.takeError());
-    return makeError(path + ": invalid safetensors header");
-  }
-  return SafetensorsFile{std::move(*buffer), std::move(*header->getAsObject()),
-                         bytes.substr(8 + length)};
 }
 
 /// The value of the one-element F32, BF16 or F16 tensor `name` of `file`
