@@ -62,6 +62,15 @@ void check_finite(const float *row, int64_t n, int64_t cols, const char *scheme)
                                  " cannot quantize");
 }
 
+// x rounded to the nearest integer, ties to even, for |x| < 2^22 (larger
+// magnitudes come back at least 2^21, which the callers' clamps take):
+// adding and subtracting 1.5 * 2^23 rounds in the default rounding mode,
+// as rint does, without a library call.
+float round_half_even(float x) {
+  constexpr float kShift = 12582912.0f;
+  return (x + kShift) - kShift;
+}
+
 } // namespace
 
 void quantize_int8_channel(const float *w, int64_t rows, int64_t cols,
@@ -77,23 +86,13 @@ void quantize_int8_channel(const float *w, int64_t rows, int64_t cols,
       scales[n] = scale;
     if (values)
       for (int64_t k = 0; k < cols; ++k)
-        // |row[k] / scale| <= 127 up to rounding; rint rounds half to even
-        // in the default rounding mode.
+        // |row[k] / scale| <= 127 up to rounding.
         values[n * cols + k] = static_cast<int8_t>(
-            std::fmax(-127.0f, std::fmin(127.0f, std::rint(row[k] / scale))));
+            std::fmax(-127.0f, std::fmin(127.0f, round_half_even(row[k] / scale))));
   }
 }
 
 namespace {
-
-// x rounded to the nearest integer, ties to even, for |x| < 2^22 (larger
-// magnitudes come back at least 2^21, which the callers' clamps take):
-// adding and subtracting 1.5 * 2^23 rounds in the default rounding mode,
-// as rint does, without a library call.
-float round_half_even(float x) {
-  constexpr float kShift = 12582912.0f;
-  return (x + kShift) - kShift;
-}
 
 // Least-squares refinements of an int4 group's scale (quantize_int4_group128).
 constexpr int kInt4Refinements = 2;
@@ -164,15 +163,18 @@ void quantize_int4_group128(const float *w, int64_t rows, int64_t cols,
   const int64_t threads = std::min<int64_t>(
       std::max(1u, std::thread::hardware_concurrency()), rows * cols / kElementsPerThread + 1);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  auto quantize_part = [&](int64_t t) {
+    try {
+      quantize_rows(rows * t / threads, rows * (t + 1) / threads);
+    } catch (...) {
+      errors[static_cast<size_t>(t)] = std::current_exception();
+    }
+  };
+  // The calling thread takes the first part.
   std::vector<std::thread> workers;
-  for (int64_t t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      try {
-        quantize_rows(rows * t / threads, rows * (t + 1) / threads);
-      } catch (...) {
-        errors[static_cast<size_t>(t)] = std::current_exception();
-      }
-    });
+  for (int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(quantize_part, t);
+  quantize_part(0);
   for (std::thread &worker : workers)
     worker.join();
   for (const std::exception_ptr &error : errors)
