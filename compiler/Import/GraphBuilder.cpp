@@ -85,11 +85,11 @@ func::FuncOp GraphBuilder::createStepFunction(StringRef name, bool returnLogits)
       SmallVector<NamedAttribute> cache = {
           b.getNamedAttr("layer", b.getI64IntegerAttr(layer)),
           b.getNamedAttr("role", b.getStringAttr(role))};
-      // The checkpoint's FP8 scale, for llmserve-quantize-kv-cache.
+      // The checkpoint's FP8 scales, for llmserve-quantize-kv-cache.
       if (quantized && !quantized->kvCacheScales.empty()) {
-        auto [key, value] = quantized->kvCacheScales[layer];
-        cache.push_back(
-            b.getNamedAttr("scale", b.getF32FloatAttr(*role == 'k' ? key : value)));
+        const auto &scales = quantized->kvCacheScales[layer];
+        cache.push_back(b.getNamedAttr(
+            "scale", b.getDenseF32ArrayAttr(*role == 'k' ? scales.key : scales.value)));
       }
       argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           LlmserveDialect::kKvCacheAttrName, b.getDictionaryAttr(cache))));
@@ -357,9 +357,9 @@ Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
                               std::optional<double> softcap) {
   Value slots = contract("slot_mapping");
   Value kc = KvWriteOp::create(b, loc, cacheType(), k, cache(layer, 0), slots,
-                               /*scale=*/FloatAttr());
+                               /*scale=*/DenseF32ArrayAttr());
   Value vc = KvWriteOp::create(b, loc, cacheType(), v, cache(layer, 1), slots,
-                               /*scale=*/FloatAttr());
+                               /*scale=*/DenseF32ArrayAttr());
   auto lseType = RankedTensorType::get({ShapedType::kDynamic, m.heads}, f32());
   auto op = PagedAttentionOp::create(
       b, loc, tokens(m.heads * m.headDim), lseType, q, kc, vc,
@@ -368,7 +368,7 @@ Value GraphBuilder::attention(int64_t layer, Value q, Value k, Value v,
       b.getF32FloatAttr(scale ? *scale : 1.0 / std::sqrt(static_cast<double>(m.headDim))),
       slidingWindow ? b.getI64IntegerAttr(*slidingWindow) : IntegerAttr(),
       softcap ? b.getF32FloatAttr(*softcap) : FloatAttr(),
-      /*key_scale=*/FloatAttr(), /*value_scale=*/FloatAttr());
+      /*key_scale=*/DenseF32ArrayAttr(), /*value_scale=*/DenseF32ArrayAttr());
   return op.getResult();
 }
 

@@ -114,47 +114,58 @@ tensorFiles(llvm::StringRef dir, const llvm::StringSet<> &names) {
   return files;
 }
 
-/// The value of the one-element F32, BF16 or F16 tensor `name` of `file`
-/// (at `path`).
-llvm::Expected<float> readScalar(const SafetensorsFile &file, llvm::StringRef path,
-                                 llvm::StringRef name) {
+/// The `count` values of the F32, BF16 or F16 tensor `name` of `file` (at
+/// `path`), of any shape with that many elements, as KV-cache scales.
+llvm::Expected<SmallVector<float>> readKvScales(const SafetensorsFile &file,
+                                               llvm::StringRef path, llvm::StringRef name,
+                                               int64_t count) {
   const json::Object *tensor = file.header.getObject(name);
   if (!tensor)
     return makeError(path + ": no tensor '" + name + "'");
   std::string dtype = tensor->getString("dtype").value_or("").str();
   const json::Array *shape = tensor->getArray("shape");
   const json::Array *offsets = tensor->getArray("data_offsets");
-  int64_t count = 1;
+  int64_t elements = 1;
   SmallVector<std::string> dims;
   for (const json::Value &dim : shape ? *shape : json::Array()) {
-    count *= dim.getAsInteger().value_or(-1);
+    elements *= dim.getAsInteger().value_or(-1);
     dims.push_back(std::to_string(dim.getAsInteger().value_or(-1)));
   }
   size_t width = dtype == "F32" ? 4 : dtype == "BF16" || dtype == "F16" ? 2 : 0;
   std::optional<int64_t> begin = offsets && offsets->size() == 2 ? (*offsets)[0].getAsInteger()
                                                                   : std::nullopt;
-  if (!shape || count != 1 || !width || !begin || *begin < 0 ||
-      static_cast<uint64_t>(*begin) + width > file.data.size())
+  if (!shape || elements != count || !width || !begin || *begin < 0 ||
+      static_cast<uint64_t>(*begin) + width * count > file.data.size())
     return makeError(path + ": tensor '" + name + "' is " + dtype + " [" +
-                     llvm::join(dims, ", ") +
-                     "] at its offsets, but a KV-cache scale is one f32, bf16 or f16 value");
-  uint32_t bits = 0;
-  std::memcpy(&bits, file.data.data() + *begin, width);
-  if (dtype == "F32")
-    return llvm::bit_cast<float>(bits);
-  if (dtype == "BF16")
-    return llvm::bit_cast<float>(bits << 16);
-  llvm::APFloat half(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
-  bool lost;
-  half.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
-  return half.convertToFloat();
+                     llvm::join(dims, ", ") + "] at its offsets, but the KV-cache scales are " +
+                     (count == 1 ? "one f32, bf16 or f16 value"
+                                 : std::to_string(count) +
+                                       " f32, bf16 or f16 values, one per KV head"));
+  SmallVector<float> values;
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, file.data.data() + *begin + i * width, width);
+    if (dtype == "F32") {
+      values.push_back(llvm::bit_cast<float>(bits));
+    } else if (dtype == "BF16") {
+      values.push_back(llvm::bit_cast<float>(bits << 16));
+    } else {
+      llvm::APFloat half(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
+      bool lost;
+      half.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(half.convertToFloat());
+    }
+  }
+  return values;
 }
 
 /// kv_cache_scheme's scales, layer by layer: the tensors named
 /// "<...>.layers.<i>.self_attn.k_scale" and "v_scale", as llm-compressor
-/// saves them, each positive and finite.
-llvm::Expected<SmallVector<std::pair<float, float>>>
-readKvCacheScales(llvm::StringRef dir, const llvm::StringSet<> &names, int64_t layers) {
+/// saves them, each of `count` values (1, or one per KV head), positive and
+/// finite.
+llvm::Expected<SmallVector<StoredQuantization::KvCacheScales>>
+readKvCacheScales(llvm::StringRef dir, const llvm::StringSet<> &names, int64_t layers,
+                  int64_t count) {
   if (names.empty())
     return makeError(dir + ": quantization_config.kv_cache_scheme: the KV-cache scales are "
                            "read from the checkpoint's tensors, and the directory has none");
@@ -162,7 +173,7 @@ readKvCacheScales(llvm::StringRef dir, const llvm::StringSet<> &names, int64_t l
   if (!files)
     return files.takeError();
   llvm::StringMap<SafetensorsFile> opened;
-  SmallVector<std::pair<float, float>> scales(layers);
+  SmallVector<StoredQuantization::KvCacheScales> scales(layers);
   for (int64_t layer = 0; layer < layers; ++layer) {
     for (const char *role : {"k_scale", "v_scale"}) {
       std::string suffix = (".layers." + llvm::Twine(layer) + ".self_attn." + role).str();
@@ -182,13 +193,14 @@ readKvCacheScales(llvm::StringRef dir, const llvm::StringSet<> &names, int64_t l
           return mapped.takeError();
         file = opened.try_emplace(path, std::move(*mapped)).first;
       }
-      auto value = readScalar(file->second, path, name);
-      if (!value)
-        return value.takeError();
-      if (!std::isfinite(*value) || *value <= 0)
-        return makeError(path + ": KV-cache scale '" + name + "' is " + std::to_string(*value) +
-                         "; scales are positive and finite");
-      (role[0] == 'k' ? scales[layer].first : scales[layer].second) = *value;
+      auto values = readKvScales(file->second, path, name, count);
+      if (!values)
+        return values.takeError();
+      for (float value : *values)
+        if (!std::isfinite(value) || value <= 0)
+          return makeError(path + ": KV-cache scale '" + name + "' holds " +
+                           std::to_string(value) + "; scales are positive and finite");
+      (role[0] == 'k' ? scales[layer].key : scales[layer].value) = std::move(*values);
     }
   }
   return scales;
@@ -331,10 +343,12 @@ readCompressedTensors(const Config &q) {
     Config scheme(*kv, q.file() + ".kv_cache_scheme");
     int64_t bits;
     LLMSERVE_TRY_ASSIGN(bits, scheme.integer("num_bits"));
+    std::string strategy = scheme.string("strategy", "tensor");
     if (scheme.string("type", "") != "float" || bits != 8 ||
-        scheme.string("strategy", "tensor") != "tensor" || !scheme.boolean("symmetric", true))
-      return scheme.error("llmserve reads FP8 KV-cache scales per tensor "
-                          "(type float, 8 bits, strategy tensor, symmetric)");
+        (strategy != "tensor" && strategy != "attn_head") || !scheme.boolean("symmetric", true))
+      return scheme.error("llmserve reads FP8 KV-cache scales per tensor or per KV head "
+                          "(type float, 8 bits, strategy tensor or attn_head, symmetric)");
+    stored.kvCachePerHead = strategy == "attn_head";
   }
   return stored;
 }
@@ -418,7 +432,9 @@ mlir::llmserve::importHuggingFace(MLIRContext *context, llvm::StringRef dir,
                         "which linears each holds is read from the checkpoint's tensors, "
                         "and the directory has none");
   if (*quantized && (*quantized)->kvCacheScheme) {
-    auto scales = readKvCacheScales(dir, *names, (*model)->shape().layers);
+    const ModelShape &shape = (*model)->shape();
+    auto scales = readKvCacheScales(dir, *names, shape.layers,
+                                    (*quantized)->kvCachePerHead ? shape.kvHeads : 1);
     if (!scales)
       return scales.takeError();
     (*quantized)->kvCacheScales = std::move(*scales);

@@ -35,11 +35,15 @@ struct StoredQuantization {
   /// them in 8 bits (compressed_tensors). Each linear's own tensors say
   /// which, when the checkpoint's tensors are at hand.
   bool packedInt4 = false, eightBit = false;
-  /// compressed-tensors' kv_cache_scheme: the checkpoint holds a scale for
-  /// each layer's FP8 keys and values (`self_attn.k_scale`, `v_scale`),
-  /// which `kvCacheScales` then lists, per layer.
-  bool kvCacheScheme = false;
-  SmallVector<std::pair<float, float>> kvCacheScales;
+  /// compressed-tensors' kv_cache_scheme: the checkpoint holds scales for
+  /// each layer's FP8 keys and values (`self_attn.k_scale`, `v_scale`): one
+  /// per tensor (strategy `tensor`) or one per KV head (`attn_head`), which
+  /// `kvCacheScales` then lists, per layer.
+  bool kvCacheScheme = false, kvCachePerHead = false;
+  struct KvCacheScales {
+    SmallVector<float> key, value;
+  };
+  SmallVector<KvCacheScales> kvCacheScales;
 };
 
 /// How config.json's quantization_config says the checkpoint stores its

@@ -149,12 +149,13 @@ def QuantizeKvCache : Pass<"llmserve-quantize-kv-cache", "ModuleOp"> {
     quarter of f32's bytes and half of bf16's, so twice to four times the
     tokens fit a given KV budget. `kv_write` stores x / scale rounded to
     e4m3 and `paged_attention` reads codes times the scale, computing in
-    f32 as before. The scale of each cache tensor is the `scale` of its
-    `llmserve.kv_cache` attribute, which `llmc import` takes from a
-    checkpoint that calibrated one (compressed-tensors' kv_cache_scheme), or
-    else 1 (what vLLM uses for a checkpoint without KV scales): e4m3 then
-    holds magnitudes from 2^-9 to 448, with 3 mantissa bits. Only
-    `kv_write` and `paged_attention` may use a cache.
+    f32 as before. The scales of each cache tensor are the `scale` of its
+    `llmserve.kv_cache` attribute (an `array<f32>` of one scale, or of one per
+    KV head), which `llmc import` takes from a checkpoint that calibrated
+    them (compressed-tensors' kv_cache_scheme, strategy `tensor` or
+    `attn_head`), or else 1 (what vLLM uses for a checkpoint without KV
+    scales): e4m3 then holds magnitudes from 2^-9 to 448, with 3 mantissa
+    bits. Only `kv_write` and `paged_attention` may use a cache.
   }];
 }
 

@@ -6,6 +6,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <cmath>
+
 namespace mlir::llmserve {
 #define GEN_PASS_DEF_QUANTIZEKVCACHE
 #include "compiler/Transforms/Passes.h.inc"
@@ -29,22 +31,25 @@ struct QuantizeKvCachePass
     Type fp8 = b.getType<Float8E4M3FNType>();
     Block &body = func.getBody().front();
     // The caches and, through kv_write, their updated values, each with its
-    // scale: the checkpoint's, or 1.
-    SmallVector<std::pair<Value, FloatAttr>> caches;
+    // scales: the checkpoint's (one, or one per KV head), or 1.
+    SmallVector<std::pair<Value, DenseF32ArrayAttr>> caches;
     for (BlockArgument arg : body.getArguments()) {
       auto kv = func.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
                                                       LlmserveDialect::kKvCacheAttrName);
       if (!kv)
         continue;
-      FloatAttr scale = b.getF32FloatAttr(1.0f);
+      DenseF32ArrayAttr scale = b.getDenseF32ArrayAttr({1.0f});
       if (Attribute given = kv.get("scale")) {
-        auto value = dyn_cast<FloatAttr>(given);
-        if (!value || !value.getType().isF32() || !value.getValue().isFiniteNonZero() ||
-            value.getValue().isNegative())
+        auto values = dyn_cast<DenseF32ArrayAttr>(given);
+        int64_t kvHeads = cast<RankedTensorType>(arg.getType()).getDimSize(2);
+        if (!values || (values.size() != 1 && values.size() != kvHeads) ||
+            !llvm::all_of(values.asArrayRef(),
+                          [](float f) { return f > 0 && std::isfinite(f); }))
           return func.emitOpError("argument #")
-                 << arg.getArgNumber() << ": the scale of a KV cache is a positive, finite f32, got "
-                 << given;
-        scale = value;
+                 << arg.getArgNumber()
+                 << ": the scales of a KV cache are one positive, finite f32 or one per KV head ("
+                 << kvHeads << "), got " << given;
+        scale = values;
       }
       caches.push_back({arg, scale});
     }

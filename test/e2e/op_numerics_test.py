@@ -548,7 +548,8 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales
     pool; all-decode steps with contexts past 256 keys run sm_90's
     split-context kernels over several chunks. `softcap`: scores become
     softcap * tanh(score / softcap) (Gemma 2). `kv_scales` (key, value):
-    FP8 e4m3 caches with those scales; the earlier tokens' codes are their
+    FP8 e4m3 caches with those scales, each one number or a list of one per
+    KV head; the earlier tokens' codes are their
     K and V rounded to e4m3 (llmrun call's conversion), and the step's are
     written by kv_write (a sequence of one token attends to its own value
     alone: its output is that value's code times the scale). `heads` query
@@ -578,15 +579,17 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales
 
     # Reference: write the new K, V, then attend over each sequence's cache
     # (of codes times the scales, when FP8).
+    # x [..., kvh, d] as stored; scales [1 or kvh, 1] broadcast over heads.
     def stored(x, scale):
-        return t(x) if kv_scales is None else t(e4m3_round(x / np.float32(scale)))
+        return t(x) if kv_scales is None else t(e4m3_round(x / scale))
 
-    key_scale, value_scale = kv_scales or (1, 1)
-    kref = stored(kc * np.float32(key_scale), key_scale).reshape(nb * bs, kvh, d).clone()
-    vref = stored(vc * np.float32(value_scale), value_scale).reshape(nb * bs, kvh, d).clone()
-    kref[torch.from_numpy(slots).long()] = stored(k, key_scale).view(tnum, kvh, d)
-    vref[torch.from_numpy(slots).long()] = stored(v, value_scale).view(tnum, kvh, d)
-    kref, vref = kref * key_scale, vref * value_scale
+    key_scale, value_scale = (np.asarray(s, dtype=np.float32).reshape(-1, 1)
+                              for s in (kv_scales or (1, 1)))
+    kref = stored(kc * key_scale, key_scale).reshape(nb * bs, kvh, d).clone()
+    vref = stored(vc * value_scale, value_scale).reshape(nb * bs, kvh, d).clone()
+    kref[torch.from_numpy(slots).long()] = stored(k.reshape(tnum, kvh, d), key_scale)
+    vref[torch.from_numpy(slots).long()] = stored(v.reshape(tnum, kvh, d), value_scale)
+    kref, vref = kref * t(key_scale), vref * t(value_scale)
     out = torch.zeros(tnum, heads, d, dtype=torch.float64)
     lse = torch.zeros(tnum, heads, dtype=torch.float64)
     scale = 1 / math.sqrt(d)
@@ -620,8 +623,9 @@ def attention_module(inputs, heads, scale, window, softcap=None, kv_scales=None)
     writes = ["", ""]
     if kv_scales:
         cty = cty.replace("xf32>", "xf8E4M3FN>")
-        writes = [f" scale {kv_scales[0]:e}", f" scale {kv_scales[1]:e}"]
-        win += f" kv_scales {kv_scales[0]:e}, {kv_scales[1]:e}"
+        arrays = ["[" + ", ".join(f"{x:e}" for x in np.atleast_1d(s)) + "]" for s in kv_scales]
+        writes = [f" scale {arrays[0]}", f" scale {arrays[1]}"]
+        win += f" kv_scales {arrays[0]}, {arrays[1]}"
     body = "\n".join([
         f"  %kc = llmserve.kv_write %a1 into %a3 at %a5{writes[0]} : {mlir_type(k)}, {cty}, "
         f"{mlir_type(slots)}",
@@ -1139,6 +1143,14 @@ CASES = {
     "paged_attention_fp8": lambda: attention_case(None, kv_scales=(1.0, 1.0)),
     "paged_attention_fp8_scaled_decode": lambda: attention_case(
         None, context=[300, 1, 530, 7], qlen=[1, 1, 1, 1], kv_scales=(0.5, 0.125)),
+    # Scales per KV head (compressed-tensors' attn_head), a step of prefill
+    # and decode, and a decode-only one over 4 KV heads (sm_90's
+    # split-context kernels).
+    "paged_attention_fp8_per_head": lambda: attention_case(
+        None, kv_scales=([0.5, 0.03125], [2.0, 0.25])),
+    "paged_attention_fp8_per_head_decode": lambda: attention_case(
+        None, context=[300, 1, 530, 7], qlen=[1, 1, 1, 1], heads=8, kvh=4,
+        kv_scales=([0.5, 0.0625, 1.0, 0.25], [0.125, 2.0, 0.5, 0.03125])),
     "moe_router_softmax_normalized": lambda: case_moe_router("softmax", True),
     "moe_router_sigmoid_tie": lambda: case_moe_router("sigmoid", False, tie=True),
     "moe_router_top_1": lambda: case_moe_router("softmax", False, t_=4, e=3, k=1),

@@ -58,12 +58,14 @@ PORTABLE_CPU = "x86-64-v3"
 # float64 there may round to neighbouring codes (1/16 apart) where it falls
 # near a midpoint, so the bound is looser; leaving the cache unrounded in
 # the reference costs more than it allows (about 10x; the test prints both).
-# A checkpoint with KV-cache scales (llama_compressed_tensors) has its
-# keys and values divided by them, in the reference too; it is compiled for
-# a CPU without VNNI, whose int4 kernel adds no error of its own.
+# A checkpoint with KV-cache scales has its keys and values divided by
+# them, in the reference too: one per tensor (llama_compressed_tensors,
+# compiled for a CPU without VNNI, whose int4 kernel adds no error of its
+# own) or one per KV head (qwen3_moe_compressed_tensors).
 FP8_KV_FLAGS = ("--kv-cache-dtype", "fp8")
 FP8_KV_FIXTURES = {"llama": (), "gemma2": (), "qwen3_moe": (),
-                   "llama_compressed_tensors": ("--cpu", PORTABLE_CPU)}
+                   "llama_compressed_tensors": ("--cpu", PORTABLE_CPU),
+                   "qwen3_moe_compressed_tensors": ()}
 FP8_KV_TOLERANCE = 5e-3
 
 

@@ -41,8 +41,9 @@ def load_model(directory, dtype=torch.float64):
 
 def kv_scales(directory):
     """The FP8 KV cache's scales a checkpoint gives (compressed-tensors'
-    kv_cache_scheme): {layer: (key scale, value scale)} from each layer's
-    `self_attn.k_scale` and `v_scale`; None without them."""
+    kv_cache_scheme): {layer: (key scales, value scales)} from each layer's
+    `self_attn.k_scale` and `v_scale`, each a float64 vector of one scale
+    (strategy tensor) or one per KV head (attn_head); None without them."""
     q = load_config(directory).get("quantization_config") or {}
     if not q.get("kv_cache_scheme"):
         return None
@@ -51,16 +52,17 @@ def kv_scales(directory):
         match = re.search(r"\.layers\.(\d+)\.self_attn\.([kv])_scale$", name)
         if match:
             layer, role = int(match.group(1)), match.group(2)
-            scales.setdefault(layer, {})[role] = float(tensor.reshape(-1)[0])
+            scales.setdefault(layer, {})[role] = tensor.reshape(-1).to(torch.float64)
     return {layer: (s["k"], s["v"]) for layer, s in scales.items()}
 
 
 def fp8_kv(scales=None):
-    """What an FP8 e4m3 KV cache makes of a layer's keys or values: x /
-    scale rounded to e4m3, times the scale; the scales {layer: (k, v)} of
-    kv_scales, or 1."""
+    """What an FP8 e4m3 KV cache makes of a layer's keys or values x
+    [kv_heads, L, head_dim]: x / scale rounded to e4m3, times the scale; the
+    scales {layer: (k, v)} of kv_scales (one, or one per KV head), or 1."""
     def store(x, layer, role):
-        scale = 1.0 if scales is None else scales[layer][0 if role == "k" else 1]
+        scale = (torch.ones(1, dtype=torch.float64) if scales is None
+                 else scales[layer][0 if role == "k" else 1]).view(-1, 1, 1).numpy()
         return torch.from_numpy(e4m3_round(x.numpy() / scale) * scale).to(x.dtype)
     return store
 

@@ -4,6 +4,8 @@
 #include "compiler/Conversion/Common/KernelEmitter.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 #include <cmath>
 
@@ -173,13 +175,44 @@ constexpr int32_t kNaN = 0x7f;
 
 } // namespace
 
+Value mlir::llmserve::broadcastF32(ImplicitLocOpBuilder &b, Type type,
+                                   Value scalar) {
+  if (!isa<VectorType>(type))
+    return scalar;
+  FloatAttr constant;
+  if (matchPattern(scalar, m_Constant(&constant)))
+    return f32Splat(b, type, constant.getValue().convertToFloat());
+  return vector::BroadcastOp::create(b, type, scalar);
+}
+
+Value mlir::llmserve::kvCacheScale(ImplicitLocOpBuilder &b,
+                                   ArrayRef<float> scales, Value kvHead) {
+  assert(!scales.empty() && "an FP8 KV cache has at least one scale");
+  if (llvm::all_equal(scales)) {
+    if (scales.front() == 1.0f)
+      return nullptr;
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(scales.front()));
+  }
+  // Heads are few (8 in most models): a chain of selects, evaluated once
+  // per kernel instance, rather than a table in memory.
+  Value scale = arith::ConstantOp::create(b, b.getF32FloatAttr(scales.front()));
+  for (auto [head, value] : llvm::enumerate(scales.drop_front())) {
+    Value isHead = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq, kvHead,
+        arith::ConstantIndexOp::create(b, static_cast<int64_t>(head) + 1));
+    scale = arith::SelectOp::create(
+        b, isHead, arith::ConstantOp::create(b, b.getF32FloatAttr(value)), scale);
+  }
+  return scale;
+}
+
 Value mlir::llmserve::encodeE4M3(ImplicitLocOpBuilder &b, Value x,
-                                 float scale) {
+                                 Value scale) {
   Type f32 = x.getType(), i32 = withElement(f32, b.getI32Type());
   auto i32Of = [&](int32_t v) { return i32Splat(b, i32, v); };
   auto f32Of = [&](float v) { return f32Splat(b, f32, v); };
-  if (scale != 1.0f)
-    x = arith::DivFOp::create(b, x, f32Of(scale));
+  if (scale)
+    x = arith::DivFOp::create(b, x, broadcastF32(b, f32, scale));
   Value bits = arith::BitcastOp::create(b, i32, x);
   Value sign = arith::AndIOp::create(
       b, arith::ShRUIOp::create(b, bits, i32Of(24)), i32Of(0x80));
@@ -211,7 +244,7 @@ Value mlir::llmserve::encodeE4M3(ImplicitLocOpBuilder &b, Value x,
 }
 
 Value mlir::llmserve::decodeE4M3(ImplicitLocOpBuilder &b, Value codes,
-                                 float scale) {
+                                 Value scale) {
   Type i32 = withElement(codes.getType(), b.getI32Type()),
        f32 = withElement(codes.getType(), b.getF32Type());
   auto i32Of = [&](int32_t v) { return i32Splat(b, i32, v); };
@@ -234,7 +267,7 @@ Value mlir::llmserve::decodeE4M3(ImplicitLocOpBuilder &b, Value codes,
   bits = arith::SelectOp::create(b, nan, i32Of(0x7fc00000), bits);
   Value x =
       arith::BitcastOp::create(b, f32, arith::OrIOp::create(b, bits, sign));
-  if (scale == 1.0f)
+  if (!scale)
     return x;
-  return arith::MulFOp::create(b, x, f32Splat(b, f32, scale));
+  return arith::MulFOp::create(b, x, broadcastF32(b, f32, scale));
 }

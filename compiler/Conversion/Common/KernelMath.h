@@ -114,14 +114,24 @@ Type withElement(Type type, Type element);
 /// A constant of `type` (f32, or a vector of f32), every element `value`.
 Value f32Splat(ImplicitLocOpBuilder &b, Type type, float value);
 
+/// The scale of KV head `kvHead` (an index) of an FP8 KV cache with
+/// `scales` (kv_write's or paged_attention's: one, or one per KV head), as
+/// an f32: a constant where every head has the same, null where that is 1.
+Value kvCacheScale(ImplicitLocOpBuilder &b, ArrayRef<float> scales,
+                   Value kvHead);
+
 /// OCP FP8 e4m3 (`f8E4M3FN`), whose codes kernels hold as i8, with a scale
-/// (an FP8 KV cache's): `x` (f32, or a vector of f32) / `scale` to its
-/// codes, rounded to the nearest value (ties to even) and saturated to
-/// +-448, NaN to NaN; and codes back to f32 times `scale`. Integer
-/// arithmetic, so that both targets convert bit for bit alike, whatever
-/// their handling of subnormal floats.
-Value encodeE4M3(ImplicitLocOpBuilder &b, Value x, float scale);
-Value decodeE4M3(ImplicitLocOpBuilder &b, Value codes, float scale);
+/// (an f32 from kvCacheScale; null for 1): `x` (f32, or a vector of f32) /
+/// `scale` to its codes, rounded to the nearest value (ties to even) and
+/// saturated to +-448, NaN to NaN; and codes back to f32 times `scale`.
+/// Integer arithmetic, so that both targets convert bit for bit alike,
+/// whatever their handling of subnormal floats.
+Value encodeE4M3(ImplicitLocOpBuilder &b, Value x, Value scale);
+Value decodeE4M3(ImplicitLocOpBuilder &b, Value codes, Value scale);
+
+/// The f32 `scalar` as `type` (f32, or a vector of f32): itself, or each
+/// element it (a splat constant for a constant).
+Value broadcastF32(ImplicitLocOpBuilder &b, Type type, Value scalar);
 
 } // namespace mlir::llmserve
 

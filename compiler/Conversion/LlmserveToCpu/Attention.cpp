@@ -85,16 +85,20 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
       return vector::LoadOp::create(b, vectorType, memref,
                                     ValueRange{row, column});
     };
-    // A key or value row's piece as f32: FP8 codes are decoded and scaled.
+    // A key or value row's piece as f32: FP8 codes are decoded and scaled
+    // by the KV head's scale.
+    bool fp8 = o.getKeyScale().has_value();
+    Value keyScale = fp8 ? kvCacheScale(b, *o.getKeyScale(), kvHead) : nullptr;
+    Value valueScale = fp8 ? kvCacheScale(b, *o.getValueScale(), kvHead) : nullptr;
     auto codesType = VectorType::get({width}, b.getI8Type());
-    auto loadCached = [&](Value cache, std::optional<APFloat> cacheScale,
-                          Value slot, Value column) -> Value {
-      if (!cacheScale)
+    auto loadCached = [&](Value cache, Value cacheScale, Value slot,
+                          Value column) -> Value {
+      if (!fp8)
         return loadVector(cache, slot, column);
       return decodeE4M3(b,
                         vector::LoadOp::create(b, codesType, cache,
                                                ValueRange{slot, column}),
-                        cacheScale->convertToFloat());
+                        cacheScale);
     };
     auto chunkColumn = [&](Value base, int64_t c) {
       return a.addi(base, e.index(c * width));
@@ -149,7 +153,7 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
                 Value slot = a.addi(slot0, j);
                 SmallVector<Value> key;
                 for (int64_t c = 0; c < chunks; ++c)
-                  key.push_back(loadCached(keys, o.getKeyScale(), slot,
+                  key.push_back(loadCached(keys, keyScale, slot,
                                            chunkColumn(kvBase, c)));
                 SmallVector<Value> next;
                 for (int64_t h = 0; h < together; ++h) {
@@ -199,7 +203,7 @@ Grid mlir::llmserve::buildPagedAttentionKernel(CpuKernelEmitter &e,
                 Value slot = a.addi(slot0, j);
                 SmallVector<Value> value;
                 for (int64_t c = 0; c < chunks; ++c)
-                  value.push_back(loadCached(values, o.getValueScale(), slot,
+                  value.push_back(loadCached(values, valueScale, slot,
                                              chunkColumn(kvBase, c)));
                 SmallVector<Value> next;
                 for (int64_t h = 0; h < together; ++h) {

@@ -125,19 +125,25 @@ Grid mlir::llmserve::buildKvWriteKernel(CpuKernelEmitter &e, KvWriteOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
   Value input = e.binding(0), cache = e.cacheSlots(1), slots = e.binding(2);
-  std::optional<APFloat> scale = o.getScale();
+  std::optional<ArrayRef<float>> scales = o.getScale();
+  Value kvHeads = e.dimSize(1, 2), headDim = e.dimSize(1, 3);
   Value numSlots = memref::DimOp::create(b, cache, 0);
-  Value width = e.dimSize(0, 1);
+  Value zero = e.index(0);
   auto [begin, end] = e.rowRange(e.dimSize(0, 0), kRowsPerGroup);
   e.forLoop(begin, end, 1, [&](Value t) {
     Value slot = a.toIndex(a.load(slots, t));
     // Negative (padding) or out-of-pool slots write nothing.
     e.ifThen(a.cmpi(arith::CmpIPredicate::ult, slot, numSlots), [&] {
-      e.forLoop(e.index(0), width, 1, [&](Value d) {
-        Value x = a.load(input, {t, d});
-        if (scale)
-          x = encodeE4M3(b, x, scale->convertToFloat());
-        a.store(x, cache, {slot, d});
+      e.forLoop(zero, kvHeads, 1, [&](Value h) {
+        Value scale = scales ? kvCacheScale(b, *scales, h) : nullptr;
+        Value base = a.muli(h, headDim);
+        e.forLoop(zero, headDim, 1, [&](Value d) {
+          Value col = a.addi(base, d);
+          Value x = a.load(input, {t, col});
+          if (scales)
+            x = encodeE4M3(b, x, scale);
+          a.store(x, cache, {slot, col});
+        });
       });
     });
   });

@@ -58,7 +58,7 @@ public:
   PagedAttention(GpuKernelEmitter &e, PagedAttentionOp o)
       : e(e), a(e.arith()), b(e.builder()), window(o.getSlidingWindow()),
         scale(o.getScale().convertToFloat()), softcap(o.getSoftcap()),
-        keyScale(o.getKeyScale()), valueScale(o.getValueScale()) {
+        keyScales(o.getKeyScale()), valueScales(o.getValueScale()) {
     auto cacheType = cast<RankedTensorType>(o.getKeyCache().getType());
     blockSize = cacheType.getDimSize(1);
     kvHeads = cacheType.getDimSize(2);
@@ -68,7 +68,7 @@ public:
     element = GpuKernelEmitter::storageType(cacheType.getElementType());
     // FP8 codes are decoded once, as they are gathered, rather than by each
     // warp of the GQA group that reads them.
-    tileElement = keyScale ? b.getBF16Type() : element;
+    tileElement = keyScales ? b.getBF16Type() : element;
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
     perLane = (headDim + kWarpSize - 1) / kWarpSize;
     int64_t perLoad = kGatherBytes / elementBytes;
@@ -91,6 +91,7 @@ public:
     Value queryStart = e.binding(5), numSeqs = e.dimSize(4, 0);
     Value kvHead = e.blockId(1), tile = e.blockId(0);
     allocateTiles(itemsPerWarp * e.numWarps());
+    setCacheScales(kvHead);
 
     // The sequence and tile-in-sequence of this block.
     Value falseValue = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
@@ -163,6 +164,7 @@ public:
     int64_t itemsPerWarp = (group + e.numWarps() - 1) / e.numWarps();
     Value seqIndex = e.blockId(0), kvHead = e.blockId(1), c = e.blockId(2);
     allocateTiles(itemsPerWarp * e.numWarps());
+    setCacheScales(kvHead);
     Sequence seq = sequence(seqIndex);
     Value numChunks = a.divui(a.addi(seq.context, e.index(kAttentionChunk - 1)), chunk);
     e.ifThen(a.cmpi(P::ult, c, numChunks), [&] {
@@ -384,9 +386,9 @@ private:
                             b, VectorType::get({width}, element), cache,
                             ValueRange{slot, col}, /*nontemporal=*/false,
                             llvm::MaybeAlign(kGatherBytes));
-        if (keyScale)
+        if (keyScales)
           v = arith::TruncFOp::create(b, withElement(v.getType(), tileElement),
-                                      decodeE4M3(b, v, 1.0f));
+                                      decodeE4M3(b, v, nullptr));
         if (width == 1)
           return a.store(v, tile, {k, d});
         vector::StoreOp::create(b, v, tile, ValueRange{k, d},
@@ -398,21 +400,30 @@ private:
     });
   }
 
+  /// The block's KV head's key and value scales, where the cache is FP8
+  /// (see kvCacheScale).
+  void setCacheScales(Value kvHead) {
+    if (!keyScales)
+      return;
+    keyScale = kvCacheScale(b, *keyScales, kvHead);
+    valueScale = kvCacheScale(b, *valueScales, kvHead);
+  }
+
   /// Elements (a scalar or a vector) of a shared tile as f32; those of an
-  /// FP8 cache (`cacheScale` set) times its scale, as decodeE4M3 gives them.
-  Value widen(Value x, std::optional<APFloat> cacheScale) {
+  /// FP8 cache times `cacheScale` (null for 1), as decodeE4M3 gives them.
+  Value widen(Value x, Value cacheScale) {
     Type f32 = withElement(x.getType(), b.getF32Type());
     if (x.getType() != f32)
       x = arith::ExtFOp::create(b, f32, x);
-    if (!cacheScale || cacheScale->isExactlyValue(1.0))
+    if (!cacheScale)
       return x;
-    return a.mul(x, f32Splat(b, f32, cacheScale->convertToFloat()));
+    return a.mul(x, broadcastF32(b, f32, cacheScale));
   }
 
   /// `width` consecutive elements of row `row` of a shared tile from `d0`,
   /// as f32 (see widen).
   SmallVector<Value> loadPiece(Value tile, Value row, Value d0,
-                               std::optional<APFloat> cacheScale) {
+                               Value cacheScale) {
     if (width == 1)
       return {widen(a.load(tile, {row, d0}), cacheScale)};
     auto tileType = cast<MemRefType>(tile.getType());
@@ -450,7 +461,7 @@ private:
           SmallVector<Value> next(acc);
           for (int64_t j = 0; j < n; ++j) {
             SmallVector<Value> q =
-                loadPiece(qTile, items[j].slot, d0, std::nullopt);
+                loadPiece(qTile, items[j].slot, d0, nullptr);
             for (int64_t t = 0; t < width; ++t)
               next[j] = math::FmaOp::create(b, q[t], k[t], next[j]);
           }
@@ -564,8 +575,10 @@ private:
   std::optional<uint64_t> window;
   float scale;
   std::optional<APFloat> softcap; // tanh soft-capping of the scores
-  // An FP8 cache's scales; the tiles then hold its values unscaled (bf16).
-  std::optional<APFloat> keyScale, valueScale;
+  // An FP8 cache's scales, and those of the block's KV head; the tiles
+  // then hold its values unscaled (bf16).
+  std::optional<ArrayRef<float>> keyScales, valueScales;
+  Value keyScale, valueScale;
   int64_t blockSize, kvHeads, headDim, heads, group, perLane, width,
       keysPerTile = 0, keysPerGather = 0;
   Type element, tileElement; // the cache's storage type, and the tiles'

@@ -219,17 +219,18 @@ Grid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
 Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp o) {
   Arith &a = e.arith();
   Value input = e.binding(0), cache = e.cacheSlots(1), slots = e.binding(2);
-  std::optional<APFloat> scale = o.getScale();
+  std::optional<ArrayRef<float>> scales = o.getScale();
   Value numSlots = a.muli(e.dimSize(1, 0), e.dimSize(1, 1));
   Value t = e.blockId(0);
   Value slot = a.toIndex(a.load(slots, t));
   // Negative (padding) or out-of-pool slots write nothing.
   e.ifThen(a.cmpi(arith::CmpIPredicate::ult, slot, numSlots), [&] {
     e.threadLoop(e.dimSize(0, 1), [&](Value d) {
-      if (!scale)
+      if (!scales)
         return a.store(a.load(input, {t, d}), cache, {slot, d});
+      Value kvHead = scales->size() == 1 ? Value() : a.divui(d, e.dimSize(1, 3));
       a.store(encodeE4M3(e.builder(), e.loadF32(input, {t, d}),
-                         scale->convertToFloat()),
+                         kvCacheScale(e.builder(), *scales, kvHead)),
               cache, {slot, d});
     });
   });

@@ -538,21 +538,33 @@ LogicalResult RopeOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// A KV cache of the activations' own type has no scales; an 8-bit one
-/// needs them (positive and finite).
+/// needs them: one for the cache or one per KV head, each positive and
+/// finite.
 static LogicalResult verifyCacheScales(Operation *op, StringRef valueName,
                                        Value value, Value cache,
-                                       ArrayRef<std::pair<StringRef, FloatAttr>>
+                                       ArrayRef<std::pair<StringRef, DenseF32ArrayAttr>>
                                            scales) {
-  bool quantized = isa<Float8E4M3FNType>(
-      cast<ShapedType>(cache.getType()).getElementType());
+  auto cacheType = cast<ShapedType>(cache.getType());
+  bool quantized = isa<Float8E4M3FNType>(cacheType.getElementType());
+  int64_t kvHeads = cacheType.getDimSize(2);
   for (auto [name, scale] : scales) {
     if (quantized && !scale)
       return op->emitOpError() << "an f8E4M3FN cache needs its " << name;
     if (!quantized && scale)
       return op->emitOpError()
              << name << " applies to an f8E4M3FN cache only";
-    if (failed(verifyPositiveFinite(op, name, scale)))
-      return failure();
+    if (!scale)
+      continue;
+    int64_t count = scale.size();
+    if (count != 1 && !isStatic(kvHeads))
+      return op->emitOpError() << name << " holds one scale per KV head, and the "
+                                          "cache's number of KV heads is dynamic";
+    if (count != 1 && count != kvHeads)
+      return op->emitOpError() << name << " holds one scale or one per KV head ("
+                               << kvHeads << "), got " << count;
+    if (!llvm::all_of(scale.asArrayRef(),
+                      [](float f) { return f > 0 && std::isfinite(f); }))
+      return op->emitOpError() << name << " entries must be positive and finite";
   }
   if (quantized)
     return success();

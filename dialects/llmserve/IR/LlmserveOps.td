@@ -384,23 +384,27 @@ def Llmserve_KvWriteOp : Llmserve_Op<"kv_write", [
     bufferization writes the cache in place. Every slot must be in
     [0, NB * BS) and appear once.
 
-    A cache of `f8E4M3FN` (OCP FP8 e4m3) takes its `scale`: element x is
-    stored as x / scale rounded to the nearest e4m3 value (ties to even),
-    saturated to +-448. Caches of the input's own type have no scale.
+    A cache of `f8E4M3FN` (OCP FP8 e4m3) takes its `scale`: one for the
+    whole cache, or one per KV head. Element x of head h is stored as
+    x / scale[h] (or x / scale[0]) rounded to the nearest e4m3 value (ties to
+    even), saturated to +-448. Caches of the input's own type have no scale.
 
     Example:
 
     ```mlir
     %kc2 = llmserve.kv_write %k into %kc at %slots
         : tensor<?x128xf16>, tensor<?x16x2x64xf16>, tensor<?xi32>
-    %vc2 = llmserve.kv_write %v into %vc at %slots scale 1.000000e+00
+    %vc2 = llmserve.kv_write %v into %vc at %slots scale [1.250000e-01]
+        : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+    %fc2 = llmserve.kv_write %v into %fc at %slots
+        scale [2.500000e-02, 1.875000e-02]
         : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
     ```
   }];
   let arguments = (ins Llmserve_FloatTensor2D:$input,
                        Llmserve_KvCache:$cache,
                        Llmserve_I32Tensor1D:$slot_mapping,
-                       OptionalAttr<F32Attr>:$scale);
+                       OptionalAttr<DenseF32ArrayAttr>:$scale);
   let results = (outs Llmserve_KvCache:$result);
   let assemblyFormat = [{
     $input `into` $cache `at` $slot_mapping (`scale` $scale^)? attr-dict `:`
@@ -445,8 +449,10 @@ def Llmserve_PagedAttentionOp : Llmserve_Op<"paged_attention", [Pure,
     over disjoint KV ranges can be merged.
 
     Caches of `f8E4M3FN` hold keys and values divided by `kv_scales`
-    (`kv_write`'s scales): the op reads key x as x * key_scale and value y
-    as y * value_scale. Caches of the query's type have no scales.
+    (`kv_write`'s scales, one per cache or one per KV head): the op reads
+    key x of KV head g as x * key_scale[g] and value y as y * value_scale[g]
+    (or x * key_scale[0] and y * value_scale[0]). Caches of the query's type
+    have no scales.
 
     Example:
 
@@ -467,8 +473,8 @@ def Llmserve_PagedAttentionOp : Llmserve_Op<"paged_attention", [Pure,
                        F32Attr:$scale,
                        OptionalAttr<I64Attr>:$sliding_window,
                        OptionalAttr<F32Attr>:$softcap,
-                       OptionalAttr<F32Attr>:$key_scale,
-                       OptionalAttr<F32Attr>:$value_scale);
+                       OptionalAttr<DenseF32ArrayAttr>:$key_scale,
+                       OptionalAttr<DenseF32ArrayAttr>:$value_scale);
   let results = (outs Llmserve_FloatTensor2D:$result,
                       Llmserve_F32Tensor2D:$lse);
   let assemblyFormat = [{

@@ -171,7 +171,32 @@ func.func @paged_attention_fp8(%kc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cach
   %ek = llmserve.weight "emb_k" : tensor<100x64xbf16>
   %x = llmserve.embedding %e, %ids : tensor<100x128xbf16>, tensor<?xi32> -> tensor<?x128xbf16>
   %k = llmserve.embedding %ek, %ids : tensor<100x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
-  %kc1 = llmserve.kv_write %k into %kc at %slots scale 0.5 : tensor<?x64xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?xi32>
-  %o, %lse = llmserve.paged_attention %x, %kc1, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 kv_scales 0.5, 1.0 : tensor<?x128xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %kc1 = llmserve.kv_write %k into %kc at %slots scale [0.5] : tensor<?x64xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %x, %kc1, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 kv_scales [0.5], [1.0] : tensor<?x128xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return %o : tensor<?x128xbf16>
+}
+
+// Scales per KV head: kv_write picks a column's by its head (the first 32
+// columns are head 0's), attention picks its block's KV head's (blockIdx.y)
+// once, and scales the widened tiles by it.
+// CHECK-LABEL: .visible .entry llmserve_d{{[0-9]+}}_kv_write(
+// CHECK:      setp.lt.u32 [[HEAD0:%p[0-9]+]], %r{{[0-9]+}}, 32;
+// CHECK-NEXT: selp.f32 [[KWRITE:%r[0-9]+]], 0f3F000000, 0f3E800000, [[HEAD0]];
+// CHECK-NEXT: div.rn.f32 %r{{[0-9]+}}, %r{{[0-9]+}}, [[KWRITE]];
+// CHECK-LABEL: .visible .entry llmserve_d{{[0-9]+}}_paged_attention(
+// CHECK:      mov.u32 [[KVHEAD:%r[0-9]+]], %ctaid.y;
+// CHECK:      setp.eq.b32 [[HEAD1:%p[0-9]+]], [[KVHEAD]], 1;
+// CHECK:      selp.f32 [[K:%r[0-9]+]], 0f3E800000, 0f3F000000, [[HEAD1]];
+// CHECK-NEXT: selp.f32 [[V:%r[0-9]+]], 0f40000000, 0f3F800000, [[HEAD1]];
+// CHECK:      mul.rn.f32 %r{{[0-9]+}}, [[K]], %r{{[0-9]+}};
+// CHECK:      mul.rn.f32 %r{{[0-9]+}}, [[V]], %r{{[0-9]+}};
+// CHECK:      ret;
+func.func @paged_attention_fp8_per_head(%kc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}}, %vc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "v"}}, %bt: tensor<?x?xi32> {llmserve.contract = "block_table"}, %cl: tensor<?xi32> {llmserve.contract = "context_len"}, %qs: tensor<?xi32> {llmserve.contract = "query_start"}, %slots: tensor<?xi32> {llmserve.contract = "slot_mapping"}, %ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x128xbf16> {
+  %e = llmserve.weight "emb" : tensor<100x128xbf16>
+  %ek = llmserve.weight "emb_k" : tensor<100x64xbf16>
+  %x = llmserve.embedding %e, %ids : tensor<100x128xbf16>, tensor<?xi32> -> tensor<?x128xbf16>
+  %k = llmserve.embedding %ek, %ids : tensor<100x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+  %kc1 = llmserve.kv_write %k into %kc at %slots scale [0.5, 0.25] : tensor<?x64xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %x, %kc1, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 kv_scales [0.5, 0.25], [1.0, 2.0] : tensor<?x128xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   return %o : tensor<?x128xbf16>
 }

@@ -113,8 +113,9 @@ const json *compressed_group(const json &q, const std::string &module) {
 // x 128; or in its compressed-tensors config group's format (FP8 or int8
 // values and scales per tensor, row, group or block; int4 packed with its
 // scales and shape), with each attention layer's KV-cache scales where it
-// has a kv_cache_scheme.
-Shapes quantized_shapes(const json &q, const Shapes &s, std::map<std::string, DType> &dtypes) {
+// has a kv_cache_scheme: one, or [kv_heads, 1, 1] (strategy attn_head).
+Shapes quantized_shapes(const json &q, int64_t kv_heads, const Shapes &s,
+                        std::map<std::string, DType> &dtypes) {
   const bool awq = q["quant_method"] == "awq", fp8 = q["quant_method"] == "fp8";
   const bool compressed = q["quant_method"] == "compressed-tensors";
   const int64_t group = fp8 || compressed ? 0 : q["group_size"].get<int64_t>();
@@ -132,7 +133,9 @@ Shapes quantized_shapes(const json &q, const Shapes &s, std::map<std::string, DT
                            !q["kv_cache_scheme"].is_null();
     if (kv_scales && module.find(".q_proj") != std::string::npos) {
       const std::string attention = module.substr(0, module.size() - std::string(".q_proj").size());
-      out[attention + ".k_scale"] = out[attention + ".v_scale"] = {1};
+      out[attention + ".k_scale"] = out[attention + ".v_scale"] =
+          q["kv_cache_scheme"]["strategy"] == "attn_head" ? std::vector<int64_t>{kv_heads, 1, 1}
+                                                        : std::vector<int64_t>{1};
     }
     if (compressed) {
       const json *g = compressed_group(q, module);
@@ -291,7 +294,9 @@ TEST_F(FixtureCheckpoints, HoldExactlyTheTensorsTheirConfigImplies) {
       expected = llama_shapes(config);
     std::map<std::string, DType> dtypes; // those not in the config's type
     if (config.contains("quantization_config"))
-      expected = quantized_shapes(config["quantization_config"], expected, dtypes);
+      expected = quantized_shapes(config["quantization_config"],
+                                  config.value("num_key_value_heads", int64_t{0}), expected,
+                                  dtypes);
     const DType dtype = *parse_dtype(std::map<std::string, std::string>{
         {"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}}[config["torch_dtype"]]);
 

@@ -199,6 +199,29 @@ func.func @attention(%q: tensor<?x64xf32>, %pos: tensor<?xi32>, %kc: tensor<?x4x
 
 // -----
 
+// FP8 caches with a scale per KV head: kv_write divides each head's columns
+// by that head's scale; attention selects its workgroup's KV head's scales
+// once and multiplies the decoded codes by them.
+// CHECK-LABEL: func.func @llmserve_d0_kv_write
+//       CHECK:   scf.if
+//       CHECK:     scf.for %[[HEAD:[^ ]+]] = %{{.+}} to %{{.+}} step
+//       CHECK:       %[[IS1:[^ ]+]] = arith.cmpi eq, %[[HEAD]], %c1
+//       CHECK:       %[[SCALE:[^ ]+]] = arith.select %[[IS1]], %{{.+}}, %{{.+}} : f32
+//       CHECK:       scf.for
+//       CHECK:         arith.divf %{{.+}}, %[[SCALE]] : f32
+// CHECK-LABEL: func.func @llmserve_d1_paged_attention
+//       CHECK:   %[[KEYSCALE:[^ ]+]] = arith.select %{{.+}}, %cst{{.*}}, %cst{{.*}} : f32
+//       CHECK:   %[[VALUESCALE:[^ ]+]] = arith.select %{{.+}}, %cst{{.*}}, %cst{{.*}} : f32
+//       CHECK:   vector.broadcast %[[KEYSCALE]] : f32 to vector<16xf32>
+//       CHECK:   vector.broadcast %[[VALUESCALE]] : f32 to vector<16xf32>
+func.func @attention_fp8_per_head(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %slots: tensor<?xi32>, %kc: tensor<?x4x2x16xf8E4M3FN>, %vc: tensor<?x4x2x16xf8E4M3FN>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x4xf32>) {
+  %kc1 = llmserve.kv_write %k into %kc at %slots scale [0.5, 0.25] : tensor<?x32xf32>, tensor<?x4x2x16xf8E4M3FN>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %q, %kc1, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 2.500000e-01 kv_scales [0.5, 0.25], [1.0, 2.0] : tensor<?x64xf32>, tensor<?x4x2x16xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return %o, %lse : tensor<?x64xf32>, tensor<?x4xf32>
+}
+
+// -----
+
 // longrope: the table holds the frequencies with the short factors, then
 // with the long ones. Each row finds its sequence in query_start (the last
 // s with query_start[s] <= row) and reads the long half (offset 2 pairs)

@@ -875,15 +875,39 @@ func.func @kv_write_fp8_without_scale(%k: tensor<?x128xf32>, %c: tensor<?x16x2x6
 
 func.func @kv_write_scale_without_fp8(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf32>, %s: tensor<?xi32>) {
   // expected-error @+1 {{'llmserve.kv_write' op scale applies to an f8E4M3FN cache only}}
-  %r = llmserve.kv_write %k into %c at %s scale 1.0 : tensor<?x128xf32>, tensor<?x16x2x64xf32>, tensor<?xi32>
+  %r = llmserve.kv_write %k into %c at %s scale [1.0] : tensor<?x128xf32>, tensor<?x16x2x64xf32>, tensor<?xi32>
   return
 }
 
 // -----
 
 func.func @kv_write_zero_scale(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf8E4M3FN>, %s: tensor<?xi32>) {
-  // expected-error @+1 {{'llmserve.kv_write' op scale must be positive and finite, got 0}}
-  %r = llmserve.kv_write %k into %c at %s scale 0.0 : tensor<?x128xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  // expected-error @+1 {{'llmserve.kv_write' op scale entries must be positive and finite}}
+  %r = llmserve.kv_write %k into %c at %s scale [0.5, 0.0] : tensor<?x128xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_scale_per_query_head(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf8E4M3FN>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op scale holds one scale or one per KV head (2), got 4}}
+  %r = llmserve.kv_write %k into %c at %s scale [1.0, 1.0, 1.0, 1.0] : tensor<?x128xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_no_scales(%k: tensor<?x128xf32>, %c: tensor<?x16x2x64xf8E4M3FN>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op scale holds one scale or one per KV head (2), got 0}}
+  %r = llmserve.kv_write %k into %c at %s scale [] : tensor<?x128xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @kv_write_per_head_dynamic_heads(%k: tensor<?x?xf32>, %c: tensor<?x16x?x64xf8E4M3FN>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'llmserve.kv_write' op scale holds one scale per KV head, and the cache's number of KV heads is dynamic}}
+  %r = llmserve.kv_write %k into %c at %s scale [1.0, 2.0] : tensor<?x?xf32>, tensor<?x16x?x64xf8E4M3FN>, tensor<?xi32>
   return
 }
 
@@ -904,7 +928,7 @@ func.func @attention_fp8_without_scales(%q: tensor<?x512xf32>, %kc: tensor<?x16x
 
 func.func @attention_fp8_without_value_scale(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf8E4M3FN>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
   // expected-error @+1 {{'llmserve.paged_attention' op an f8E4M3FN cache needs its value_scale}}
-  %o, %lse = "llmserve.paged_attention"(%q, %kc, %kc, %bt, %cl, %qs) <{num_heads = 8 : i64, scale = 0.125 : f32, key_scale = 1.0 : f32}>
+  %o, %lse = "llmserve.paged_attention"(%q, %kc, %kc, %bt, %cl, %qs) <{num_heads = 8 : i64, scale = 0.125 : f32, key_scale = array<f32: 1.0>}>
       : (tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<?x512xf32>, tensor<?x8xf32>)
   return
 }
@@ -913,7 +937,7 @@ func.func @attention_fp8_without_value_scale(%q: tensor<?x512xf32>, %kc: tensor<
 
 func.func @attention_scales_without_fp8(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
   // expected-error @+1 {{'llmserve.paged_attention' op key_scale applies to an f8E4M3FN cache only}}
-  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 kv_scales 1.0, 1.0
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 kv_scales [1.0], [1.0]
       : tensor<?x512xf32>, tensor<?x16x2x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return
 }
@@ -921,8 +945,8 @@ func.func @attention_scales_without_fp8(%q: tensor<?x512xf32>, %kc: tensor<?x16x
 // -----
 
 func.func @attention_infinite_scale(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf8E4M3FN>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) {
-  // expected-error @+1 {{'llmserve.paged_attention' op value_scale must be positive and finite, got +Inf}}
-  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 kv_scales 1.0, 0x7F800000
+  // expected-error @+1 {{'llmserve.paged_attention' op value_scale entries must be positive and finite}}
+  %o, %lse = llmserve.paged_attention %q, %kc, %kc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 kv_scales [1.0], [1.0, 0x7F800000]
       : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return
 }

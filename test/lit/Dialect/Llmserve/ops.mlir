@@ -243,13 +243,15 @@ func.func @kv_write(%k: tensor<?x128xf16>, %cache: tensor<?x16x2x64xf16>, %slots
 
 // -----
 
-// An FP8 cache takes its scale.
+// An FP8 cache takes its scale, or one per KV head.
 // CHECK-LABEL: func @kv_write_fp8
 func.func @kv_write_fp8(%k: tensor<?x128xbf16>, %cache: tensor<?x16x2x64xf8E4M3FN>, %slots: tensor<?xi32>)
     -> tensor<?x16x2x64xf8E4M3FN> {
-  // CHECK: llmserve.kv_write %{{.*}} into %{{.*}} at %{{.*}} scale 5.000000e-01 : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
-  %c = llmserve.kv_write %k into %cache at %slots scale 0.5 : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
-  return %c : tensor<?x16x2x64xf8E4M3FN>
+  // CHECK: llmserve.kv_write %{{.*}} into %{{.*}} at %{{.*}} scale [5.000000e-01] : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  %c = llmserve.kv_write %k into %cache at %slots scale [0.5] : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  // CHECK: llmserve.kv_write %{{.*}} into %{{.*}} at %{{.*}} scale [5.000000e-01, 1.250000e-01] :
+  %c2 = llmserve.kv_write %k into %c at %slots scale [0.5, 0.125] : tensor<?x128xbf16>, tensor<?x16x2x64xf8E4M3FN>, tensor<?xi32>
+  return %c2 : tensor<?x16x2x64xf8E4M3FN>
 }
 
 // -----
@@ -258,8 +260,11 @@ func.func @kv_write_fp8(%k: tensor<?x128xbf16>, %cache: tensor<?x16x2x64xf8E4M3F
 func.func @paged_attention_fp8(%q: tensor<?x512xf32>, %kc: tensor<?x16x2x64xf8E4M3FN>, %vc: tensor<?x16x2x64xf8E4M3FN>,
                                %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>)
     -> (tensor<?x512xf32>, tensor<?x8xf32>) {
-  // CHECK: llmserve.paged_attention {{.*}} num_heads 8 scale 1.250000e-01 sliding_window 64 kv_scales 5.000000e-01, 2.500000e-01 : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>,
-  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 64 kv_scales 0.5, 0.25
+  // CHECK: llmserve.paged_attention {{.*}} num_heads 8 scale 1.250000e-01 sliding_window 64 kv_scales [5.000000e-01], [2.500000e-01] : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>,
+  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 sliding_window 64 kv_scales [0.5], [0.25]
+      : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  // CHECK: llmserve.paged_attention {{.*}} kv_scales [5.000000e-01, 2.500000e-01], [2.500000e-01, 6.250000e-02] :
+  %o2, %lse2 = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 8 scale 0.125 kv_scales [0.5, 0.25], [0.25, 0.0625]
       : tensor<?x512xf32>, tensor<?x16x2x64xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return %o, %lse : tensor<?x512xf32>, tensor<?x8xf32>
 }
