@@ -58,7 +58,8 @@ constexpr int64_t kMicroColumns = 4;
 constexpr int64_t kFloatMicroRows = 2;
 constexpr int64_t kFloatMicroColumns = 2;
 constexpr int64_t kSingleRowColumns = kRowGroup;
-/// How far ahead a tile prefetches its weights, in blocks of 8 x 64 bytes.
+/// How far ahead a single-row tile without VNNI prefetches its weights, in
+/// blocks of 8 x 64 bytes.
 constexpr int64_t kPrefetchBlocks = 8;
 
 class VnniLinear {
@@ -250,7 +251,9 @@ private:
   }
 
   /// The single-row tile (decode) streams its group of columns: fetch
-  /// weight block `block` of column `c` ahead.
+  /// weight block `block` of column `c` ahead. Only the f32 kernels do: on
+  /// an AVX2 CPU it speeds up int4's batch-1 step by a tenth, while the VNNI
+  /// kernel's step is a tenth faster without it (docs/benchmarks.md).
   void prefetch(Value c, Value block) {
     memref::PrefetchOp::create(
         b, w,
@@ -279,8 +282,6 @@ private:
         xSum.push_back(a.load(xSums, {e.index(i), block}));
       }
       for (Value c : cols) {
-        for (int64_t h = 0; mr == 1 && h < halves; ++h)
-          prefetch(c, a.addi(wBlock, e.index(kPrefetchBlocks + h)));
         if (!int4)
           continue;
         // int4's groups of 128 are the activation blocks.
