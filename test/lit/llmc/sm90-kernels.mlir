@@ -142,29 +142,30 @@ func.func @linear_split_k(%x: tensor<16x2048xbf16>) -> tensor<16x256xbf16> {
 
 // An FP8 cache: kv_write divides by the scale and rounds to e4m3 codes
 // (cvt.rni for the subnormal steps), a byte a store; attention gathers 16
-// codes a thread and decodes them once, into bf16 tiles (cvt.rn.f32.u32 for
-// the subnormal steps), which every warp of the GQA group reads widened and
-// scaled (K's scale 0.5; V's is 1), decoding nothing itself.
+// codes a thread and decodes them once, two per cvt.rn.f16x2.e4m3x2, into
+// f16 tiles, which every warp of the GQA group reads widened and scaled
+// (K's scale 0.5; V's is 1), decoding nothing itself.
 // CHECK-LABEL: .visible .entry llmserve_d{{[0-9]+}}_kv_write(
 // CHECK:      cvt.f32.bf16
 // CHECK:      cvt.rni.f32.f32
 // CHECK:      st.global.b8
 // CHECK-LABEL: .visible .entry llmserve_d{{[0-9]+}}_paged_attention(
 // CHECK:      ld.global.v4.b32
-// CHECK:      cvt.rn.f32.u32
-// CHECK:      cvt.rn.bf16x2.f32
+// CHECK-COUNT-4: mov.b32 {%rs{{[0-9]+}}, %rs{{[0-9]+}}}, %r{{[0-9]+}};
+// CHECK-COUNT-8: cvt.rn.f16x2.e4m3x2 %r{{[0-9]+}}, %rs{{[0-9]+}};
+// CHECK-NOT:  cvt.rn.f32.u32
 // CHECK:      st.shared.v4.b32
 // CHECK:      bar.sync 0;
-// CHECK-NOT:  cvt.rn.f32.u32
+// CHECK-NOT:  cvt.rn.f16x2.e4m3x2
 // CHECK:      ld.shared.v4.b32
-// CHECK-NOT:  cvt.rn.f32.u32
-// CHECK:      cvt.f32.bf16
-// CHECK-NOT:  cvt.rn.f32.u32
+// CHECK-NOT:  cvt.rn.f16x2.e4m3x2
+// CHECK:      cvt.f32.f16
+// CHECK-NOT:  cvt.rn.f16x2.e4m3x2
 // CHECK:      mul.rn.f32 %{{.*}}, 0f3F000000;
-// CHECK-NOT:  cvt.rn.f32.u32
+// CHECK-NOT:  cvt.rn.f16x2.e4m3x2
 // CHECK:      ld.shared.b16
-// CHECK-NEXT: cvt.f32.bf16
-// CHECK-NOT:  cvt.rn.f32.u32
+// CHECK-NEXT: cvt.f32.f16
+// CHECK-NOT:  cvt.rn.f16x2.e4m3x2
 // CHECK:      ret;
 func.func @paged_attention_fp8(%kc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}}, %vc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "v"}}, %bt: tensor<?x?xi32> {llmserve.contract = "block_table"}, %cl: tensor<?xi32> {llmserve.contract = "context_len"}, %qs: tensor<?xi32> {llmserve.contract = "query_start"}, %slots: tensor<?xi32> {llmserve.contract = "slot_mapping"}, %ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x128xbf16> {
   %e = llmserve.weight "emb" : tensor<100x128xbf16>
