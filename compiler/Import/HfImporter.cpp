@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -126,15 +127,17 @@ llvm::Expected<SmallVector<float>> readKvScales(const SafetensorsFile &file,
   const json::Array *shape = tensor->getArray("shape");
   const json::Array *offsets = tensor->getArray("data_offsets");
   int64_t elements = 1;
+  bool wellFormed = shape != nullptr;
   SmallVector<std::string> dims;
   for (const json::Value &dim : shape ? *shape : json::Array()) {
-    elements *= dim.getAsInteger().value_or(-1);
-    dims.push_back(std::to_string(dim.getAsInteger().value_or(-1)));
+    int64_t size = dim.getAsInteger().value_or(-1);
+    wellFormed &= size >= 0 && !llvm::MulOverflow(elements, size, elements);
+    dims.push_back(std::to_string(size));
   }
   size_t width = dtype == "F32" ? 4 : dtype == "BF16" || dtype == "F16" ? 2 : 0;
   std::optional<int64_t> begin = offsets && offsets->size() == 2 ? (*offsets)[0].getAsInteger()
                                                                   : std::nullopt;
-  if (!shape || elements != count || !width || !begin || *begin < 0 ||
+  if (!wellFormed || elements != count || !width || !begin || *begin < 0 ||
       static_cast<uint64_t>(*begin) + width * count > file.data.size())
     return makeError(path + ": tensor '" + name + "' is " + dtype + " [" +
                      llvm::join(dims, ", ") + "] at its offsets, but the KV-cache scales are " +
