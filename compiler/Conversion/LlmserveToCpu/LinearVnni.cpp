@@ -281,10 +281,8 @@ private:
         xScale.push_back(a.load(xScales, {e.index(i), block}));
         xSum.push_back(a.load(xSums, {e.index(i), block}));
       }
-      for (Value c : cols) {
-        if (!int4)
-          continue;
-        // int4's groups of 128 are the activation blocks.
+      // int4's groups of 128 are the activation blocks.
+      for (Value c : int4 ? cols : ArrayRef<Value>()) {
         wScale.push_back(a.load(scales, {c, block}));
         if (zeros)
           wZero.push_back(arith::ExtSIOp::create(b, b.getI32Type(),

@@ -228,7 +228,7 @@ Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp o) {
     e.threadLoop(e.dimSize(0, 1), [&](Value d) {
       if (!scales)
         return a.store(a.load(input, {t, d}), cache, {slot, d});
-      Value kvHead = scales->size() == 1 ? Value() : a.divui(d, e.dimSize(1, 3));
+      Value kvHead = a.divui(d, e.dimSize(1, 3));
       a.store(encodeE4M3(e.builder(), e.loadF32(input, {t, d}),
                          kvCacheScale(e.builder(), *scales, kvHead)),
               cache, {slot, d});
