@@ -211,6 +211,25 @@ AlignedBuffer pack_rows8x64(const AlignedBuffer &matrix, int64_t rows, int64_t c
   return packed;
 }
 
+// The [rows, cols] int4 values (in [-8, 7], one a byte) packed two a byte
+// in row-major order: byte j of a row holding column 2j plus 8 in its low
+// nibble and column 2j + 1 plus 8 in its high one.
+AlignedBuffer pack_int4_pairs(const AlignedBuffer &matrix, int64_t rows, int64_t cols) {
+  AlignedBuffer packed(static_cast<size_t>(rows * cols / 2));
+  const auto *from = static_cast<const int8_t *>(matrix.data());
+  auto *to = static_cast<uint8_t *>(packed.data());
+  for (int64_t i = 0; i < rows * cols / 2; ++i)
+    to[i] = static_cast<uint8_t>((from[2 * i] + 8) | (from[2 * i + 1] + 8) << 4);
+  return packed;
+}
+
+// The int4 values of a [rows, cols] matrix as buffer `b` stores them.
+AlignedBuffer packed_int4(const Buffer &b, const AlignedBuffer &matrix, int64_t rows,
+                          int64_t cols) {
+  return b.rows8x64 ? pack_rows8x64(matrix, rows, cols, /*int4=*/true)
+                    : pack_int4_pairs(matrix, rows, cols);
+}
+
 // The columns of the matrix a quantized buffer of shape `want` comes from.
 int64_t quantized_columns(const Buffer &b, const std::vector<int64_t> &want) {
   const bool int4 = b.quantization == WeightQuantization::Int4Group128;
@@ -309,7 +328,7 @@ void *Bundle::bind_checkpoint_quantized(const Buffer &b, const std::vector<int64
   std::memcpy(rows.data(), static_cast<const uint8_t *>(source) + begin * per_row * element,
               rows.size());
   if (b.part == QuantizedPart::Values)
-    rows = pack_rows8x64(rows, end - begin, q.cols, /*int4=*/true);
+    rows = packed_int4(b, rows, end - begin, q.cols);
   return keep_converted(std::move(rows));
 }
 
@@ -363,9 +382,11 @@ AlignedBuffer Bundle::quantized_part(const Buffer &b, const TensorView &t,
   }
   AlignedBuffer dst =
       std::move(b.part == QuantizedPart::Values ? q.values : q.scales);
-  if (b.rows8x64)
-    dst = pack_rows8x64(dst, matrix[0], matrix[1], int4);
-  return dst;
+  if (b.part != QuantizedPart::Values)
+    return dst;
+  if (int4)
+    return packed_int4(b, dst, matrix[0], matrix[1]);
+  return b.rows8x64 ? pack_rows8x64(dst, matrix[0], matrix[1], /*int4=*/false) : std::move(dst);
 }
 
 TensorView Bundle::rows_of(const Buffer &b, const TensorView &t) {

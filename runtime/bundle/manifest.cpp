@@ -332,9 +332,6 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
         r.fail(p, scheme_name + " scales are a " + std::to_string(scale_rank) +
                       "-D f32 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
                       shape_text(buf.shape) + "]");
-      // Its one kernel reads the packed values in rows8x64.
-      if (int4 && values && !buf.rows8x64)
-        r.fail(p + ".layout", "int4_group128 values are stored in rows8x64");
       if (buf.rows8x64 && (buf.shape[0].evaluate({}) % 8 != 0 ||
                            buf.shape[1].evaluate({}) % 64 != 0))
         r.fail(p + ".layout", "rows8x64 needs rows a multiple of 8 and columns of 64, got [" +

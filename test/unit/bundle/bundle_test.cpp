@@ -525,7 +525,7 @@ TEST(Bundle, PacksQuantizedValuesInRowGroups) {
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[5].layout: rows8x64 holds quantized values only"));
 }
 
-TEST(Bundle, PacksInt4ValuesTwoAByteInRowGroups) {
+TEST(Bundle, PacksInt4ValuesTwoAByte) {
   // A [8, 256] matrix: its int4_group128 values two a byte in rows8x64, row
   // n's block b at [n / 8][b][n % 8] as 32 bytes, byte j holding column j + 8
   // in its low nibble and column j + 32 + 8 in its high one; its scales [8,
@@ -564,12 +564,27 @@ TEST(Bundle, PacksInt4ValuesTwoAByteInRowGroups) {
     std::memcpy(got_scales.data(), bundle.weight(11), got_scales.size() * sizeof(float));
     EXPECT_EQ(got_scales, want_scales);
   }
+  // Without a layout (what sm_90 kernels read): two a byte in row order,
+  // byte j of a row holding column 2j plus 8 in its low nibble and column
+  // 2j + 1 plus 8 in its high one.
+  json rows = m;
+  rows["buffers"][10].erase("layout");
+  test::write_file(dir / "manifest.json", rows.dump());
+  {
+    const Bundle bundle(dir.string());
+    std::vector<int8_t> want(8 * 256);
+    std::vector<float> want_scales(8 * 2);
+    quantize_int4_group128(matrix.data(), 8, 256, want.data(), want_scales.data());
+    std::vector<uint8_t> packed(8 * 128);
+    std::memcpy(packed.data(), bundle.weight(10), packed.size());
+    for (int n = 0; n < 8; ++n)
+      for (int k = 0; k < 256; ++k) {
+        const uint8_t byte = packed[n * 128 + k / 2];
+        const int nibble = k % 2 == 0 ? byte & 15 : byte >> 4;
+        ASSERT_EQ(nibble - 8, want[n * 256 + k]) << n << "," << k;
+      }
+  }
   json bad = m;
-  bad["buffers"][10].erase("layout");
-  test::write_file(dir / "manifest.json", bad.dump());
-  EXPECT_THAT(load_error(dir),
-              HasSubstr("buffers[10].layout: int4_group128 values are stored in rows8x64"));
-  bad = m;
   bad["buffers"][11]["shape"] = {8};
   test::write_file(dir / "manifest.json", bad.dump());
   EXPECT_THAT(load_error(dir), HasSubstr("buffers[11]: int4_group128 scales are a 2-D f32 array, "
