@@ -91,6 +91,14 @@ LogicalResult copyCheckpointFiles(ModuleOp module, StringRef bundleDir,
   return copyFile(context, from, pathIn(bundleDir, abi::kEmbeddedWeightsFile));
 }
 
+/// The quantize-weights pass for `llmc compile --quantize`.
+QuantizeWeightsOptions quantizeOptions(const CompileOptions &options, bool experts) {
+  QuantizeWeightsOptions quantize;
+  quantize.scheme = *options.quantize == "int4" ? "int4_group128" : "int8_channel";
+  quantize.experts = experts;
+  return quantize;
+}
+
 /// Outlines `module`'s ops into kernels for the CPU of `set`, choosing their
 /// instructions by its features.
 LogicalResult outlineCpuKernels(ModuleOp module, const CompileOptions &options,
@@ -100,11 +108,8 @@ LogicalResult outlineCpuKernels(ModuleOp module, const CompileOptions &options,
     return llvm::is_contained(set.features, feature);
   };
   PassManager outline(context);
-  if (options.quantize) {
-    QuantizeWeightsOptions quantize;
-    quantize.scheme = *options.quantize == "int4" ? "int4_group128" : "int8_channel";
-    outline.addPass(createQuantizeWeights(quantize));
-  }
+  if (options.quantize)
+    outline.addPass(createQuantizeWeights(quantizeOptions(options, /*experts=*/true)));
   // The linears' float weights narrow: bf16 ones multiplied by vdpbf16ps
   // where the CPU has it, others widened to f32 as they are read.
   if (options.dtype && *options.dtype != "f32") {
@@ -196,6 +201,9 @@ FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
                                        const CompileOptions &options) {
   MLIRContext *context = module.getContext();
   PassManager outline(context);
+  // sm_90 has no int8 expert kernel: the experts keep the model's type.
+  if (options.quantize)
+    outline.addPass(createQuantizeWeights(quantizeOptions(options, /*experts=*/false)));
   std::string dtype = options.dtype.value_or("bf16");
   if (dtype != "f32") {
     NarrowStorageOptions narrow;
@@ -263,10 +271,6 @@ mlir::llmserve::verifyCompileOptions(MLIRContext *context,
            << "' (supported: auto, fp8, fp8_e4m3)";
   if (llvm::is_contained(options.cpus, ""))
     return emitUnlocatedError(context) << "--cpu lists an empty CPU name";
-  if (nvptx && options.quantize)
-    return emitUnlocatedError(context)
-           << "--quantize applies to target cpu (the " << abi::kCudaTarget
-           << " kernels read bf16, f16 or f32 weights)";
   return success();
 }
 

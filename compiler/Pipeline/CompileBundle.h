@@ -38,8 +38,9 @@ struct CompileOptions {
   std::string ptxas;
   /// Copy the checkpoint's model.safetensors into the bundle.
   bool embedWeights = false;
-  /// cpu: "int8" reads the weights of linears as int8 values with a scale
-  /// per output channel, quantized by the runtime at load.
+  /// "int8" reads the weights of linears as int8 values with a scale per
+  /// output channel, "int4" as int4 values with one per output channel and
+  /// group of 128 inputs, quantized by the runtime at load.
   std::optional<std::string> quantize;
   /// The KV cache's storage type: "auto" (the activations') or "fp8" (=
   /// "fp8_e4m3").

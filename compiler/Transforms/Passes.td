@@ -128,7 +128,8 @@ def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
     uses of the weight (the embedding table of tied word embeddings, a
     linear's input) keep the float weight. The stacked weights that
     expert_linear reads are quantized by int8_channel whatever the scheme,
-    one scale per expert and row (expert_linear has no int4 kernel). A
+    one scale per expert and row (expert_linear has no int4 kernel), unless
+    `experts` is false (sm_90 has no int8 expert kernel). A
     weight dequantized from a quantized checkpoint (`from`) keeps its
     origin, and a 4-bit checkpoint's linear under int4_group128 gets its
     zero points too, so that the runtime reads it as stored where it can.
@@ -138,7 +139,9 @@ def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
            "Quantization scheme: int8_channel (int8 values, one f32 scale "
            "per output channel) or int4_group128 (int4 values, one f32 scale "
            "per output channel and group of 128 inputs; weights of other "
-           "widths stay float)">
+           "widths stay float)">,
+    Option<"experts", "experts", "bool", /*default=*/"true",
+           "Quantize the stacked weights of expert_linear too (int8_channel)">
   ];
 }
 

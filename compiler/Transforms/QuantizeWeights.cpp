@@ -51,10 +51,9 @@ struct QuantizeWeightsPass
           !linears.empty() && quantizable(weight, *quantization))
         quantizeLinears(weight, linears, *quantization);
       // expert_linear has int8 kernels only.
-      if (SmallVector<ExpertLinearOp> experts =
-              readersAsWeight<ExpertLinearOp>(weight);
-          !experts.empty())
-        quantizeExperts(weight, experts);
+      if (SmallVector<ExpertLinearOp> readers = readersAsWeight<ExpertLinearOp>(weight);
+          experts && !readers.empty())
+        quantizeExperts(weight, readers);
       if (weight->use_empty())
         weight.erase();
     }

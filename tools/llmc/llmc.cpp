@@ -79,10 +79,11 @@ static cl::list<std::string> compileCpus(
     cl::sub(compileCommand));
 static cl::opt<std::string> compileQuantize(
     "quantize",
-    cl::desc("cpu: int8 stores the weights of linears as int8 with one f32 "
-             "scale per output channel, int4 as int4 with one per output "
-             "channel and group of 128 inputs (a mixture's experts as int8 "
-             "either way); both quantized when the bundle loads"),
+    cl::desc("int8 stores the weights of linears as int8 with one f32 scale "
+             "per output channel, int4 as int4 with one per output channel "
+             "and group of 128 inputs (a mixture's experts as int8 either way "
+             "on cpu, unquantized on sm_90); both quantized when the bundle "
+             "loads"),
     cl::sub(compileCommand));
 static cl::opt<std::string> compileKvCacheDtype(
     "kv-cache-dtype", cl::init("auto"),

@@ -17,7 +17,8 @@ KernelEmitter::KernelEmitter(Location loc, MLIRContext *ctx,
 }
 
 Type KernelEmitter::storageType(Type element) {
-  if (isa<FloatType>(element) && element.getIntOrFloatBitWidth() == 8)
+  if ((isa<FloatType>(element) && element.getIntOrFloatBitWidth() == 8) ||
+      element.isInteger(4))
     return IntegerType::get(element.getContext(), 8);
   return element;
 }
@@ -55,6 +56,11 @@ Value KernelEmitter::binding(int i) {
   SmallVector<Value> shape;
   for (int d = 0, e = bindingTypes[i].getRank(); d < e; ++d)
     shape.push_back(dimSize(i, d));
+  // int4 values are stored two a byte along their last dimension.
+  RankedTensorType type = bindingTypes[i];
+  if (int64_t last = type.getRank() - 1; type.getElementType().isInteger(4))
+    shape.back() = type.isDynamicDim(last) ? a.divui(shape.back(), index(2))
+                                           : index(type.getDimSize(last) / 2);
   return binding(i, shape);
 }
 

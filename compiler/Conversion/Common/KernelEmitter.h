@@ -39,7 +39,7 @@ public:
   }
   /// The element type a kernel's view of a buffer of `element`s has: the
   /// same, but i8 for an 8-bit float, whose codes kernels convert with
-  /// encodeE4M3 and decodeE4M3.
+  /// encodeE4M3 and decodeE4M3, and for int4 values, stored two a byte.
   static Type storageType(Type element);
   /// The push constants: one per dynamic size of the bindings.
   int numPushConstants() const { return pushConstantCount; }
@@ -53,8 +53,9 @@ public:
   Value numElements(int binding);
   std::string numElementsExpr(int binding) const;
 
-  /// Binding `i` as a dense row-major memref of its own shape, or of `shape`
-  /// (a reshape of the same bytes).
+  /// Binding `i` as a dense row-major memref of its own shape (int4: of
+  /// half the last dimension, in bytes), or of `shape` (a reshape of the
+  /// same bytes).
   Value binding(int i);
   virtual Value binding(int i, ArrayRef<Value> shape) = 0;
   /// Binding `i`, a KV cache [NB, BS, Hkv, D], as [NB * BS, Hkv * D] rows of

@@ -16,6 +16,14 @@
 // of a tile are the blocks of one cluster, which reduce through distributed
 // shared memory.
 //
+// Quantized weights (docs/bundle.md) stream as their stored bytes, int8 a
+// byte per column and int4 two a byte, and become x's type in registers as
+// the B fragments are read: int8 values as they are, int4 nibbles minus
+// their zero point, both exact in f16 and bf16. An int8 row's sum is times
+// its scale where it is stored. An int4 W's groups of 128 columns each sum
+// from zero, then add into the accumulators times the group's scale (one
+// fma), in every kernel: splits are whole groups.
+//
 // f32: one warp per output; the lanes stride over K (coalesced rows of x and
 // W) and a butterfly sums them.
 //
@@ -25,6 +33,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -99,60 +108,151 @@ SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type element, ArrayRef<Value> fa
   return out;
 }
 
-/// What both tensor-core kernels read off the op: W is [n, depth] f16/bf16,
-/// x the first binding, the bias (if any) the third, y the last. Both stream
-/// x and W through a ring of shared-memory stages ([stages, rows, stepK + 8]
-/// elements: the padding makes a warp's fragment loads hit 32 banks).
+/// How a linear's weight is stored (docs/bundle.md): floats, or quantized
+/// values with f32 scales, int8 a byte per column with a scale per row, or
+/// int4 two a byte (byte j of a row holding columns 2j and 2j + 1, each plus
+/// 8, in its low and high nibble) with a scale, and with `zeros` a zero
+/// point, per row and group of 128 columns.
+enum class WeightFormat { Float, Int8, Int4 };
+
+WeightFormat weightFormat(LinearOp op) {
+  Type element = cast<RankedTensorType>(op.getWeight().getType()).getElementType();
+  if (element.isInteger(8))
+    return WeightFormat::Int8;
+  if (element.isInteger(4))
+    return WeightFormat::Int4;
+  return WeightFormat::Float;
+}
+
+/// Bytes of `columns` columns of a row of `op`'s weight.
+int64_t weightRowBytes(LinearOp op, int64_t columns) {
+  switch (weightFormat(op)) {
+  case WeightFormat::Int8:
+    return columns;
+  case WeightFormat::Int4:
+    return columns / 2;
+  case WeightFormat::Float:
+    break;
+  }
+  auto type = cast<RankedTensorType>(op.getWeight().getType());
+  return columns * type.getElementTypeBitWidth() / 8;
+}
+
+/// A linear's bindings: its operands in order (x, W, then scales, zeros and
+/// the bias where it has them), then y.
+struct LinearBindings {
+  int x = 0, w = 1, scales = -1, zeros = -1, bias = -1, y;
+
+  explicit LinearBindings(LinearOp op) {
+    int next = 2;
+    if (op.getScales())
+      scales = next++;
+    if (op.getZeros())
+      zeros = next++;
+    if (op.getBias())
+      bias = next++;
+    y = next;
+  }
+};
+
+/// What both tensor-core kernels read off the op: W is [n, depth], x's type
+/// or quantized. Both stream x and W through rings of shared-memory stages
+/// whose rows are an odd number of 16 bytes ([stages, rows, stepK + 8]
+/// elements of x's type, and W's stored bytes rounded up so), which makes a
+/// warp's fragment loads (rows g at one offset) hit distinct banks.
 class TensorCoreLinear {
 public:
   TensorCoreLinear(GpuKernelEmitter &e, LinearOp op)
-      : e(e), a(e.arith()), b(e.builder()), hasBias(bool(op.getBias())),
-        element(e.elementType(0)), n(weightShape(op)[0]),
-        depth(weightShape(op)[1]), split(n, depth, hasSmallBatchLinearKernel(op)) {}
+      : e(e), a(e.arith()), b(e.builder()), op(op), format(weightFormat(op)), bindings(op),
+        element(e.elementType(0)), n(weightShape(op)[0]), depth(weightShape(op)[1]),
+        split(n, depth, hasSmallBatchLinearKernel(op)) {}
 
 protected:
-  /// Starts the copy of rows [r0, r0 + tileRows) and columns [k0, k0 +
-  /// stepK) of `source` ([rows, K], K a multiple of 8) into stage `slot` of
-  /// `tile`: one 16-byte cp.async per chunk of 8 elements, reading nothing
+  /// Starts the copy of rows [r0, r0 + tileRows) and columns [c0, c0 +
+  /// tileColumns) of `source` ([rows, columns], rows 16-byte aligned) into
+  /// stage `slot` of `tile`: one 16-byte cp.async per chunk, reading nothing
   /// (zeros) for chunks outside the matrix.
-  void copyAsync(Value source, Value tile, Value slot, Value r0, Value rows, Value k0,
-                 int64_t tileRows, int64_t stepK) {
-    int64_t chunksPerRow = stepK / kChunk;
-    for (int64_t i = 0; i < tileRows * chunksPerRow / e.blockSize(); ++i) {
-      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+  void copyAsync(Value source, Value tile, Value slot, Value r0, Value rows, Value c0,
+                 int64_t columns, int64_t tileRows, int64_t tileColumns) {
+    Type stored = cast<MemRefType>(source.getType()).getElementType();
+    int64_t chunk = 16 * 8 / stored.getIntOrFloatBitWidth();
+    int64_t chunksPerRow = tileColumns / chunk;
+    forEachOfTile(tileRows * chunksPerRow, [&](Value flat) {
       Value r = a.divui(flat, e.index(chunksPerRow));
-      Value k = a.muli(a.remui(flat, e.index(chunksPerRow)), e.index(kChunk));
-      Value row = a.addi(r0, r), column = a.addi(k0, k);
+      Value c = a.muli(a.remui(flat, e.index(chunksPerRow)), e.index(chunk));
+      Value row = a.addi(r0, r), column = a.addi(c0, c);
       Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
-                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(depth)));
+                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(columns)));
       // An empty copy still forms its address: keep it inside the buffer.
       Value zero = e.index(0);
       nvgpu::DeviceAsyncCopyOp::create(
-          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile,
-          ValueRange{slot, r, k}, source,
+          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, ValueRange{slot, r, c}, source,
           ValueRange{a.select(inside, row, zero), a.select(inside, column, zero)},
-          b.getIndexAttr(kChunk), a.select(inside, e.index(kChunk), zero),
+          b.getIndexAttr(chunk), a.select(inside, e.index(chunk), zero),
           /*bypassL1=*/b.getUnitAttr());
+    });
+  }
+
+  /// The same copy element by element with plain loads and stores (rows
+  /// not 16-byte aligned).
+  void copySync(Value source, Value tile, Value slot, Value r0, Value rows, Value c0,
+                int64_t columns, int64_t tileRows, int64_t tileColumns) {
+    Type stored = cast<MemRefType>(source.getType()).getElementType();
+    Value zero = arith::ConstantOp::create(b, stored, b.getZeroAttr(stored));
+    forEachOfTile(tileRows * tileColumns, [&](Value flat) {
+      Value r = a.divui(flat, e.index(tileColumns));
+      Value c = a.remui(flat, e.index(tileColumns));
+      Value row = a.addi(r0, r), column = a.addi(c0, c);
+      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
+                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(columns)));
+      Value v = e.ifElse(
+          inside, stored, [&] { return a.load(source, {row, column}); },
+          [&] { return zero; });
+      a.store(v, tile, {slot, r, c});
+    });
+  }
+
+  /// body(i) for i in [0, count), the block's threads taking i = threadId,
+  /// threadId + blockSize, ... (unrolled).
+  void forEachOfTile(int64_t count, const std::function<void(Value)> &body) {
+    for (int64_t i = 0; i * e.blockSize() < count; ++i) {
+      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
+      if ((i + 1) * e.blockSize() <= count)
+        body(flat);
+      else
+        e.ifThen(a.cmpi(arith::CmpIPredicate::ult, flat, e.index(count)), [&] { body(flat); });
     }
   }
 
-  /// The same copy element by element with plain loads and stores (K not a
-  /// multiple of 8, so rows are not 16-byte aligned).
-  void copySync(Value source, Value tile, Value slot, Value r0, Value rows, Value k0,
-                int64_t tileRows, int64_t stepK) {
-    Value zero = arith::ConstantOp::create(b, element, b.getZeroAttr(element));
-    for (int64_t i = 0; i < tileRows * stepK / e.blockSize(); ++i) {
-      Value flat = a.addi(e.threadId(), e.index(i * e.blockSize()));
-      Value r = a.divui(flat, e.index(stepK));
-      Value k = a.remui(flat, e.index(stepK));
-      Value row = a.addi(r0, r), column = a.addi(k0, k);
-      Value inside = a.andi(a.cmpi(arith::CmpIPredicate::ult, row, rows),
-                            a.cmpi(arith::CmpIPredicate::ult, column, e.index(depth)));
-      Value v = e.ifElse(
-          inside, element, [&] { return a.load(source, {row, column}); },
-          [&] { return zero; });
-      a.store(v, tile, {slot, r, k});
-    }
+  /// W as stored: [n, depth] of its element type, or for int4 [n, depth / 2]
+  /// bytes.
+  Value weight() { return e.binding(bindings.w); }
+  /// The columns of weight() that hold W's columns [0, columns).
+  int64_t storedColumns(int64_t columns) const {
+    return format == WeightFormat::Int4 ? columns / 2 : columns;
+  }
+  /// Whether W's rows are 16-byte aligned, so that cp.async copies them.
+  bool weightRowsAligned() const { return weightRowBytes(op, depth) % 16 == 0; }
+
+  /// The ring of shared-memory stages W streams through, `rows` rows of
+  /// stepK columns each.
+  Value weightRing(int64_t stages, int64_t rows, int64_t stepK) {
+    if (format == WeightFormat::Float)
+      return e.sharedBuffer({stages, rows, stepK + 8}, element);
+    int64_t chunks = (weightRowBytes(op, stepK) + 15) / 16;
+    return e.sharedBuffer({stages, rows, (chunks | 1) * 16}, b.getI8Type());
+  }
+
+  /// Copies W's rows [n0, n0 + rows) and columns [k0, k0 + stepK) into stage
+  /// `slot` of `ring`.
+  void copyWeight(Value w, Value ring, Value slot, Value n0, Value k0, int64_t rows, int64_t stepK,
+                  bool async) {
+    Value c0 = format == WeightFormat::Int4 ? a.divui(k0, e.index(2)) : k0;
+    if (async)
+      copyAsync(w, ring, slot, n0, e.index(n), c0, storedColumns(depth), rows,
+                storedColumns(stepK));
+    else
+      copySync(w, ring, slot, n0, e.index(n), c0, storedColumns(depth), rows, storedColumns(stepK));
   }
 
   /// The 32-bit word `word` (elements 2 word, 2 word + 1) of row `row` of
@@ -166,13 +266,131 @@ protected:
     return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 
+  /// The B fragment of W's row `row` (in `ring`'s tile) for the k16 step
+  /// whose first word (pair of columns) this thread reads is `word`: words
+  /// `word` and `word` + 4, in x's type. `zero` is the row's int4 zero point
+  /// for the group (zeroPoints).
+  SmallVector<Value> weightFragment(Value ring, Value slot, Value row, Value word, Value zero) {
+    Value wordHigh = a.addi(word, e.index(4));
+    if (format == WeightFormat::Float)
+      return {wordAt(ring, slot, row, word), wordAt(ring, slot, row, wordHigh)};
+    return {quantizedWord(ring, slot, row, word, zero),
+            quantizedWord(ring, slot, row, wordHigh, zero)};
+  }
+
+  /// Columns 2 word and 2 word + 1 of a quantized row in the ring, as a word
+  /// of two elements of x's type: int8 values as they are, int4 nibbles
+  /// minus `zero` (both exact in f16 and bf16).
+  Value quantizedWord(Value ring, Value slot, Value row, Value word, Value zero) {
+    auto i32 = b.getI32Type();
+    Value low, high;
+    if (format == WeightFormat::Int8) {
+      Value pair = vector::LoadOp::create(b, VectorType::get({2}, b.getI8Type()), ring,
+                                          ValueRange{slot, row, a.muli(word, e.index(2))});
+      auto value = [&](int64_t i) -> Value {
+        return arith::ExtSIOp::create(b, i32,
+                                      vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{i}));
+      };
+      low = value(0);
+      high = value(1);
+    } else {
+      Value byte = arith::ExtUIOp::create(b, i32, a.load(ring, {slot, row, word}));
+      auto constant = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(b, i32, v); };
+      low = a.subi(arith::AndIOp::create(b, byte, constant(15)), zero);
+      high = a.subi(arith::ShRUIOp::create(b, byte, constant(4)), zero);
+    }
+    auto toElement = [&](Value v) -> Value {
+      return arith::TruncFOp::create(b, element, arith::SIToFPOp::create(b, b.getF32Type(), v));
+    };
+    Value pair = vector::FromElementsOp::create(b, VectorType::get({2}, element),
+                                                ValueRange{toElement(low), toElement(high)});
+    Value bits = vector::BitCastOp::create(b, VectorType::get({1}, i32), pair);
+    return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
+  }
+
+  /// The zero points (i32) of group `group` of the W rows whose B fragments
+  /// this thread reads for a warp's tilesN m16n8 tiles from W row col0: the
+  /// checkpoint's, or 8 (the values' offset) without `zeros`. Null values
+  /// unless W is int4.
+  SmallVector<Value> zeroPoints(Value col0, int64_t tilesN, Value group) {
+    if (format != WeightFormat::Int4)
+      return SmallVector<Value>(tilesN, Value());
+    Value zeros = bindings.zeros >= 0 ? e.binding(bindings.zeros) : Value();
+    SmallVector<Value> points;
+    for (int64_t j = 0; j < tilesN; ++j) {
+      if (!zeros) {
+        points.push_back(arith::ConstantIntOp::create(b, b.getI32Type(), 8));
+        continue;
+      }
+      Value row = a.addi(a.addi(col0, e.index(j * kMmaN)), a.divui(e.laneId(), e.index(4)));
+      row = a.mini(row, e.index(n - 1)); // rows past W compute nothing stored
+      points.push_back(arith::ExtSIOp::create(b, b.getI32Type(), a.load(zeros, {row, group})));
+    }
+    return points;
+  }
+
+  /// acc + partial times the scale of group `group` of each sum's column
+  /// (one fma each), for the sums of a warp's tilesM x tilesN m16n8 tiles
+  /// whose first column is col0 (storeTiles' order).
+  SmallVector<Value> foldGroup(ValueRange acc, ArrayRef<Value> partial, Value col0, int64_t tilesM,
+                               int64_t tilesN, Value group) {
+    Value scales = e.binding(bindings.scales);
+    Value pairInGroup = a.remui(e.laneId(), e.index(4));
+    SmallVector<Value> columnScales;
+    for (int64_t j = 0; j < tilesN; ++j)
+      for (int64_t q = 0; q < 2; ++q) {
+        Value col = a.addi(a.addi(col0, e.index(j * kMmaN + q)), a.muli(pairInGroup, e.index(2)));
+        columnScales.push_back(a.load(scales, {a.mini(col, e.index(n - 1)), group}));
+      }
+    SmallVector<Value> folded;
+    for (int64_t i = 0; i < tilesM; ++i)
+      for (int64_t j = 0; j < tilesN; ++j)
+        for (int64_t q = 0; q < 4; ++q) {
+          int64_t at = (i * tilesN + j) * 4 + q;
+          folded.push_back(
+              math::FmaOp::create(b, partial[at], columnScales[j * 2 + q % 2], acc[at]));
+        }
+    return folded;
+  }
+
+  /// The loop over this block's `count` stages of stepK columns, the first
+  /// of which is stage `firstStage` of W, accumulating `init` (the sums of a
+  /// warp's tilesM x tilesN tiles from W row col0): body(stage, sums,
+  /// zeroPoints) adds a stage's products to the sums. An int4 W's groups of
+  /// 128 columns each sum from zero, then fold into the accumulators
+  /// (foldGroup): every kernel rounds a row alike, whatever its stepK.
+  SmallVector<Value> stageLoop(
+      Value count, Value firstStage, int64_t stepK, ArrayRef<Value> init, Value col0,
+      int64_t tilesM, int64_t tilesN,
+      const std::function<SmallVector<Value>(Value, ArrayRef<Value>, ArrayRef<Value>)> &body) {
+    if (format != WeightFormat::Int4)
+      return e.forLoop(
+          e.index(0), count, 1, init, [&](Value stage, ValueRange sums) -> SmallVector<Value> {
+            return body(stage, SmallVector<Value>(sums), zeroPoints(col0, tilesN, Value()));
+          });
+    int64_t perGroup = kInt4GroupColumns / stepK;
+    Value groups = a.divui(count, e.index(perGroup));
+    Value firstGroup = a.divui(firstStage, e.index(perGroup));
+    return e.forLoop(
+        e.index(0), groups, 1, init, [&](Value g, ValueRange acc) -> SmallVector<Value> {
+          Value group = a.addi(firstGroup, g);
+          SmallVector<Value> points = zeroPoints(col0, tilesN, group);
+          SmallVector<Value> sums(acc.size(), e.f32(0));
+          for (int64_t s = 0; s < perGroup; ++s)
+            sums = body(a.addi(a.muli(g, e.index(perGroup)), e.index(s)), sums, points);
+          return foldGroup(acc, sums, col0, tilesM, tilesN, group);
+        });
+  }
+
   /// Stores the f32 sums of a warp's tilesM x tilesN m16n8 tiles, whose
-  /// first is at (row0, col0), plus the bias, where inside [m, n): tile (i,
-  /// j)'s sums c0, c1 are (row g, cols 2t, 2t + 1), c2, c3 row g + 8.
+  /// first is at (row0, col0), times the row's scale (int8) plus the bias,
+  /// where inside [m, n): tile (i, j)'s sums c0, c1 are (row g, cols 2t, 2t
+  /// + 1), c2, c3 row g + 8.
   void storeTiles(ArrayRef<Value> sums, Value row0, Value col0, int64_t tilesM,
                   int64_t tilesN, Value m) {
-    Value bias = hasBias ? e.binding(2) : Value();
-    Value y = e.binding(hasBias ? 3 : 2);
+    Value bias = bindings.bias >= 0 ? e.binding(bindings.bias) : Value();
+    Value scales = format == WeightFormat::Int8 ? e.binding(bindings.scales) : Value();
+    Value y = e.binding(bindings.y);
     Value group = a.divui(e.laneId(), e.index(4));
     Value pairInGroup = a.remui(e.laneId(), e.index(4));
     for (int64_t i = 0; i < tilesM; ++i)
@@ -186,7 +404,11 @@ protected:
                                 a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)));
           e.ifThen(inside, [&] {
             Value v = sums[(i * tilesN + j) * 4 + q];
-            if (hasBias)
+            if (scales && bias)
+              v = math::FmaOp::create(b, v, a.load(scales, col), e.loadF32(bias, col));
+            else if (scales)
+              v = a.mul(v, a.load(scales, col));
+            else if (bias)
               v = a.add(v, e.loadF32(bias, col));
             e.storeF32(v, y, {row, col});
           });
@@ -274,7 +496,9 @@ protected:
   GpuKernelEmitter &e;
   Arith &a;
   ImplicitLocOpBuilder &b;
-  bool hasBias;
+  LinearOp op;
+  WeightFormat format;
+  LinearBindings bindings;
   Type element;
   int64_t n, depth;
   KSplit split;
@@ -303,10 +527,10 @@ public:
   using TensorCoreLinear::TensorCoreLinear;
 
   Grid build() {
-    Value x = e.binding(0), w = e.binding(1);
-    Value m = e.dimSize(0, 0);
+    Value x = e.binding(bindings.x), w = weight();
+    Value m = e.dimSize(bindings.x, 0);
     Value xs = e.sharedBuffer({kStages, kTileM, kRowElements}, element);
-    Value ws = e.sharedBuffer({kStages, kTileN, kRowElements}, element);
+    Value ws = weightRing(kStages, kTileN, kTileK);
     Value m0 = a.muli(e.blockId(0), e.index(kTileM));
     Value n0 = a.muli(e.blockId(1), e.index(kTileN));
     Value lane = e.laneId(), warp = e.warpId();
@@ -316,18 +540,20 @@ public:
 
     // This block's split: steps [first, first + count) of K (all of K when
     // there is one split).
-    bool async = depth % kChunk == 0;
+    bool async = depth % kChunk == 0 && weightRowsAligned();
     int64_t totalSteps = (depth + kTileK - 1) / kTileK;
     int64_t stepsPerSplit = std::min(totalSteps, split.depth() / kTileK);
     Value first = a.muli(e.blockId(2), e.index(stepsPerSplit));
     Value count = a.mini(e.index(stepsPerSplit), a.subi(e.index(totalSteps), first));
-    auto copy = [&](Value source, Value tile, Value r0, Value rows, Value step,
-                    Value slot) {
-      Value k0 = a.muli(a.addi(first, step), e.index(kTileK));
+    auto kOf = [&](Value step) { return a.muli(a.addi(first, step), e.index(kTileK)); };
+    auto copyX = [&](Value step, Value slot) {
       if (async)
-        copyAsync(source, tile, slot, r0, rows, k0, kTileM, kTileK);
+        copyAsync(x, xs, slot, m0, m, kOf(step), depth, kTileM, kTileK);
       else
-        copySync(source, tile, slot, r0, rows, k0, kTileM, kTileK);
+        copySync(x, xs, slot, m0, m, kOf(step), depth, kTileM, kTileK);
+    };
+    auto copyW = [&](Value step, Value slot) {
+      copyWeight(w, ws, slot, n0, kOf(step), kTileN, kTileK, async);
     };
     auto ifStep = [&](int64_t s, const std::function<void()> &body) {
       e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), count), body);
@@ -337,35 +563,36 @@ public:
     int64_t early = std::min(kStages - 1, stepsPerSplit);
     if (async) {
       for (int64_t s = 0; s < early; ++s)
-        ifStep(s, [&] { copy(w, ws, n0, e.index(n), e.index(s), e.index(s)); });
+        ifStep(s, [&] { copyW(e.index(s), e.index(s)); });
       e.waitForPrerequisites();
     }
     for (int64_t s = 0; s < kStages - 1; ++s) {
       if (s < early)
         ifStep(s, [&] {
           if (!async)
-            copy(w, ws, n0, e.index(n), e.index(s), e.index(s));
-          copy(x, xs, m0, m, e.index(s), e.index(s));
+            copyW(e.index(s), e.index(s));
+          copyX(e.index(s), e.index(s));
         });
       NVVM::CpAsyncCommitGroupOp::create(b);
     }
 
     constexpr int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
     SmallVector<Value> init(tilesM * tilesN * 4, e.f32(0));
-    SmallVector<Value> acc = e.forLoop(
-        e.index(0), count, 1, init,
-        [&](Value step, ValueRange state) -> SmallVector<Value> {
+    Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
+    SmallVector<Value> acc = stageLoop(
+        count, first, kTileK, init, col0, tilesM, tilesN,
+        [&](Value step, ArrayRef<Value> sums, ArrayRef<Value> zeros) -> SmallVector<Value> {
           NVVM::CpAsyncWaitGroupOp::create(b, kStages - 2);
           e.barrier();
           Value next = a.addi(step, e.index(kStages - 1));
           e.ifThen(a.cmpi(arith::CmpIPredicate::ult, next, count), [&] {
             Value slot = a.remui(next, e.index(kStages));
-            copy(x, xs, m0, m, next, slot);
-            copy(w, ws, n0, e.index(n), next, slot);
+            copyX(next, slot);
+            copyW(next, slot);
           });
           NVVM::CpAsyncCommitGroupOp::create(b);
           Value slot = a.remui(step, e.index(kStages));
-          SmallVector<Value> acc(state);
+          SmallVector<Value> c(sums);
           for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
             Value word = a.addi(pairInGroup, e.index(kw));
             Value wordHigh = a.addi(word, e.index(4));
@@ -377,23 +604,22 @@ public:
                             wordAt(xs, slot, r, wordHigh), wordAt(xs, slot, r8, wordHigh)});
             }
             for (int64_t j = 0; j < tilesN; ++j) {
-              Value c = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
-              fb.push_back({wordAt(ws, slot, c, word), wordAt(ws, slot, c, wordHigh)});
+              Value row = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
+              fb.push_back(weightFragment(ws, slot, row, word, zeros[j]));
             }
             for (int64_t i = 0; i < tilesM; ++i)
               for (int64_t j = 0; j < tilesN; ++j) {
                 int64_t at = (i * tilesN + j) * 4;
-                SmallVector<Value> d = mma(b, element, fa[i], fb[j], ArrayRef(acc).slice(at, 4));
-                std::copy(d.begin(), d.end(), acc.begin() + at);
+                SmallVector<Value> d = mma(b, element, fa[i], fb[j], ArrayRef(c).slice(at, 4));
+                std::copy(d.begin(), d.end(), c.begin() + at);
               }
           }
-          return acc;
+          return c;
         });
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-    Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
     finishSplits(acc, xs, row0, col0, tilesM, tilesN, m);
-    return {ceilDivExpr(e.dimExpr(0, 0), kTileM),
+    return {ceilDivExpr(e.dimExpr(bindings.x, 0), kTileM),
             std::to_string((n + kTileN - 1) / kTileN), std::to_string(split.count)};
   }
 };
@@ -439,15 +665,13 @@ public:
   }
 
   Grid build() {
-    // Elements per staged row: stepK plus 8 of padding, so the fragment loads
-    // of a warp (rows g, words t) hit 32 distinct banks.
-    int64_t rowElements = tile.stepK + 8;
     int64_t warpsM = tile.tileM / kMmaM, warpsN = tile.warps / warpsM;
     int64_t warpTileN = tile.tileN / warpsN, tilesN = warpTileN / kMmaN;
-    Value x = e.binding(0), w = e.binding(1);
-    Value m = e.dimSize(0, 0);
-    Value xs = e.sharedBuffer({tile.stages, tile.tileM, rowElements}, element);
-    Value ws = e.sharedBuffer({tile.stages, tile.tileN, rowElements}, element);
+    Value x = e.binding(bindings.x), w = weight();
+    Value m = e.dimSize(bindings.x, 0);
+    // Rows of stepK plus 8 elements: see TensorCoreLinear.
+    Value xs = e.sharedBuffer({tile.stages, tile.tileM, tile.stepK + 8}, element);
+    Value ws = weightRing(tile.stages, tile.tileN, tile.stepK);
     Value m0 = a.muli(e.blockId(0), e.index(tile.tileM));
     Value n0 = a.muli(e.blockId(1), e.index(tile.tileN));
     Value lane = e.laneId(), warp = e.warpId();
@@ -464,10 +688,10 @@ public:
       return a.muli(a.addi(first, stage), e.index(tile.stepK));
     };
     auto copyX = [&](Value stage, Value slot) {
-      copyAsync(x, xs, slot, m0, m, kOf(stage), tile.tileM, tile.stepK);
+      copyAsync(x, xs, slot, m0, m, kOf(stage), depth, tile.tileM, tile.stepK);
     };
     auto copyW = [&](Value stage, Value slot) {
-      copyAsync(w, ws, slot, n0, e.index(n), kOf(stage), tile.tileN, tile.stepK);
+      copyWeight(w, ws, slot, n0, kOf(stage), tile.tileN, tile.stepK, /*async=*/true);
     };
     // The first stages' weights do not depend on earlier kernels: their
     // copies start before the wait, x's after it (commit group s holds x's
@@ -484,9 +708,10 @@ public:
       NVVM::CpAsyncCommitGroupOp::create(b);
     }
     SmallVector<Value> init(tilesN * 4, e.f32(0));
-    SmallVector<Value> acc = e.forLoop(
-        e.index(0), count, 1, init,
-        [&](Value stage, ValueRange acc) -> SmallVector<Value> {
+    Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
+    SmallVector<Value> acc = stageLoop(
+        count, first, tile.stepK, init, col0, 1, tilesN,
+        [&](Value stage, ArrayRef<Value> sums, ArrayRef<Value> zeros) -> SmallVector<Value> {
           // This stage's group is complete once at most stages - 2 newer
           // ones are pending; the barrier makes every thread's copies
           // visible and frees the slot the last iteration read.
@@ -500,7 +725,7 @@ public:
           });
           NVVM::CpAsyncCommitGroupOp::create(b);
           Value slot = a.remui(stage, e.index(tile.stages));
-          SmallVector<Value> c(acc);
+          SmallVector<Value> c(sums);
           Value r = a.addi(warpRow, group), r8 = a.addi(r, e.index(8));
           for (int64_t kw = 0; kw < tile.stepK / 2; kw += kMmaK / 2) {
             Value word = a.addi(pairInGroup, e.index(kw));
@@ -509,9 +734,8 @@ public:
                                      wordAt(xs, slot, r, wordHigh),
                                      wordAt(xs, slot, r8, wordHigh)};
             for (int64_t j = 0; j < tilesN; ++j) {
-              Value col = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
-              SmallVector<Value> fb = {wordAt(ws, slot, col, word),
-                                       wordAt(ws, slot, col, wordHigh)};
+              Value row = a.addi(a.addi(warpCol, e.index(j * kMmaN)), group);
+              SmallVector<Value> fb = weightFragment(ws, slot, row, word, zeros[j]);
               SmallVector<Value> d = mma(b, element, fa, fb, ArrayRef(c).slice(j * 4, 4));
               std::copy(d.begin(), d.end(), c.begin() + j * 4);
             }
@@ -520,11 +744,9 @@ public:
         });
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
-    Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
     finishSplits(acc, xs, row0, col0, 1, tilesN, m);
-    return {ceilDivExpr(e.dimExpr(0, 0), tile.tileM),
-            std::to_string((n + tile.tileN - 1) / tile.tileN),
-            std::to_string(split.count)};
+    return {ceilDivExpr(e.dimExpr(bindings.x, 0), tile.tileM),
+            std::to_string((n + tile.tileN - 1) / tile.tileN), std::to_string(split.count)};
   }
 
   const SmallBatchTile &tile;
@@ -532,31 +754,72 @@ public:
 
 /// One warp per output (f32 storage). Columns go on grid x, whose limit
 /// (2^31 - 1 blocks) any vocabulary fits, rows on y (at most 65535 tokens).
+/// An int8 W's values multiply x as they are, and the output's sum its
+/// row's scale. An int4 W's nibbles minus the zero point do, each lane
+/// summing the 4 columns of a group it takes, then adding them times the
+/// group's scale.
 Grid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   Arith &a = e.arith();
-  bool hasBias = bool(op.getBias());
-  Value x = e.binding(0), w = e.binding(1);
-  Value bias = hasBias ? e.binding(2) : Value();
-  Value y = e.binding(hasBias ? 3 : 2);
+  ImplicitLocOpBuilder &b = e.builder();
+  LinearBindings bindings(op);
+  WeightFormat format = weightFormat(op);
+  Value x = e.binding(bindings.x), w = e.binding(bindings.w);
+  Value scales = bindings.scales >= 0 ? e.binding(bindings.scales) : Value();
+  Value zeros = bindings.zeros >= 0 ? e.binding(bindings.zeros) : Value();
+  Value bias = bindings.bias >= 0 ? e.binding(bindings.bias) : Value();
+  Value y = e.binding(bindings.y);
   auto weightType = cast<RankedTensorType>(op.getWeight().getType());
   int64_t n = weightType.getDimSize(0), depth = weightType.getDimSize(1);
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Value row = e.blockId(1);
   Value col = a.addi(a.muli(e.blockId(0), e.index(e.numWarps())), e.warpId());
   e.ifThen(a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)), [&] {
-    Value partial =
-        e.forLoop(e.laneId(), e.index(depth), llmserve::kWarpSize, {e.f32(0)},
-                  [&](Value k, ValueRange acc) -> SmallVector<Value> {
-                    return {a.add(acc[0], a.mul(e.loadF32(x, {row, k}),
-                                                e.loadF32(w, {col, k})))};
-                  })[0];
+    auto xAt = [&](Value k) { return e.loadF32(x, {row, k}); };
+    Value partial;
+    if (format == WeightFormat::Int4) {
+      // A lane's columns all have its parity: their nibbles are at one shift.
+      Value shift = a.muli(arith::IndexCastUIOp::create(b, i32, a.remui(e.laneId(), e.index(2))),
+                           arith::ConstantIntOp::create(b, i32, 4));
+      Value mask = arith::ConstantIntOp::create(b, i32, 15);
+      partial = e.forLoop(
+          e.index(0), e.index(depth / kInt4GroupColumns), 1, {e.f32(0)},
+          [&](Value group, ValueRange acc) -> SmallVector<Value> {
+            Value zero =
+                zeros ? arith::ExtSIOp::create(b, i32, a.load(zeros, {col, group})).getResult()
+                      : arith::ConstantIntOp::create(b, i32, 8).getResult();
+            Value sum = e.f32(0);
+            for (int64_t i = 0; i < kInt4GroupColumns / llmserve::kWarpSize; ++i) {
+              Value k = a.addi(a.muli(group, e.index(kInt4GroupColumns)),
+                               a.addi(e.laneId(), e.index(i * llmserve::kWarpSize)));
+              Value byte = arith::ExtUIOp::create(b, i32, a.load(w, {col, a.divui(k, e.index(2))}));
+              Value nibble = arith::AndIOp::create(b, arith::ShRUIOp::create(b, byte, shift), mask);
+              Value v = arith::SIToFPOp::create(b, f32, a.subi(nibble, zero));
+              sum = a.add(sum, a.mul(xAt(k), v));
+            }
+            return {math::FmaOp::create(b, sum, a.load(scales, {col, group}), acc[0])};
+          })[0];
+    } else {
+      auto weightAt = [&](Value k) -> Value {
+        if (format == WeightFormat::Float)
+          return e.loadF32(w, {col, k});
+        return arith::SIToFPOp::create(b, f32, a.load(w, {col, k}));
+      };
+      partial = e.forLoop(e.laneId(), e.index(depth), llmserve::kWarpSize, {e.f32(0)},
+                          [&](Value k, ValueRange acc) -> SmallVector<Value> {
+                            return {a.add(acc[0], a.mul(xAt(k), weightAt(k)))};
+                          })[0];
+    }
     Value sum = e.warpReduce(partial, [&](Value p, Value q) { return a.add(p, q); });
-    if (hasBias)
+    if (format == WeightFormat::Int8 && bias)
+      sum = math::FmaOp::create(b, sum, a.load(scales, col), e.loadF32(bias, col));
+    else if (format == WeightFormat::Int8)
+      sum = a.mul(sum, a.load(scales, col));
+    else if (bias)
       sum = a.add(sum, e.loadF32(bias, col));
     e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.laneId(), e.index(0)),
              [&] { e.storeF32(sum, y, {row, col}); });
   });
-  return {std::to_string((n + e.numWarps() - 1) / e.numWarps()),
-          e.dimExpr(0, 0), "1"};
+  return {std::to_string((n + e.numWarps() - 1) / e.numWarps()), e.dimExpr(bindings.x, 0), "1"};
 }
 
 } // namespace
@@ -565,8 +828,10 @@ bool mlir::llmserve::hasSmallBatchLinearKernel(LinearOp op) {
   auto weightType = cast<RankedTensorType>(op.getWeight().getType());
   // Column tiles go on grid y (at most 65535 blocks).
   constexpr int64_t maxColumns = 65535 * kSmallTileN;
-  return !weightType.getElementType().isF32() &&
-         weightType.getDimSize(1) % kChunk == 0 &&
+  // Both kernels copy x's and W's rows 16 bytes at a time.
+  return !op.getInput().getType().getElementType().isF32() &&
+         !weightType.getElementType().isF32() && weightType.getDimSize(1) % kChunk == 0 &&
+         weightRowBytes(op, weightType.getDimSize(1)) % 16 == 0 &&
          weightType.getDimSize(0) <= maxColumns;
 }
 

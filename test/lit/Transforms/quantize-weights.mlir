@@ -1,4 +1,5 @@
 // RUN: %llmserve-opt %s -llmserve-quantize-weights -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: %llmserve-opt %s -llmserve-quantize-weights=experts=false -split-input-file | FileCheck %s --check-prefix=NO-EXPERTS
 
 // Weights only linears read become int8_channel values and scales, with
 // their transpose and rows; the linears keep their bias.
@@ -96,8 +97,13 @@ func.func @from_checkpoints(%x: tensor<?x256xf32>) -> (tensor<?x32xf32>, tensor<
 // An expert_linear's stacked weight becomes int8_channel values [E, N, K]
 // and scales [E, N], each expert quantized on its own, under int4_group128
 // too (expert_linear has no int4 kernel).
+// With experts=false (sm_90, which has no int8 expert kernel) the stacked
+// weight stays float while the linears are quantized.
 // CHECK-LABEL: func.func @experts
 // INT4-LABEL: func.func @experts
+// NO-EXPERTS-LABEL: func.func @experts
+//       NO-EXPERTS:   %[[W:.*]] = llmserve.weight "e.{}.w" stacked 4 : tensor<4x32x16xf32>
+//       NO-EXPERTS:   llmserve.expert_linear %{{.*}}, %[[W]] experts
 //       INT4:   llmserve.weight "e.{}.w" stacked 4 quantized int8_channel values : tensor<4x32x16xi8>
 //   CHECK-DAG:   %[[V:.*]] = llmserve.weight "e.{}.w" stacked 4 quantized int8_channel values : tensor<4x32x16xi8>
 //   CHECK-DAG:   %[[S:.*]] = llmserve.weight "e.{}.w" stacked 4 quantized int8_channel scales : tensor<4x32xf32>

@@ -201,3 +201,41 @@ func.func @paged_attention_fp8_per_head(%kc: tensor<?x16x2x32xf8E4M3FN> {llmserv
   %o, %lse = llmserve.paged_attention %x, %kc1, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 kv_scales [0.5, 0.25], [1.0, 2.0] : tensor<?x128xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   return %o : tensor<?x128xbf16>
 }
+
+// An int4 linear with zero points (a GPTQ checkpoint's): each W byte from
+// shared memory holds two columns, whose nibbles minus the zero point
+// convert to bf16 for the mma (the low nibble, the lower column, in the
+// word's low half); a group of 128 columns adds into the
+// accumulators times its scale (fma). An int8 one converts its bytes as they
+// are (the lower column in the word's low half) and multiplies each output
+// by its row's scale.
+// CHECK-LABEL: .visible .entry llmserve_d14_linear_small_m(
+// CHECK:      ld.global.s8 [[ZERO:%r[0-9]+]],
+// CHECK:      ld.shared.b8 [[BYTE:%r[0-9]+]],
+// CHECK-NEXT: and.b32 [[LOW:%r[0-9]+]], [[BYTE]], 15;
+// CHECK-NEXT: sub.s32 [[QLOW:%r[0-9]+]], [[LOW]], [[ZERO]];
+// CHECK-NEXT: shr.u32 [[HIGH:%r[0-9]+]], [[BYTE]], 4;
+// CHECK-NEXT: sub.s32 [[QHIGH:%r[0-9]+]], [[HIGH]], [[ZERO]];
+// CHECK-NEXT: cvt.rn.bf16.s32 [[BLOW:%rs[0-9]+]], [[QLOW]];
+// CHECK-NEXT: cvt.rn.bf16.s32 [[BHIGH:%rs[0-9]+]], [[QHIGH]];
+// CHECK-NEXT: mov.b32 %r{{[0-9]+}}, {[[BLOW]], [[BHIGH]]};
+// CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      fma.rn.f32
+// CHECK-LABEL: .visible .entry llmserve_d15_linear_small_m(
+// CHECK:      ld.shared.v2.b8 {[[LOW8:%rs[0-9]+]], %rs{{[0-9]+}}},
+// CHECK-NEXT: cvt.s16.s8 [[LOW16:%rs[0-9]+]], [[LOW8]];
+// CHECK:      cvt.rn.bf16.s16 [[LOW:%rs[0-9]+]], [[LOW16]];
+// CHECK-NEXT: mov.b32 %r{{[0-9]+}}, {[[LOW]], %rs{{[0-9]+}}};
+// CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      mul.rn.f32
+func.func @linear_quantized(%x: tensor<16x256xbf16>) -> tensor<16x128xbf16> {
+  %v = llmserve.weight "w" quantized int4_group128 values from gptq : tensor<128x256xi4>
+  %s = llmserve.weight "w" quantized int4_group128 scales from gptq : tensor<128x2xf32>
+  %z = llmserve.weight "w" quantized int4_group128 zeros from gptq : tensor<128x2xi8>
+  %y = llmserve.linear %x, %v scales %s zeros %z : tensor<16x256xbf16>, tensor<128x256xi4> -> tensor<16x128xbf16>
+  %v8 = llmserve.weight "u" quantized int8_channel values : tensor<256x128xi8>
+  %s8 = llmserve.weight "u" quantized int8_channel scales : tensor<256xf32>
+  %u = llmserve.linear %y, %v8 scales %s8 : tensor<16x128xbf16>, tensor<256x128xi8> -> tensor<16x256xbf16>
+  %o = llmserve.linear %u, %v scales %s zeros %z : tensor<16x256xbf16>, tensor<128x256xi4> -> tensor<16x128xbf16>
+  return %o : tensor<16x128xbf16>
+}

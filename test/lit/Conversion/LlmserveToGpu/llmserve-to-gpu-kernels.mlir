@@ -571,3 +571,104 @@ func.func @moe(%x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %wg: tensor<8x1
   %y = llmserve.moe_combine %h, %w : tensor<?x128xbf16>, tensor<?x2xf32> -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>
 }
+
+// -----
+
+// An int8 linear has the same three kernels. W streams as its bytes (rows
+// of 32 k padded to 48 bytes, an odd number of 16), 16 values a cp.async;
+// each B fragment's pairs of values become bf16 as they are read, and an
+// output's sum is times its row's scale, plus the bias, in one fma.
+// CHECK-LABEL: func.func @linear_int8
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     kernel = "d0_linear"
+//  CHECK-SAME:     kernel = "d0_linear_small_m"
+//  CHECK-SAME:     kernel = "d0_linear_medium_m"
+//       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x64x48xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 16, %{{.*}} {bypassL1} : memref<128x256xi8, strided<[256, 1]>> to memref<4x64x48xi8, #gpu.address_space<workgroup>>
+//       CHECK:     scf.for
+//       CHECK:       %[[PAIR:.*]] = vector.load %{{.*}} : memref<4x64x48xi8, #gpu.address_space<workgroup>>, vector<2xi8>
+//       CHECK:       %[[LOW:.*]] = vector.extract %[[PAIR]][0]
+//       CHECK:       %[[WIDE:.*]] = arith.extsi %[[LOW]] : i8 to i32
+//       CHECK:       %[[F:.*]] = arith.sitofp %[[WIDE]] : i32 to f32
+//       CHECK:       %[[B:.*]] = arith.truncf %[[F]] : f32 to bf16
+//       CHECK:       vector.from_elements %[[B]], %{{.*}} : vector<2xbf16>
+//       CHECK:       nvvm.mma.sync
+//   CHECK-NOT:       math.fma
+//       CHECK:     scf.yield
+//       CHECK:     %[[SCALE:.*]] = memref.load %{{.*}} : memref<128xf32, strided<[1]>>
+//       CHECK:     math.fma %{{.*}}, %[[SCALE]], %{{.*}} : f32
+//       CHECK:   gpu.func @llmserve_d0_linear_small_m(
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x16x144xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//       CHECK:   gpu.func @llmserve_d0_linear_medium_m(
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<3x64x72xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<3x32x80xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+func.func @linear_int8(%x: tensor<?x256xbf16>, %b: tensor<128xbf16>) -> tensor<?x128xbf16> {
+  %v = llmserve.weight "w" quantized int8_channel values : tensor<128x256xi8>
+  %s = llmserve.weight "w" quantized int8_channel scales : tensor<128xf32>
+  %y = llmserve.linear %x, %v scales %s bias %b : tensor<?x256xbf16>, tensor<128x256xi8>, tensor<128xbf16> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// An int4 linear (a GPTQ checkpoint's, with zero points): W streams as its
+// bytes, two values a byte (rows of 32 k are 16 bytes); each nibble minus
+// its row's zero point becomes bf16. K's 2 groups of 128 are 2 splits; a
+// group sums from zero (the large-tile kernel: 4 steps of 32 k in one
+// iteration), then adds into the accumulators times its scales, one fma
+// each; the zero points and scales are read once per group.
+// CHECK-LABEL: func.func @linear_int4
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "2", "2"], kernel = "d0_linear"
+//       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x64x16xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//       CHECK:     memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [128, 128], strides: [128, 1] : memref<1xi8> to memref<128x128xi8, strided<[128, 1]>>
+//       CHECK:     nvgpu.device_async_copy %{{.*}}, 16, %{{.*}} {bypassL1} : memref<128x128xi8, strided<[128, 1]>> to memref<4x64x16xi8, #gpu.address_space<workgroup>>
+//       CHECK:     scf.for %{{.*}} iter_args(%[[ACC:[^ ]*]] = %{{.*}}
+//       CHECK:       %[[Z8:.*]] = memref.load %{{.*}} : memref<128x2xi8, strided<[2, 1]>>
+//       CHECK:       %[[ZERO:.*]] = arith.extsi %[[Z8]] : i8 to i32
+//       CHECK:       nvvm.cp.async.wait.group 2
+//       CHECK:       %[[BYTE:.*]] = memref.load %{{.*}} : memref<4x64x16xi8, #gpu.address_space<workgroup>>
+//       CHECK:       %[[WIDE:.*]] = arith.extui %[[BYTE]] : i8 to i32
+//       CHECK:       %[[LOW:.*]] = arith.andi %[[WIDE]], %{{.*}} : i32
+//       CHECK:       arith.subi %[[LOW]], %[[ZERO]] : i32
+//       CHECK:       %[[HIGH:.*]] = arith.shrui %[[WIDE]], %{{.*}} : i32
+//       CHECK:       arith.subi %[[HIGH]], %[[ZERO]] : i32
+// CHECK-COUNT-3:     nvvm.cp.async.wait.group 2
+//       CHECK:       %[[SCALE:.*]] = memref.load %{{.*}} : memref<128x2xf32, strided<[2, 1]>>
+//       CHECK:       math.fma %{{.*}}, %[[SCALE]], %[[ACC]] : f32
+//       CHECK:   gpu.func @llmserve_d0_linear_small_m(
+//  CHECK-SAME:     %{{.*}} : memref<4x16x80xi8, #gpu.address_space<workgroup>>
+//       CHECK:   gpu.func @llmserve_d0_linear_medium_m(
+//  CHECK-SAME:     %{{.*}} : memref<3x32x48xi8, #gpu.address_space<workgroup>>
+// CHECK-COUNT-2:     nvvm.cp.async.wait.group 1
+//       CHECK:       math.fma
+func.func @linear_int4(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
+  %v = llmserve.weight "w" quantized int4_group128 values from gptq : tensor<128x256xi4>
+  %s = llmserve.weight "w" quantized int4_group128 scales from gptq : tensor<128x2xf32>
+  %z = llmserve.weight "w" quantized int4_group128 zeros from gptq : tensor<128x2xi8>
+  %y = llmserve.linear %x, %v scales %s zeros %z : tensor<?x256xbf16>, tensor<128x256xi4> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// With f32 activations a warp computes each output: a lane takes 4 columns
+// of each group, their nibbles (at its parity's shift) minus 8 (no zero
+// points) times x, and adds their sum times the group's scale.
+// CHECK-LABEL: func.func @linear_int4_f32
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     kernel = "d0_linear"
+//   CHECK-NOT:     kernel = "d0_linear_small_m"
+//       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xf32>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<1xf32>, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %{{c2[_0-9]*}} step %{{.*}} iter_args(%[[ACC:[^ ]*]] = %{{.*}}
+//       CHECK:       %[[EIGHT:.*]] = arith.constant 8 : i32
+// CHECK-COUNT-4:     arith.subi %{{.*}}, %[[EIGHT]] : i32
+//       CHECK:       %[[SCALE:.*]] = memref.load %{{.*}} : memref<128x2xf32, strided<[2, 1]>>
+//       CHECK:       math.fma %{{.*}}, %[[SCALE]], %[[ACC]] : f32
+func.func @linear_int4_f32(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
+  %v = llmserve.weight "w" quantized int4_group128 values : tensor<128x256xi4>
+  %s = llmserve.weight "w" quantized int4_group128 scales : tensor<128x2xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x256xf32>, tensor<128x256xi4> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
