@@ -788,6 +788,15 @@ def int8_linear_invariance_pair():
     return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
 
 
+def int4_linear_invariance_pair(m):
+    """The same 3 rows of an int4 linear in an m-row step and alone (on
+    sm_90 the large-tile kernel for m > 64, else the 64-row one, against the
+    small-M one; K = 256 in two splits of a group each)."""
+    inputs, text, _, weights = case_linear_int4(m=m, k=256, n=48)
+    few_text = text.replace(f"tensor<{m}x", "tensor<3x")
+    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
+
+
 def bf16_linear_invariance_pair():
     """The same 3 rows of a bf16 linear (the vdpbf16ps kernel where the CPU
     has it) in a 70-row step, which tiles them 4 rows at a time in blocks of
@@ -800,12 +809,14 @@ def bf16_linear_invariance_pair():
 def invariance_pairs():
     """Every (name, pair) whose rows must be bitwise equal in the larger step
     and alone: decode rows with and without a window, linear rows (the
-    three sm_90 kernels), and int8 and bf16 linear rows."""
+    three sm_90 kernels), and int8, int4 and bf16 linear rows."""
     return ([(f"attention_window_{window}", decode_invariance_pair(window))
              for window in (None, 200)] +
             [("linear_split_k", linear_invariance_pair(80)),
              ("linear_split_k_medium_rows", linear_invariance_pair(40)),
              ("linear_int8", int8_linear_invariance_pair()),
+             ("linear_int4", int4_linear_invariance_pair(70)),
+             ("linear_int4_medium_rows", int4_linear_invariance_pair(40)),
              ("linear_bf16", bf16_linear_invariance_pair()),
              ("expert_linear", expert_linear_invariance_pair())])
 

@@ -22,9 +22,12 @@
         runs rows in a larger step and alone (decode rows in a mixed and in a
         decode-only step; linear rows in the large-tile and the small-M
         kernel), whose results must be bitwise equal;
-        runs every model family (FAMILIES) and the FP8 and act-order GPTQ
-        checkpoints (DEQUANTIZED) in bf16 through the step driver on the
-        steps of e2e.step_logits, against the float64 reference;
+        runs the int8 and int4 linear cases against the CPU's kernels that
+        compute x in f32 (its AVX2 set: the VNNI kernels round x to int8);
+        runs every model family (FAMILIES), the FP8 and act-order GPTQ
+        checkpoints (DEQUANTIZED) and the 4-bit ones that sm_90 reads as
+        stored (FOUR_BIT) in bf16 through the step driver on the steps of
+        e2e.step_logits, against the float64 reference;
         serves the llama fixture on both devices and sends 64 concurrent
         greedy requests (every fourth with a frequency penalty), whose
         continuations must be the CPU's, and on the GPU the same at
@@ -74,6 +77,11 @@ BF16_PEER_FACTOR = 2
 # Checkpoints stored quantized that sm_90 reads dequantized to bf16, checked
 # as the families are (transformers reads them only with its GPU kernels).
 DEQUANTIZED = ("llama_fp8", "llama_gptq_act_order")
+# 4-bit checkpoints whose linears sm_90 reads as stored, on its int4 kernels.
+FOUR_BIT = ("llama_gptq", "llama_gptq_v2", "llama_awq", "llama_compressed_tensors")
+# The op cases (and invariance pairs) of quantized linears, whose weights
+# the runtime quantizes at load or reads from a 4-bit checkpoint.
+QUANTIZED_LINEAR_PREFIXES = ("linear_int8", "linear_int4")
 
 
 def run(*args, env=None):
@@ -90,14 +98,15 @@ def skip(reason):
 
 # ----------------------------------------------------------------- prepare --
 
-def compile_both(llmc, source, out, name, *flags, gpu_source=None):
+def compile_both(llmc, source, out, name, *flags, gpu_source=None, cpus="native,x86-64-v3"):
     """<out>/<name>.cpu.llmb from `source` and <out>/<name>.sm90.llmb from
     `gpu_source` (default `source`), the GPU one with the types as written
     (--dtype f32: no narrowing), since the CPU kernels compute only f32. The
-    CPU bundle has kernels for this machine's CPU and for any AVX2 CPU, which
-    the GPU machine's runs if it lacks some of this one's features."""
+    CPU bundle has kernels for `cpus`: by default this machine's CPU and any
+    AVX2 CPU, which the GPU machine's runs if it lacks some of this one's
+    features."""
     run(llmc, "compile", source, "-o", os.path.join(out, name + ".cpu.llmb"),
-        "--cpu", "native,x86-64-v3", *flags)
+        "--cpu", cpus, *flags)
     run(llmc, "compile", gpu_source or source, "-o", os.path.join(out, name + ".sm90.llmb"),
         "--target", "sm_90", "--dtype", "f32", *flags)
 
@@ -117,8 +126,12 @@ def bf16_text(text):
     every f32 tensor type becomes bf16 except paged_attention's log-sum-exp
     and moe_router's weights, which the dialect keeps f32, and the types of
     dense attributes."""
-    # Constant attributes (longrope's factors) keep their f32 type.
-    narrow = re.sub(r"(?<!> : )(tensor<[0-9x?]*)xf32>", r"\1xbf16>", text)
+    # Constant attributes (longrope's factors) keep their f32 type, and a
+    # quantized weight's scales theirs.
+    narrow = "\n".join(
+        line if re.search(r" quantized \w+ scales ", line)
+        else re.sub(r"(?<!> : )(tensor<[0-9x?]*)xf32>", r"\1xbf16>", line)
+        for line in text.split("\n"))
     # The router's weights, which moe_combine reads, are f32 wherever they
     # appear; the log-sum-exp only where it is a result, since a key or value
     # operand may have its shape.
@@ -159,13 +172,15 @@ def prepare(build, out, tinyllama, moe_layers):
     cases = []
     for name, make_case in op_numerics_test.CASES.items():
         inputs, text, _, *weights = make_case()
-        if weights:
-            continue  # checkpoint-weight cases test the CPU panel layout
-        cases.append((name, inputs, text, text))
+        quantized = name.startswith(QUANTIZED_LINEAR_PREFIXES)
+        if weights and not quantized:
+            continue  # other checkpoint-weight cases test CPU layouts
+        weights = weights[0] if weights else None
+        cases.append((name, inputs, text, text, weights))
         if name not in F32_ONLY_CASES:
             cases.append((name + BF16_SUFFIX, [bf16_rounded(a) for a in inputs], text,
-                          bf16_text(text)))
-    for name, inputs, text, gpu_text in cases:
+                          bf16_text(text), weights))
+    for name, inputs, text, gpu_text, weights in cases:
         directory = os.path.join(ops, name)
         os.makedirs(directory, exist_ok=True)
         source, gpu_source = (os.path.join(directory, f) for f in ("op.mlir", "op.sm90.mlir"))
@@ -174,8 +189,11 @@ def prepare(build, out, tinyllama, moe_layers):
                 f.write(contents)
         for i, a in enumerate(inputs):
             np.save(os.path.join(directory, f"input_{i}.npy"), a)
+        if weights:
+            write_weights(directory, weights)
         try:
-            compile_both(llmc, source, directory, "op", gpu_source=gpu_source)
+            compile_both(llmc, source, directory, "op", gpu_source=gpu_source,
+                         **({"cpus": "x86-64-v3"} if weights else {}))
         except RuntimeError as e:
             first = str(e).strip().splitlines()[-1]
             if not failures and "sm_90" in str(e):
@@ -192,9 +210,10 @@ def prepare(build, out, tinyllama, moe_layers):
     # 80-row step (large-tile kernel) and of a 40-row step (64-row kernel),
     # and alone (small-M kernel), K in splits.
     for name, pair in op_numerics_test.invariance_pairs():
-        if any(weights for _, _, *weights in pair):
-            continue  # checkpoint weights: int8 linears, which are CPU-only
-        for kind, (inputs, text) in zip(("larger", "alone"), pair):
+        if any(weights for _, _, *weights in pair) and not name.startswith(
+                QUANTIZED_LINEAR_PREFIXES):
+            continue  # other checkpoint-weight pairs test CPU kernels
+        for kind, (inputs, text, *weights) in zip(("larger", "alone"), pair):
             directory = os.path.join(out, "invariance", name, kind)
             os.makedirs(directory, exist_ok=True)
             source = os.path.join(directory, "op.mlir")
@@ -202,6 +221,8 @@ def prepare(build, out, tinyllama, moe_layers):
                 f.write(bf16_text(text))
             for i, a in enumerate(inputs):
                 np.save(os.path.join(directory, f"input_{i}.npy"), bf16_rounded(a))
+            if weights:
+                write_weights(directory, weights[0])
             run(llmc, "compile", source, "-o", os.path.join(directory, "op.sm90.llmb"),
                 "--target", "sm_90", "--dtype", "f32")
 
@@ -236,6 +257,9 @@ def prepare(build, out, tinyllama, moe_layers):
             "--target", "sm_90")
         run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama-fp8kv.sm90.llmb"),
             "--target", "sm_90", "--kv-cache-dtype", "fp8")
+        for scheme in ("int8", "int4"):
+            run(llmc, "compile", mlir, "-o", os.path.join(out, f"tinyllama-{scheme}.sm90.llmb"),
+                "--target", "sm_90", "--quantize", scheme)
 
     if moe_layers:
         sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))
@@ -250,8 +274,20 @@ def prepare(build, out, tinyllama, moe_layers):
     for f in failures:
         print(f"FAIL compile {f}")
     print(f"prepared {out}: {len(cases) - len(failures)} op cases, llama, "
-          f"{len(FAMILIES)} families" + (", tinyllama" if tinyllama else ""))
+          f"{len(FAMILIES)} families, {len(DEQUANTIZED + FOUR_BIT)} quantized checkpoints" +
+          (", tinyllama" if tinyllama else ""))
     return not failures
+
+
+def write_weights(directory, weights):
+    """<directory>/model.safetensors of an op case's checkpoint `weights`
+    (name -> array or tensor), which `call` binds."""
+    import torch  # noqa: E402
+    sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+    from safetensors_io import write_safetensors  # noqa: E402
+    write_safetensors(os.path.join(directory, "model.safetensors"),
+                      {name: a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
+                       for name, a in weights.items()})
 
 
 def prepare_families(llmc, out):
@@ -265,8 +301,8 @@ def prepare_families(llmc, out):
     import step_logits_test  # noqa: E402  (its schedule, steps and reference)
     import torch  # noqa: E402
     run(sys.executable, os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"), out,
-        "--only", ",".join(FAMILIES + DEQUANTIZED))
-    for name in FAMILIES + DEQUANTIZED:
+        "--only", ",".join(FAMILIES + DEQUANTIZED + FOUR_BIT))
+    for name in FAMILIES + DEQUANTIZED + FOUR_BIT:
         checkpoint = os.path.join(out, name)
         mlir = os.path.join(out, name + ".mlir")
         run(llmc, "import", checkpoint, "-o", mlir, "--logits-entry",
@@ -323,8 +359,11 @@ def call(llmrun, directory, device):
     inputs = sorted((f for f in os.listdir(directory) if f.startswith("input_")),
                     key=lambda f: int(f[6:-4]))
     target = os.path.join(directory, device)
+    checkpoint = (["--weights", directory]
+                  if os.path.exists(os.path.join(directory, "model.safetensors")) else [])
     run(llmrun, "call", os.path.join(directory, f"op.{device}.llmb"), "--entry", "op",
-        "--input", *(os.path.join(directory, f) for f in inputs), "--output-dir", target)
+        "--input", *(os.path.join(directory, f) for f in inputs), "--output-dir", target,
+        *checkpoint)
     return [np.load(os.path.join(target, f)) for f in sorted(os.listdir(target))]
 
 
@@ -401,7 +440,7 @@ def check_families(build, out):
     driver = os.path.join(build, "bin", "llmserve-step-driver")
     root = os.path.join(out, "families")
     ok = True
-    for name in FAMILIES + DEQUANTIZED:
+    for name in FAMILIES + DEQUANTIZED + FOUR_BIT:
         try:
             logits = json.loads(run(driver, os.path.join(root, name + ".sm90.llmb"),
                                     os.path.join(root, name + ".steps.json")))["logits"]

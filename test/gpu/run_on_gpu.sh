@@ -3,7 +3,8 @@
 # (the executor's GPU tests, gpu_checks.py check, the torch reference against
 # transformers on every family's fixture), then every benchmark on a
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
-# each op's time, the same with an FP8 KV cache, a 2047-token prefill,
+# each op's time, the same with an FP8 KV cache and with int8 and int4
+# weights, a 2047-token prefill,
 # cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
 # throughput (serve against offline on one workload), 512 sequences at once,
@@ -101,6 +102,12 @@ echo "== bench decode, FP8 KV cache (against bf16 above: half the KV bytes)"
 timeout 150 $B bench decode $R/tinyllama-fp8kv.sm90.llmb --weights $W --batch 1,64,256 \
   --context 2048 --profile > "$OUT/decode_fp8kv_2048.log" 2>&1
 echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_fp8kv_2048.log"
+echo "== bench decode, int8 and int4 weights (llmc compile --quantize: against bf16 above)"
+for scheme in int8 int4; do
+  timeout 120 $B bench decode $R/tinyllama-$scheme.sm90.llmb --weights $W --batch 1,16,64 \
+    --context 512 --profile > "$OUT/decode_${scheme}_512.log" 2>&1
+  echo "rc=$? ($scheme)"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_${scheme}_512.log"
+done
 if [ -d $BASE ]; then
   echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
   decode $BASE baseline_decode --profile
