@@ -201,9 +201,11 @@ FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
                                        const CompileOptions &options) {
   MLIRContext *context = module.getContext();
   PassManager outline(context);
-  // sm_90 has no int8 expert kernel: the experts keep the model's type.
+  // sm_90 has no int8 expert kernel: the experts keep the model's type. An
+  // FP8 checkpoint's linears not quantized so read its codes as stored.
   if (options.quantize)
     outline.addPass(createQuantizeWeights(quantizeOptions(options, /*experts=*/false)));
+  outline.addPass(createReadFp8Weights());
   std::string dtype = options.dtype.value_or("bf16");
   if (dtype != "f32") {
     NarrowStorageOptions narrow;

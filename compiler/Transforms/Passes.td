@@ -145,6 +145,20 @@ def QuantizeWeights : Pass<"llmserve-quantize-weights", "ModuleOp"> {
   ];
 }
 
+def ReadFp8Weights : Pass<"llmserve-read-fp8-weights", "ModuleOp"> {
+  let summary = "Linears read an FP8 checkpoint's weights as stored";
+  let description = [{
+    An FP8 checkpoint's weight (`from fp8_block128`, unquantized: the
+    runtime would dequantize it) that only linears read as their weight
+    becomes two weight ops of `quantized fp8_block128`, its e4m3 codes
+    (`values`, f8E4M3FN) and its scales per block of 128 x 128 (`scales`,
+    f32), which those linears read instead: a byte per weight, where the
+    dequantized weight takes two or four. A weight read otherwise, or
+    transposed, stacked, or whose rows do not start at a block of 128 rows,
+    stays dequantized.
+  }];
+}
+
 def QuantizeKvCache : Pass<"llmserve-quantize-kv-cache", "ModuleOp"> {
   let summary = "Store the KV cache as FP8 e4m3";
   let description = [{

@@ -248,6 +248,8 @@ void *Bundle::bind_weight(const Buffer &b) {
     return bind_stacked_weight(b, want);
   if (b.from && is_four_bit(*b.from) && b.quantization == WeightQuantization::Int4Group128)
     return bind_checkpoint_quantized(b, want);
+  if (b.quantization == WeightQuantization::Fp8Block128)
+    return bind_fp8_block128(b, want);
   const TensorView &t = source_tensor(b, b.tensor);
   if (b.quantization)
     return bind_quantized_weight(b, t, want);
@@ -330,6 +332,37 @@ void *Bundle::bind_checkpoint_quantized(const Buffer &b, const std::vector<int64
   if (b.part == QuantizedPart::Values)
     rows = packed_int4(b, rows, end - begin, q.cols);
   return keep_converted(std::move(rows));
+}
+
+void *Bundle::bind_fp8_block128(const Buffer &b, const std::vector<int64_t> &want) {
+  const TensorView &t = find_tensor(b.tensor);
+  try {
+    if (b.part == QuantizedPart::Values || t.dtype != DType::F8E4M3 || t.shape.size() != 2)
+      check_fp8_codes(t);
+    const int64_t begin = b.rows_end >= 0 ? b.rows_begin : 0;
+    const int64_t end = b.rows_end >= 0 ? b.rows_end : t.shape[0];
+    const bool values = b.part == QuantizedPart::Values;
+    // Rows [begin, end) of the codes, blocks [begin / 128, ceil(end / 128))
+    // of the scales.
+    const int64_t first = values ? begin : begin / kFp8BlockSize;
+    const int64_t last = values ? end : (end + kFp8BlockSize - 1) / kFp8BlockSize;
+    const int64_t columns = values ? t.shape[1] : (t.shape[1] + kFp8BlockSize - 1) / kFp8BlockSize;
+    if (end > t.shape[0] || want != std::vector<int64_t>{last - first, columns})
+      throw std::runtime_error("its " + std::string(quantized_part_name(b.part)) + " buffer " +
+                               dims_text(want) + " is not those of rows [" + std::to_string(begin) +
+                               ", " + std::to_string(end) + ") of " + dims_text(t.shape));
+    if (values) {
+      mapped_weight_bytes_ += static_cast<size_t>((end - begin) * columns);
+      return const_cast<uint8_t *>(rows_of(b, t).data); // mapped read-only
+    }
+    const std::vector<float> scales = fp8_block_scales(t, find_tensor(fp8_scale_name(b.tensor)));
+    AlignedBuffer rows(static_cast<size_t>((last - first) * columns) * sizeof(float));
+    std::memcpy(rows.data(), scales.data() + first * columns, rows.size());
+    return keep_converted(std::move(rows));
+  } catch (const std::runtime_error &e) {
+    throw std::runtime_error("FP8 weight '" + b.tensor + "' in " + weights_source_ + ": " +
+                             e.what());
+  }
 }
 
 void *Bundle::bind_quantized_weight(const Buffer &b, const TensorView &t,

@@ -64,6 +64,9 @@ private:
                               const std::vector<int64_t> &want);
   // A part of a linear the checkpoint stores quantized (GPTQ, AWQ).
   void *bind_checkpoint_quantized(const Buffer &b, const std::vector<int64_t> &want);
+  // An FP8 checkpoint's codes (in place) or block scales (as f32), as
+  // stored.
+  void *bind_fp8_block128(const Buffer &b, const std::vector<int64_t> &want);
   // That part's array, in the buffer's layout.
   AlignedBuffer quantized_part(const Buffer &b, const TensorView &t,
                                const std::vector<int64_t> &want);

@@ -218,6 +218,23 @@ KvCacheLayout parse_kv_cache(const Reader &r, const json &kv,
   return l;
 }
 
+// An FP8 checkpoint's codes or block scales, read as stored: a 2-D
+// untransposed, unstacked f8_e4m3 or f32 array in no layout.
+void check_fp8_block128(const Reader &r, const Buffer &buf, const std::string &p) {
+  if (buf.from != QuantizedCheckpoint::Fp8Block128 || buf.stacked || buf.transpose)
+    r.fail(p + ".quantization", "fp8_block128 arrays are an FP8 checkpoint's (\"from\" "
+                                "fp8_block128), neither stacked nor transposed");
+  if (buf.panels16 || buf.rows8x64)
+    r.fail(p + ".layout", "fp8_block128 arrays are stored in no layout");
+  const bool values = buf.part == QuantizedPart::Values;
+  if (buf.part == QuantizedPart::Zeros || buf.dtype != (values ? DType::F8E4M3 : DType::F32) ||
+      buf.shape.size() != 2)
+    r.fail(p, std::string("fp8_block128 ") +
+                  (values ? "values are a 2-D f8_e4m3" : "scales are a 2-D f32") + " array, got " +
+                  quantized_part_name(buf.part) + " " + dtype_name(buf.dtype) + " [" +
+                  shape_text(buf.shape) + "]");
+}
+
 Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
                     const std::optional<KvCacheLayout> &kv) {
   const std::string kind = r.string(b, p, "kind");
@@ -297,7 +314,8 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       buf.quantization = parse_quantization(scheme);
       if (!buf.quantization)
         r.fail(p + ".quantization", "unknown quantization '" + scheme +
-                                        "' (expected int8_channel or int4_group128)");
+                                        "' (expected int8_channel, int4_group128 or "
+                                        "fp8_block128)");
       if (buf.stacked && *buf.quantization != WeightQuantization::Int8Channel)
         r.fail(p + ".quantization", "a stacked weight is quantized by int8_channel only");
       const std::string part = r.string(b, p, "part");
@@ -314,28 +332,32 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
           (buf.dtype != DType::I8 || buf.shape.size() != 2 || buf.rows8x64))
         r.fail(p, "int4_group128 zeros are a 2-D i8 array, got " +
                       std::string(dtype_name(buf.dtype)) + " [" + shape_text(buf.shape) + "]");
-      const bool values = buf.part == QuantizedPart::Values;
-      if (buf.panels16 || (buf.rows8x64 && !values))
-        r.fail(p + ".layout", "quantized " + part + " are not stored in " +
-                                  layout->get<std::string>());
-      const bool int4 = buf.quantization == WeightQuantization::Int4Group128;
-      const std::string scheme_name = quantization_name(*buf.quantization);
-      // A stacked weight's arrays have the experts' dimension in front.
-      const size_t values_rank = 2 + tensor_dim;
-      if (values && (buf.dtype != DType::I8 || buf.shape.size() != values_rank))
-        r.fail(p, scheme_name + " values are a " + std::to_string(values_rank) +
-                      "-D i8 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
-                      shape_text(buf.shape) + "]");
-      const size_t scale_rank = (int4 ? 2 : 1) + tensor_dim;
-      if (buf.part == QuantizedPart::Scales &&
-          (buf.dtype != DType::F32 || buf.shape.size() != scale_rank))
-        r.fail(p, scheme_name + " scales are a " + std::to_string(scale_rank) +
-                      "-D f32 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
-                      shape_text(buf.shape) + "]");
-      if (buf.rows8x64 && (buf.shape[0].evaluate({}) % 8 != 0 ||
-                           buf.shape[1].evaluate({}) % 64 != 0))
-        r.fail(p + ".layout", "rows8x64 needs rows a multiple of 8 and columns of 64, got [" +
-                                  shape_text(buf.shape) + "]");
+      if (buf.quantization == WeightQuantization::Fp8Block128) {
+        check_fp8_block128(r, buf, p);
+      } else {
+        const bool values = buf.part == QuantizedPart::Values;
+        if (buf.panels16 || (buf.rows8x64 && !values))
+          r.fail(p + ".layout",
+                 "quantized " + part + " are not stored in " + layout->get<std::string>());
+        const bool int4 = buf.quantization == WeightQuantization::Int4Group128;
+        const std::string scheme_name = quantization_name(*buf.quantization);
+        // A stacked weight's arrays have the experts' dimension in front.
+        const size_t values_rank = 2 + tensor_dim;
+        if (values && (buf.dtype != DType::I8 || buf.shape.size() != values_rank))
+          r.fail(p, scheme_name + " values are a " + std::to_string(values_rank) +
+                        "-D i8 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
+                        shape_text(buf.shape) + "]");
+        const size_t scale_rank = (int4 ? 2 : 1) + tensor_dim;
+        if (buf.part == QuantizedPart::Scales &&
+            (buf.dtype != DType::F32 || buf.shape.size() != scale_rank))
+          r.fail(p, scheme_name + " scales are a " + std::to_string(scale_rank) +
+                        "-D f32 array, got " + std::string(dtype_name(buf.dtype)) + " [" +
+                        shape_text(buf.shape) + "]");
+        if (buf.rows8x64 &&
+            (buf.shape[0].evaluate({}) % 8 != 0 || buf.shape[1].evaluate({}) % 64 != 0))
+          r.fail(p + ".layout", "rows8x64 needs rows a multiple of 8 and columns of 64, got [" +
+                                    shape_text(buf.shape) + "]");
+      }
     } else if (r.optional_field(b, "part")) {
       r.fail(p + ".part", "a part of a weight that is not quantized");
     } else if (buf.rows8x64) {
@@ -354,8 +376,15 @@ Buffer parse_buffer(const Reader &r, const json &b, const std::string &p,
       buf.rows_end = r.integer((*rows)[1], p + ".rows[1]");
       if (buf.rows_begin < 0 || buf.rows_end <= buf.rows_begin)
         r.fail(p + ".rows", "empty or negative range " + rows->dump());
-      if (buf.shape.size() <= tensor_dim ||
-          buf.shape[tensor_dim].evaluate({}) != buf.rows_end - buf.rows_begin)
+      // FP8 block scales have a row per block of 128 rows the range spans.
+      const bool block_scales = buf.quantization == WeightQuantization::Fp8Block128;
+      if (block_scales && buf.rows_begin % kFp8BlockSize != 0)
+        r.fail(p + ".rows", "fp8_block128 rows start at a block of 128, got " + rows->dump());
+      const int64_t rows_held =
+          block_scales && buf.part == QuantizedPart::Scales
+              ? (buf.rows_end + kFp8BlockSize - 1) / kFp8BlockSize - buf.rows_begin / kFp8BlockSize
+              : buf.rows_end - buf.rows_begin;
+      if (buf.shape.size() <= tensor_dim || buf.shape[tensor_dim].evaluate({}) != rows_held)
         r.fail(p + ".rows", "rows " + rows->dump() + " do not match shape [" +
                                 shape_text(buf.shape) + "]");
     }

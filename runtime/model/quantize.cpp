@@ -17,6 +17,8 @@ const char *quantization_name(WeightQuantization q) {
     return "int8_channel";
   case WeightQuantization::Int4Group128:
     return "int4_group128";
+  case WeightQuantization::Fp8Block128:
+    return "fp8_block128";
   }
   return "";
 }
@@ -26,6 +28,8 @@ std::optional<WeightQuantization> parse_quantization(std::string_view name) {
     return WeightQuantization::Int8Channel;
   if (name == "int4_group128")
     return WeightQuantization::Int4Group128;
+  if (name == "fp8_block128")
+    return WeightQuantization::Fp8Block128;
   return std::nullopt;
 }
 

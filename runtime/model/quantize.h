@@ -17,16 +17,22 @@ enum class WeightQuantization {
   // scales[n, k / 128]. The scale is the group's element of largest
   // magnitude over -8, so that element is exactly -8 (llama.cpp's Q4_0).
   Int4Group128,
+  // An FP8 checkpoint's weight as it stores it (never quantized at load):
+  // e4m3 codes [N, K] and one f32 scale per block of 128 x 128 ([ceil(N /
+  // 128), ceil(K / 128)]), w[n, k] = codes[n, k] * scales[n / 128, k / 128].
+  Fp8Block128,
 };
 
 // Columns of a group of int4_group128.
 inline constexpr int64_t kInt4GroupSize = 128;
+// Rows and columns of a block of fp8_block128, which share a scale.
+inline constexpr int64_t kFp8BlockSize = 128;
 
 // Which array of a quantized weight a bundle buffer holds: zero points come
 // with int4_group128 read from a GPTQ or AWQ checkpoint.
 enum class QuantizedPart { Values, Scales, Zeros };
 
-// The bundle's spellings: "int8_channel", "int4_group128"; "values",
+// The bundle's spellings: "int8_channel", "int4_group128", "fp8_block128"; "values",
 // "scales", "zeros".
 const char *quantization_name(WeightQuantization q);
 std::optional<WeightQuantization> parse_quantization(std::string_view name);

@@ -217,13 +217,20 @@ std::vector<float> dequantize_int4(const Int4WithZeros &q) {
 
 std::string fp8_scale_name(const std::string &weight) { return weight + "_scale_inv"; }
 
-std::vector<float> dequantize_fp8_block128(const TensorView &weight, const TensorView &scale_inv) {
-  constexpr int64_t kBlock = 128;
+void check_fp8_codes(const TensorView &weight) {
   if (weight.dtype != DType::F8E4M3 || weight.shape.size() != 2)
     fail(weight, std::string(dtype_name(weight.dtype)) + " " + shape_text(weight.shape) +
                      ", but an FP8 checkpoint stores a 2-D f8_e4m3 weight");
+  const int64_t k = weight.shape[1];
+  for (int64_t i = 0; i < weight.shape[0] * k; ++i)
+    if ((weight.data[i] & 0x7f) == 0x7f)
+      fail(weight, "element [" + std::to_string(i / k) + ", " + std::to_string(i % k) + "] is NaN");
+}
+
+std::vector<float> fp8_block_scales(const TensorView &weight, const TensorView &scale_inv) {
   const int64_t n = weight.shape[0], k = weight.shape[1];
-  const std::vector<int64_t> blocks = {(n + kBlock - 1) / kBlock, (k + kBlock - 1) / kBlock};
+  const std::vector<int64_t> blocks = {(n + kFp8BlockSize - 1) / kFp8BlockSize,
+                                       (k + kFp8BlockSize - 1) / kFp8BlockSize};
   if (scale_inv.dtype != DType::F32 && scale_inv.dtype != DType::BF16)
     fail(scale_inv, std::string(dtype_name(scale_inv.dtype)) +
                         ", but block scales are f32 or bf16");
@@ -238,14 +245,19 @@ std::vector<float> dequantize_fp8_block128(const TensorView &weight, const Tenso
       fail(scale_inv, "scale " + std::to_string(scales[i]) + " of block [" +
                           std::to_string(i / blocks[1]) + ", " + std::to_string(i % blocks[1]) +
                           "] is not finite");
+  return scales;
+}
+
+std::vector<float> dequantize_fp8_block128(const TensorView &weight, const TensorView &scale_inv) {
+  check_fp8_codes(weight);
+  const std::vector<float> scales = fp8_block_scales(weight, scale_inv);
+  const int64_t n = weight.shape[0], k = weight.shape[1];
+  const int64_t block_columns = (k + kFp8BlockSize - 1) / kFp8BlockSize;
   std::vector<float> w(static_cast<size_t>(n * k));
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t c = 0; c < k; ++c) {
-      const uint8_t code = weight.data[r * k + c];
-      if ((code & 0x7f) == 0x7f)
-        fail(weight, "element [" + std::to_string(r) + ", " + std::to_string(c) + "] is NaN");
-      w[r * k + c] = e4m3_to_f32(code) * scales[(r / kBlock) * blocks[1] + c / kBlock];
-    }
+    for (int64_t c = 0; c < k; ++c)
+      w[r * k + c] = e4m3_to_f32(weight.data[r * k + c]) *
+                     scales[(r / kFp8BlockSize) * block_columns + c / kFp8BlockSize];
   return w;
 }
 

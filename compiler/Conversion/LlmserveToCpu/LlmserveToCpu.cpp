@@ -63,7 +63,14 @@ FailureOr<Grid> buildKernel(CpuKernelEmitter &e, Operation *op,
           [&](auto) { return buildGatherKernel(e, op); })
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
-      .Case([&](LinearOp o) { return buildLinearKernel(e, o, instructions); })
+      .Case([&](LinearOp o) -> FailureOr<Grid> {
+        if (isa<Float8E4M3FNType>(o.getWeight().getType().getElementType()))
+          return o.emitOpError("has no CPU kernel for FP8 weights (llmc "
+                               "compile reads an FP8 checkpoint dequantized "
+                               "for the CPU)"),
+                 failure();
+        return buildLinearKernel(e, o, instructions);
+      })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })

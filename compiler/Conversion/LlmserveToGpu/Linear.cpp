@@ -16,13 +16,14 @@
 // of a tile are the blocks of one cluster, which reduce through distributed
 // shared memory.
 //
-// Quantized weights (docs/bundle.md) stream as their stored bytes, int8 a
-// byte per column and int4 two a byte, and become x's type in registers as
-// the B fragments are read: int8 values as they are, int4 nibbles minus
-// their zero point, both exact in f16 and bf16. An int8 row's sum is times
-// its scale where it is stored. An int4 W's groups of 128 columns each sum
-// from zero, then add into the accumulators times the group's scale (one
-// fma), in every kernel: splits are whole groups.
+// Quantized weights (docs/bundle.md) stream as their stored bytes, int8 and
+// FP8 a byte per column and int4 two a byte, and become x's type in
+// registers as the B fragments are read: int8 values as they are, int4
+// nibbles minus their zero point, FP8 codes by `cvt.rn.f16x2.e4m3x2`, all
+// exact in f16 and bf16. An int8 row's sum is times its scale where it is
+// stored. An int4 or FP8 W's groups of 128 columns each sum from zero, then
+// add into the accumulators times the group's scale (one fma; FP8's is its
+// block's), in every kernel: splits are whole groups.
 //
 // f32: one warp per output; the lanes stride over K (coalesced rows of x and
 // W) and a butterfly sums them.
@@ -109,11 +110,12 @@ SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type element, ArrayRef<Value> fa
 }
 
 /// How a linear's weight is stored (docs/bundle.md): floats, or quantized
-/// values with f32 scales, int8 a byte per column with a scale per row, or
+/// values with f32 scales, int8 a byte per column with a scale per row,
 /// int4 two a byte (byte j of a row holding columns 2j and 2j + 1, each plus
 /// 8, in its low and high nibble) with a scale, and with `zeros` a zero
-/// point, per row and group of 128 columns.
-enum class WeightFormat { Float, Int8, Int4 };
+/// point, per row and group of 128 columns, or FP8 e4m3 codes a byte per
+/// column with a scale per block of 128 x 128.
+enum class WeightFormat { Float, Int8, Int4, Fp8 };
 
 WeightFormat weightFormat(LinearOp op) {
   Type element = cast<RankedTensorType>(op.getWeight().getType()).getElementType();
@@ -121,13 +123,22 @@ WeightFormat weightFormat(LinearOp op) {
     return WeightFormat::Int8;
   if (element.isInteger(4))
     return WeightFormat::Int4;
+  if (isa<Float8E4M3FNType>(element))
+    return WeightFormat::Fp8;
   return WeightFormat::Float;
+}
+
+/// Whether a weight of `format` has a scale per group of 128 columns, which
+/// the kernels fold into the sums group by group.
+bool scaledByGroup(WeightFormat format) {
+  return format == WeightFormat::Int4 || format == WeightFormat::Fp8;
 }
 
 /// Bytes of `columns` columns of a row of `op`'s weight.
 int64_t weightRowBytes(LinearOp op, int64_t columns) {
   switch (weightFormat(op)) {
   case WeightFormat::Int8:
+  case WeightFormat::Fp8:
     return columns;
   case WeightFormat::Int4:
     return columns / 2;
@@ -224,8 +235,16 @@ protected:
     }
   }
 
-  /// W as stored: [n, depth] of its element type, or for int4 [n, depth / 2]
-  /// bytes.
+  /// The stages of stepK columns that cover K: for a W scaled by group, a
+  /// whole number of groups (the stages past K read zeros).
+  int64_t groupedStages(int64_t stepK) const {
+    if (!scaledByGroup(format))
+      return llvm::divideCeilSigned(depth, stepK);
+    return llvm::divideCeilSigned(depth, kInt4GroupColumns) * (kInt4GroupColumns / stepK);
+  }
+
+  /// W as stored: [n, depth] of its element type (bytes for FP8), or for
+  /// int4 [n, depth / 2] bytes.
   Value weight() { return e.binding(bindings.w); }
   /// The columns of weight() that hold W's columns [0, columns).
   int64_t storedColumns(int64_t columns) const {
@@ -280,9 +299,13 @@ protected:
 
   /// Columns 2 word and 2 word + 1 of a quantized row in the ring, as a word
   /// of two elements of x's type: int8 values as they are, int4 nibbles
-  /// minus `zero` (both exact in f16 and bf16).
+  /// minus `zero`, FP8 codes by cvt.rn.f16x2.e4m3x2 (all exact in f16 and
+  /// bf16).
   Value quantizedWord(Value ring, Value slot, Value row, Value word, Value zero) {
     auto i32 = b.getI32Type();
+    if (format == WeightFormat::Fp8)
+      return fp8Word(vector::LoadOp::create(b, VectorType::get({2}, b.getI8Type()), ring,
+                                            ValueRange{slot, row, a.muli(word, e.index(2))}));
     Value low, high;
     if (format == WeightFormat::Int8) {
       Value pair = vector::LoadOp::create(b, VectorType::get({2}, b.getI8Type()), ring,
@@ -308,6 +331,26 @@ protected:
     return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 
+  /// Two e4m3 codes (vector<2xi8>) as a word of two elements of x's type.
+  Value fp8Word(Value codes) {
+    auto halvesType = VectorType::get({2}, b.getF16Type());
+    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(b, halvesType, codes, /*relu=*/false,
+                                                      b.getType<Float8E4M3FNType>());
+    if (!element.isF16()) {
+      auto widened = [&](int64_t i) -> Value {
+        return arith::TruncFOp::create(
+            b, element,
+            arith::ExtFOp::create(
+                b, b.getF32Type(),
+                vector::ExtractOp::create(b, halves, ArrayRef<int64_t>{i}).getResult()));
+      };
+      halves = vector::FromElementsOp::create(b, VectorType::get({2}, element),
+                                              ValueRange{widened(0), widened(1)});
+    }
+    Value bits = vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), halves);
+    return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
+  }
+
   /// The zero points (i32) of group `group` of the W rows whose B fragments
   /// this thread reads for a warp's tilesN m16n8 tiles from W row col0: the
   /// checkpoint's, or 8 (the values' offset) without `zeros`. Null values
@@ -330,8 +373,9 @@ protected:
   }
 
   /// acc + partial times the scale of group `group` of each sum's column
-  /// (one fma each), for the sums of a warp's tilesM x tilesN m16n8 tiles
-  /// whose first column is col0 (storeTiles' order).
+  /// (one fma each; FP8: of the column's block of 128 rows of W), for the
+  /// sums of a warp's tilesM x tilesN m16n8 tiles whose first column is
+  /// col0 (storeTiles' order).
   SmallVector<Value> foldGroup(ValueRange acc, ArrayRef<Value> partial, Value col0, int64_t tilesM,
                                int64_t tilesN, Value group) {
     Value scales = e.binding(bindings.scales);
@@ -340,7 +384,10 @@ protected:
     for (int64_t j = 0; j < tilesN; ++j)
       for (int64_t q = 0; q < 2; ++q) {
         Value col = a.addi(a.addi(col0, e.index(j * kMmaN + q)), a.muli(pairInGroup, e.index(2)));
-        columnScales.push_back(a.load(scales, {a.mini(col, e.index(n - 1)), group}));
+        Value row = a.mini(col, e.index(n - 1));
+        if (format == WeightFormat::Fp8)
+          row = a.divui(row, e.index(kFp8BlockSize));
+        columnScales.push_back(a.load(scales, {row, group}));
       }
     SmallVector<Value> folded;
     for (int64_t i = 0; i < tilesM; ++i)
@@ -356,14 +403,15 @@ protected:
   /// The loop over this block's `count` stages of stepK columns, the first
   /// of which is stage `firstStage` of W, accumulating `init` (the sums of a
   /// warp's tilesM x tilesN tiles from W row col0): body(stage, sums,
-  /// zeroPoints) adds a stage's products to the sums. An int4 W's groups of
-  /// 128 columns each sum from zero, then fold into the accumulators
-  /// (foldGroup): every kernel rounds a row alike, whatever its stepK.
+  /// zeroPoints) adds a stage's products to the sums. An int4 or FP8 W's
+  /// groups of 128 columns each sum from zero, then fold into the
+  /// accumulators (foldGroup): every kernel rounds a row alike, whatever its
+  /// stepK. `count` is then a whole number of groups (groupedStages).
   SmallVector<Value> stageLoop(
       Value count, Value firstStage, int64_t stepK, ArrayRef<Value> init, Value col0,
       int64_t tilesM, int64_t tilesN,
       const std::function<SmallVector<Value>(Value, ArrayRef<Value>, ArrayRef<Value>)> &body) {
-    if (format != WeightFormat::Int4)
+    if (!scaledByGroup(format))
       return e.forLoop(
           e.index(0), count, 1, init, [&](Value stage, ValueRange sums) -> SmallVector<Value> {
             return body(stage, SmallVector<Value>(sums), zeroPoints(col0, tilesN, Value()));
@@ -541,7 +589,7 @@ public:
     // This block's split: steps [first, first + count) of K (all of K when
     // there is one split).
     bool async = depth % kChunk == 0 && weightRowsAligned();
-    int64_t totalSteps = (depth + kTileK - 1) / kTileK;
+    int64_t totalSteps = groupedStages(kTileK);
     int64_t stepsPerSplit = std::min(totalSteps, split.depth() / kTileK);
     Value first = a.muli(e.blockId(2), e.index(stepsPerSplit));
     Value count = a.mini(e.index(stepsPerSplit), a.subi(e.index(totalSteps), first));
@@ -681,7 +729,7 @@ public:
 
     // This block's split: stages [first, first + count) of K.
     int64_t stagesPerSplit = split.steps * (kStepK / tile.stepK);
-    int64_t totalStages = (depth + tile.stepK - 1) / tile.stepK;
+    int64_t totalStages = groupedStages(tile.stepK);
     Value first = a.muli(e.blockId(2), e.index(stagesPerSplit));
     Value count = a.mini(e.index(stagesPerSplit), a.subi(e.index(totalStages), first));
     auto kOf = [&](Value stage) {
@@ -755,9 +803,9 @@ public:
 /// One warp per output (f32 storage). Columns go on grid x, whose limit
 /// (2^31 - 1 blocks) any vocabulary fits, rows on y (at most 65535 tokens).
 /// An int8 W's values multiply x as they are, and the output's sum its
-/// row's scale. An int4 W's nibbles minus the zero point do, each lane
-/// summing the 4 columns of a group it takes, then adding them times the
-/// group's scale.
+/// row's scale. An int4 W's nibbles minus the zero point, or an FP8 W's
+/// decoded codes, do, each lane summing the 4 columns of a group it takes,
+/// then adding them times the group's scale.
 Grid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
@@ -776,27 +824,45 @@ Grid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   e.ifThen(a.cmpi(arith::CmpIPredicate::ult, col, e.index(n)), [&] {
     auto xAt = [&](Value k) { return e.loadF32(x, {row, k}); };
     Value partial;
-    if (format == WeightFormat::Int4) {
-      // A lane's columns all have its parity: their nibbles are at one shift.
+    if (scaledByGroup(format)) {
+      // A lane's int4 columns all have its parity: their nibbles are at one
+      // shift.
       Value shift = a.muli(arith::IndexCastUIOp::create(b, i32, a.remui(e.laneId(), e.index(2))),
                            arith::ConstantIntOp::create(b, i32, 4));
       Value mask = arith::ConstantIntOp::create(b, i32, 15);
+      // FP8 scales are per block of 128 rows, and K may end within a group.
+      Value scaleRow = format == WeightFormat::Fp8 ? a.divui(col, e.index(kFp8BlockSize)) : col;
+      bool ragged = depth % kInt4GroupColumns != 0;
       partial = e.forLoop(
-          e.index(0), e.index(depth / kInt4GroupColumns), 1, {e.f32(0)},
+          e.index(0), e.index(llvm::divideCeilSigned(depth, kInt4GroupColumns)), 1, {e.f32(0)},
           [&](Value group, ValueRange acc) -> SmallVector<Value> {
-            Value zero =
-                zeros ? arith::ExtSIOp::create(b, i32, a.load(zeros, {col, group})).getResult()
-                      : arith::ConstantIntOp::create(b, i32, 8).getResult();
+            Value zero;
+            if (format == WeightFormat::Int4)
+              zero = zeros ? arith::ExtSIOp::create(b, i32, a.load(zeros, {col, group})).getResult()
+                           : arith::ConstantIntOp::create(b, i32, 8).getResult();
             Value sum = e.f32(0);
             for (int64_t i = 0; i < kInt4GroupColumns / llmserve::kWarpSize; ++i) {
               Value k = a.addi(a.muli(group, e.index(kInt4GroupColumns)),
                                a.addi(e.laneId(), e.index(i * llmserve::kWarpSize)));
-              Value byte = arith::ExtUIOp::create(b, i32, a.load(w, {col, a.divui(k, e.index(2))}));
-              Value nibble = arith::AndIOp::create(b, arith::ShRUIOp::create(b, byte, shift), mask);
-              Value v = arith::SIToFPOp::create(b, f32, a.subi(nibble, zero));
-              sum = a.add(sum, a.mul(xAt(k), v));
+              Value inside = a.cmpi(arith::CmpIPredicate::ult, k, e.index(depth));
+              if (ragged)
+                k = a.mini(k, e.index(depth - 1));
+              Value v;
+              if (format == WeightFormat::Fp8) {
+                v = decodeE4M3(b, a.load(w, {col, k}), Value());
+              } else {
+                Value byte =
+                    arith::ExtUIOp::create(b, i32, a.load(w, {col, a.divui(k, e.index(2))}));
+                Value nibble =
+                    arith::AndIOp::create(b, arith::ShRUIOp::create(b, byte, shift), mask);
+                v = arith::SIToFPOp::create(b, f32, a.subi(nibble, zero));
+              }
+              Value product = a.mul(xAt(k), v);
+              if (ragged)
+                product = a.select(inside, product, e.f32(0));
+              sum = a.add(sum, product);
             }
-            return {math::FmaOp::create(b, sum, a.load(scales, {col, group}), acc[0])};
+            return {math::FmaOp::create(b, sum, a.load(scales, {scaleRow, group}), acc[0])};
           })[0];
     } else {
       auto weightAt = [&](Value k) -> Value {

@@ -80,10 +80,11 @@ def Llmserve_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
 def Llmserve_FloatTensor1D : 1DTensorOf<[F32, F16, BF16]>;
 def Llmserve_FloatTensor2D : 2DTensorOf<[F32, F16, BF16]>;
 // What a weight op yields: a float tensor, or one array of a quantized one.
-def Llmserve_WeightTensor : RankedTensorOf<[F32, F16, BF16, I8, I<4>]>;
-// A linear's weight: float, int8 with per-row scales, or int4 with scales
-// per row and group of 128 columns.
-def Llmserve_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8, I<4>]>;
+def Llmserve_WeightTensor : RankedTensorOf<[F32, F16, BF16, I8, I<4>, F8E4M3FN]>;
+// A linear's weight: float, int8 with per-row scales, int4 with scales per
+// row and group of 128 columns, or FP8 e4m3 with scales per block of 128 x
+// 128.
+def Llmserve_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8, I<4>, F8E4M3FN]>;
 // A paged KV cache: [num_blocks, block_size, kv_heads, head_dim], of the
 // activations' type or of 8-bit floats with a scale per cache tensor.
 def Llmserve_KvCache : 4DTensorOf<[F32, F16, BF16, F8E4M3FN]>;

@@ -75,7 +75,13 @@ def Llmserve_WeightQuantization : I32Enum<"WeightQuantization",
       // s (scales [N, K / 128]), with w[n, k] ~ q[n, k] * s[n, k / 128]; s is
       // the group's first element of largest magnitude over -8 (1 for a
       // group of zeros), q rounded to nearest, ties to even.
-      I32EnumCase<"int4_group128", 1>
+      I32EnumCase<"int4_group128", 1>,
+      // An FP8 checkpoint's weight as it stores it (`from fp8_block128`
+      // only; never quantized at load): e4m3 codes q (values [N, K]
+      // f8E4M3FN) and one f32 scale per block of 128 x 128 (scales
+      // [ceil(N / 128), ceil(K / 128)], the checkpoint's `_scale_inv`), with
+      // w[n, k] = q[n, k] * s[n / 128, k / 128].
+      I32EnumCase<"fp8_block128", 2>
     ]> {
   let cppNamespace = "::mlir::llmserve";
 }

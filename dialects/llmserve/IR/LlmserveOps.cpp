@@ -138,6 +138,11 @@ Type mlir::llmserve::quantizedZerosType(Type weight) {
 Type mlir::llmserve::quantizedScalesType(Type weight) {
   auto type = cast<ShapedType>(weight);
   Type f32 = Float32Type::get(weight.getContext());
+  if (isa<Float8E4M3FNType>(type.getElementType()))
+    return RankedTensorType::get(
+        {llvm::divideCeilSigned(type.getDimSize(0), kFp8BlockSize),
+         llvm::divideCeilSigned(type.getDimSize(1), kFp8BlockSize)},
+        f32);
   if (type.getElementType().isInteger(4))
     return RankedTensorType::get(
         {type.getDimSize(0), type.getDimSize(1) / kInt4GroupColumns}, f32);
@@ -182,7 +187,10 @@ LogicalResult WeightOp::verify() {
       return emitOpError("rows needs a result of rank 1 or more");
     if (rows->size() != 2 || (*rows)[0] < 0 || (*rows)[0] >= (*rows)[1])
       return emitOpError("rows must be [begin, end] with 0 <= begin < end");
-    if ((*rows)[1] - (*rows)[0] != type.getDimSize(tensorDim))
+    // FP8 block scales have a row per block of 128 rows (checked below).
+    bool blockScales = getQuantization() == WeightQuantization::fp8_block128 &&
+                       getPart() == QuantizedPart::scales;
+    if (!blockScales && (*rows)[1] - (*rows)[0] != type.getDimSize(tensorDim))
       return emitOpError() << "rows [" << (*rows)[0] << ", " << (*rows)[1]
                            << "] select " << (*rows)[1] - (*rows)[0]
                            << " rows but the result has "
@@ -219,6 +227,8 @@ LogicalResult WeightOp::verify() {
                            << type;
     return success();
   }
+  if (*quantization == WeightQuantization::fp8_block128)
+    return verifyFp8Block128();
   // Stacked (int8_channel) arrays have the experts' dimension in front.
   bool int4 = *quantization == WeightQuantization::int4_group128;
   if (*part == QuantizedPart::values &&
@@ -243,6 +253,42 @@ LogicalResult WeightOp::verify() {
                                        "of 128 columns)"
                                      : "1-D f32 tensor (one per row)")
                          << ", got " << type;
+  return success();
+}
+
+/// An FP8 checkpoint's codes and block scales, as stored: a 2-D weight of
+/// whole blocks of 128 rows (rows may start only where a block does).
+LogicalResult WeightOp::verifyFp8Block128() {
+  auto type = cast<RankedTensorType>(getType());
+  if (getCheckpoint() != QuantizedCheckpoint::fp8_block128 || getStacked() ||
+      getTransposed())
+    return emitOpError("fp8_block128 arrays are an FP8 checkpoint's (from "
+                       "fp8_block128), untransposed and unstacked");
+  std::optional<ArrayRef<int64_t>> rows = getRows();
+  if (rows && (*rows)[0] % kFp8BlockSize != 0)
+    return emitOpError() << "the rows of fp8_block128 arrays start at a "
+                            "block of "
+                         << kFp8BlockSize << " rows, got " << (*rows)[0];
+  if (getPart() == QuantizedPart::values) {
+    if (type.getRank() != 2 || !isa<Float8E4M3FNType>(type.getElementType()))
+      return emitOpError() << "the values of an fp8_block128 weight are a "
+                              "2-D f8E4M3FN tensor, got "
+                           << type;
+    return success();
+  }
+  if (type.getRank() != 2 || !type.getElementType().isF32())
+    return emitOpError() << "the scales of an fp8_block128 weight are a 2-D "
+                            "f32 tensor (one per block of 128 x 128), got "
+                         << type;
+  if (rows) {
+    int64_t blocks = llvm::divideCeilSigned((*rows)[1], kFp8BlockSize) -
+                     (*rows)[0] / kFp8BlockSize;
+    if (type.getDimSize(0) != blocks)
+      return emitOpError() << "rows [" << (*rows)[0] << ", " << (*rows)[1]
+                           << "] span " << blocks
+                           << " blocks of 128 rows, but the scales have "
+                           << type.getDimSize(0);
+  }
   return success();
 }
 
@@ -341,10 +387,12 @@ LogicalResult LinearOp::verify() {
   Value input = getInput(), weight = getWeight(), bias = getBias();
   Value result = getResult();
   Type weightElement = cast<ShapedType>(weight.getType()).getElementType();
-  bool quantized = weightElement.isInteger(8) || weightElement.isInteger(4);
+  bool quantized = weightElement.isInteger(8) || weightElement.isInteger(4) ||
+                   isa<Float8E4M3FNType>(weightElement);
   if (quantized != bool(getScales()))
-    return emitOpError(quantized ? "an i8 or i4 weight needs scales"
-                                 : "scales go with an i8 or i4 weight only");
+    return emitOpError(quantized
+                           ? "an i8, i4 or f8E4M3FN weight needs scales"
+                           : "scales go with an i8, i4 or f8E4M3FN weight only");
   if (getZeros() && !weightElement.isInteger(4))
     return emitOpError("zeros go with an i4 weight only");
   if (weightElement.isInteger(4) &&
@@ -357,7 +405,8 @@ LogicalResult LinearOp::verify() {
   // and an f32 linear may read a narrow weight (the CPU's widened weights).
   Type resultElement = cast<ShapedType>(result.getType()).getElementType();
   Type inputElement = cast<ShapedType>(input.getType()).getElementType();
-  bool widenedWeight = inputElement.isF32() && isa<FloatType>(weightElement);
+  bool widenedWeight = inputElement.isF32() && !quantized &&
+                       isa<FloatType>(weightElement);
   if ((!quantized && !widenedWeight &&
        failed(verifySameElementType(op, "weight", weight, "input", input))) ||
       (!resultElement.isF32() &&

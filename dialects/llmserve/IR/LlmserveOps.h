@@ -16,8 +16,12 @@
 namespace mlir::llmserve {
 /// Columns of a group of int4_group128, which share a scale.
 inline constexpr int64_t kInt4GroupColumns = 128;
+/// The rows and columns of a block of an FP8 checkpoint's weight that share
+/// a scale (fp8_block128).
+inline constexpr int64_t kFp8BlockSize = 128;
 /// The scales of a linear's quantized weight of type `weight`: [N] for i8
-/// values (int8_channel), [N, K / 128] for i4 (int4_group128).
+/// values (int8_channel), [N, K / 128] for i4 (int4_group128), [ceil(N /
+/// 128), ceil(K / 128)] for f8E4M3FN (fp8_block128).
 Type quantizedScalesType(Type weight);
 /// The narrow float type `name` spells ("bf16" or "f16"); null for another
 /// name.

@@ -53,7 +53,10 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     With `from fp8_block128` (quantized or not), `tensor_name` is an FP8
     e4m3 weight of an FP8 checkpoint and `<tensor_name>_scale_inv` its
     scales, one per block of 128 x 128: the runtime dequantizes it first,
-    then reads it as any float tensor. `from compressed_tensors` is the
+    then reads it as any float tensor; but under `quantized fp8_block128`
+    it reads them as stored, `values` the f8E4M3FN [N, K] codes and
+    `scales` the f32 [ceil(N / 128), ceil(K / 128)] scales (with `rows`,
+    which start at a block, the blocks those rows span). `from compressed_tensors` is the
     same for an FP8 or int8 weight of a compressed-tensors checkpoint, whose
     module's `weight_scale` holds one scale for the tensor, one per row, per
     group of columns or per block of 128 x 128.
@@ -93,6 +96,9 @@ def Llmserve_WeightOp : Llmserve_Op<"weight", [Pure]> {
     $tensor_name (`stacked` $stacked^)? (`transposed` $transposed^)? (`rows` $rows^)?
     (`quantized` `` $quantization^ `` $part)? (`from` `` $checkpoint^)?
     attr-dict `:` type($result)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::LogicalResult verifyFp8Block128();
   }];
 }
 
@@ -220,8 +226,9 @@ def Llmserve_LayerNormOp : Llmserve_NormOp<"layer_norm"> {
 //===----------------------------------------------------------------------===//
 
 def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
-    OptionalTypesMatchWith<"scales has one f32 per row of an i8 weight, and "
-        "per row and group of 128 columns of an i4 one",
+    OptionalTypesMatchWith<"scales has one f32 per row of an i8 weight, "
+        "per row and group of 128 columns of an i4 one, and per block of 128 "
+        "x 128 of an f8E4M3FN one",
         "weight", "scales", "::mlir::llmserve::quantizedScalesType($_self)">,
     OptionalTypesMatchWith<"zeros has one i8 per row and group of 128 "
         "columns of an i4 weight",
@@ -242,7 +249,11 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
     columns: `result[m, n] = sum_k input[m, k] * weight[n, k] *
     scales[n, k / 128] + bias[n]` (`int4_group128`). With `zeros` [N, K /
     128] (i8, each in [0, 16]: a GPTQ or AWQ checkpoint's zero points),
-    `weight[n, k]` counts as `weight[n, k] + 8 - zeros[n, k / 128]`.
+    `weight[n, k]` counts as `weight[n, k] + 8 - zeros[n, k / 128]`. An
+    f8E4M3FN `weight` (an FP8 checkpoint's codes, `fp8_block128`) comes with
+    `scales` [ceil(N / 128), ceil(K / 128)], one f32 per block of 128 x 128:
+    `result[m, n] = sum_k input[m, k] * weight[n, k] * scales[n / 128, k /
+    128] + bias[n]`.
 
     Example:
 

@@ -228,7 +228,19 @@ func.func @paged_attention_fp8_per_head(%kc: tensor<?x16x2x32xf8E4M3FN> {llmserv
 // CHECK-NEXT: mov.b32 %r{{[0-9]+}}, {[[LOW]], %rs{{[0-9]+}}};
 // CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK:      mul.rn.f32
-func.func @linear_quantized(%x: tensor<16x256xbf16>) -> tensor<16x128xbf16> {
+// An FP8 one converts each pair of codes by cvt.rn.f16x2.e4m3x2, then to
+// bf16 (the lower column in the word's low half), and adds each group into
+// the accumulators times its block's scale.
+// CHECK-LABEL: .visible .entry llmserve_d17_linear_small_m(
+// CHECK:      ld.shared.b16 [[CODES:%rs[0-9]+]],
+// CHECK-NEXT: cvt.rn.f16x2.e4m3x2 [[HALVES:%r[0-9]+]], [[CODES]];
+// CHECK-NEXT: mov.b32 {[[LOW:%rs[0-9]+]], [[HIGH:%rs[0-9]+]]}, [[HALVES]];
+// CHECK-NEXT: cvt.f32.f16 [[LOWF:%r[0-9]+]], [[LOW]];
+// CHECK-NEXT: cvt.f32.f16 [[HIGHF:%r[0-9]+]], [[HIGH]];
+// CHECK-NEXT: cvt.rn.bf16x2.f32 %r{{[0-9]+}}, [[HIGHF]], [[LOWF]];
+// CHECK:      mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:      fma.rn.f32
+func.func @linear_quantized(%x: tensor<16x256xbf16>) -> tensor<16x64xbf16> {
   %v = llmserve.weight "w" quantized int4_group128 values from gptq : tensor<128x256xi4>
   %s = llmserve.weight "w" quantized int4_group128 scales from gptq : tensor<128x2xf32>
   %z = llmserve.weight "w" quantized int4_group128 zeros from gptq : tensor<128x2xi8>
@@ -237,5 +249,8 @@ func.func @linear_quantized(%x: tensor<16x256xbf16>) -> tensor<16x128xbf16> {
   %s8 = llmserve.weight "u" quantized int8_channel scales : tensor<256xf32>
   %u = llmserve.linear %y, %v8 scales %s8 : tensor<16x128xbf16>, tensor<256x128xi8> -> tensor<16x256xbf16>
   %o = llmserve.linear %u, %v scales %s zeros %z : tensor<16x256xbf16>, tensor<128x256xi4> -> tensor<16x128xbf16>
-  return %o : tensor<16x128xbf16>
+  %v8f = llmserve.weight "f" quantized fp8_block128 values from fp8_block128 : tensor<64x128xf8E4M3FN>
+  %s8f = llmserve.weight "f" quantized fp8_block128 scales from fp8_block128 : tensor<1x1xf32>
+  %f = llmserve.linear %o, %v8f scales %s8f : tensor<16x128xbf16>, tensor<64x128xf8E4M3FN> -> tensor<16x64xbf16>
+  return %f : tensor<16x64xbf16>
 }

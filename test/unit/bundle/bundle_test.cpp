@@ -388,6 +388,85 @@ TEST(Bundle, DequantizesFp8WeightsByBlockAndQuantizesThemAgain) {
                         " is f8_e4m3, and the bundle reads it without block scales"));
 }
 
+TEST(Bundle, ReadsFp8CodesAndBlockScalesAsStored) {
+  const path dir = test::fresh_dir();
+  json m = test::ops_manifest();
+  // "f": FP8 codes [300, 3] and scales [3, 1]; rows [128, 300) as stored:
+  // codes [172, 3] in place, the scales of blocks 1 and 2.
+  auto part = [](const char *which, const char *dtype, json shape) {
+    json b =
+        checkpoint_weight("f", "fp8_block128", (std::string("f#") + which).c_str(), dtype, shape);
+    b.update({{"quantization", "fp8_block128"}, {"part", which}, {"rows", {128, 300}}});
+    return b;
+  };
+  m["buffers"].push_back(part("values", "f8_e4m3", {172, 3})); // 10
+  m["buffers"].push_back(part("scales", "f32", {2, 1}));       // 11
+  test::write_bundle(dir, m);
+  test::TestTensor codes{"f", DType::F8E4M3, {300, 3}, std::vector<uint8_t>(300 * 3)};
+  for (size_t i = 0; i < codes.bytes.size(); ++i)
+    codes.bytes[i] = static_cast<uint8_t>(i % 0x7f);
+  std::vector<test::TestTensor> weights = test::ops_weights();
+  weights.push_back(codes);
+  weights.push_back(test::f32_tensor("f_scale_inv", {3, 1}, {0.5f, 4.0f, 0.25f}));
+  test::write_weights(dir / "weights.safetensors", weights);
+  {
+    const Bundle bundle(dir.string());
+    const auto *values = static_cast<const uint8_t *>(bundle.weight(10));
+    for (int i = 0; i < 172 * 3; ++i)
+      ASSERT_EQ(values[i], codes.bytes[128 * 3 + i]) << i;
+    EXPECT_EQ(floats(bundle.weight(11), 2), (std::vector<float>{4.0f, 0.25f}));
+    // The codes are used in place, as the ops model's f32 gain (16 bytes).
+    EXPECT_EQ(bundle.mapped_weight_bytes(), 16u + 172u * 3);
+  }
+
+  // A NaN code; a scale that is not finite; scales of another shape.
+  const std::string source = "FP8 weight 'f' in " + (dir / "weights.safetensors").string() + ": ";
+  weights[weights.size() - 2].bytes[5] = 0xff;
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10] (weight 'f#values'): " + source +
+                                         "tensor 'f': element [1, 2] is NaN"));
+  weights[weights.size() - 2] = codes;
+  weights.back() = test::f32_tensor("f_scale_inv", {3, 1}, {0.5f, INFINITY, 0.25f});
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[11] (weight 'f#scales'): " + source +
+                                         "tensor 'f_scale_inv': scale inf of block [1, 0] is "
+                                         "not finite"));
+  weights.back() = test::f32_tensor("f_scale_inv", {2, 1}, {0.5f, 4.0f});
+  test::write_weights(dir / "weights.safetensors", weights);
+  EXPECT_THAT(load_error(dir), HasSubstr("tensor 'f_scale_inv': [2, 1], but f [300, 3] in "
+                                         "blocks of 128 x 128 has [3, 1] scales"));
+  weights.back() = test::f32_tensor("f_scale_inv", {3, 1}, {0.5f, 4.0f, 0.25f});
+  test::write_weights(dir / "weights.safetensors", weights);
+  json bad = m;
+  bad["buffers"][11]["shape"] = {2, 2};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr(source + "its scales buffer [2, 2] is not those of "
+                                                  "rows [128, 300) of [300, 3]"));
+
+  // The manifest's rules: rows from a block's first, the scales' rows the
+  // blocks the range spans, codes in f8_e4m3, an FP8 checkpoint's arrays.
+  bad = m;
+  bad["buffers"][10]["rows"] = {100, 272};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10].rows: fp8_block128 rows start at a block "
+                                         "of 128, got [100,272]"));
+  bad = m;
+  bad["buffers"][11]["shape"] = {1, 1};
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[11].rows: rows [128,300] do not match shape "
+                                         "[1,1]"));
+  bad = m;
+  bad["buffers"][10]["dtype"] = "i8";
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10]: fp8_block128 values are a 2-D f8_e4m3 "
+                                         "array, got values i8 [172,3]"));
+  bad = m;
+  bad["buffers"][10].erase("from");
+  test::write_file(dir / "manifest.json", bad.dump());
+  EXPECT_THAT(load_error(dir), HasSubstr("buffers[10].quantization: fp8_block128 arrays are an "
+                                         "FP8 checkpoint's"));
+}
+
 TEST(Bundle, PacksPanelsOfSixteenColumns) {
   const path dir = test::fresh_dir();
   json m = test::ops_manifest();
@@ -444,8 +523,9 @@ TEST(Bundle, QuantizesWeightsAtLoad) {
   json bad = m;
   bad["buffers"][10]["quantization"] = "q4_k";
   test::write_file(dir / "manifest.json", bad.dump());
-  EXPECT_THAT(load_error(dir), HasSubstr(where + ".quantization: unknown quantization 'q4_k' "
-                                                 "(expected int8_channel or int4_group128)"));
+  EXPECT_THAT(load_error(dir),
+              HasSubstr(where + ".quantization: unknown quantization 'q4_k' "
+                                "(expected int8_channel, int4_group128 or fp8_block128)"));
   bad = m;
   bad["buffers"][10].erase("part");
   test::write_file(dir / "manifest.json", bad.dump());

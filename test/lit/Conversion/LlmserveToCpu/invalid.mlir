@@ -79,3 +79,15 @@ func.func @linear_int4_rows(%x: tensor<?x128xf32>) -> tensor<?x4xf32> {
   %y = llmserve.linear %x, %v scales %s : tensor<?x128xf32>, tensor<4x128xi4> -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
+
+// -----
+
+// An FP8 checkpoint's codes as stored (llmserve-read-fp8-weights, sm_90
+// only): the CPU reads them dequantized.
+func.func @linear_fp8(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
+  %v = llmserve.weight "w" quantized fp8_block128 values from fp8_block128 : tensor<128x256xf8E4M3FN>
+  %s = llmserve.weight "w" quantized fp8_block128 scales from fp8_block128 : tensor<1x2xf32>
+  // expected-error @below {{'llmserve.linear' op has no CPU kernel for FP8 weights (llmc compile reads an FP8 checkpoint dequantized for the CPU)}}
+  %y = llmserve.linear %x, %v scales %s : tensor<?x256xf32>, tensor<128x256xf8E4M3FN> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}

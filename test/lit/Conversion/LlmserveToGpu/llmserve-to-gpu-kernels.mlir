@@ -672,3 +672,33 @@ func.func @linear_int4_f32(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
   %y = llmserve.linear %x, %v scales %s : tensor<?x256xf32>, tensor<128x256xi4> -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
 }
+
+// -----
+
+// An FP8 checkpoint's codes as stored: W streams as its bytes like int8's;
+// each pair of codes becomes f16 by cvt.rn.f16x2.e4m3x2 and then bf16
+// (exactly). K = 320 is 3 groups of 128, the last half past K (zeros), so
+// the large-tile kernel's splits are 3 of 4 steps of 32 k; a group folds
+// into the accumulators times the scale of its column's block of 128 rows.
+// CHECK-LABEL: func.func @linear_fp8
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "4", "3"], kernel = "d0_linear"
+//       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     %{{.*}} : memref<4x64x48xi8, #gpu.address_space<workgroup>>
+//       CHECK:     scf.for %{{.*}} iter_args(%[[ACC:[^ ]*]] = %{{.*}}
+//       CHECK:       %[[CODES:.*]] = vector.load %{{.*}} : memref<4x64x48xi8, #gpu.address_space<workgroup>>, vector<2xi8>
+//       CHECK:       %[[HALVES:.*]] = nvvm.convert.f8x2.to.f16x2 %[[CODES]] : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+//       CHECK:       %[[LOW:.*]] = vector.extract %[[HALVES]][0] : f16 from vector<2xf16>
+//       CHECK:       %[[WIDE:.*]] = arith.extf %[[LOW]] : f16 to f32
+//       CHECK:       arith.truncf %[[WIDE]] : f32 to bf16
+//       CHECK:       nvvm.mma.sync
+//       CHECK:       %[[COL:.*]] = arith.minsi %{{.*}}, %{{c199[_0-9]*}} : index
+//       CHECK:       %[[BLOCK:.*]] = arith.divui %[[COL]], %{{c128[_0-9]*}} : index
+//       CHECK:       %[[SCALE:.*]] = memref.load %{{.*}}[%[[BLOCK]], %{{.*}}] : memref<2x3xf32, strided<[3, 1]>>
+//       CHECK:       math.fma %{{.*}}, %[[SCALE]], %[[ACC]] : f32
+func.func @linear_fp8(%x: tensor<?x320xbf16>) -> tensor<?x200xbf16> {
+  %v = llmserve.weight "w" quantized fp8_block128 values from fp8_block128 : tensor<200x320xf8E4M3FN>
+  %s = llmserve.weight "w" quantized fp8_block128 scales from fp8_block128 : tensor<2x3xf32>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x320xbf16>, tensor<200x320xf8E4M3FN> -> tensor<?x200xbf16>
+  return %y : tensor<?x200xbf16>
+}

@@ -126,7 +126,7 @@ func.func @weight_rows_size() {
 // -----
 
 func.func @weight_not_float() {
-  // expected-error @+1 {{'llmserve.weight' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer or 4-bit signless integer values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'llmserve.weight' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer or 4-bit signless integer or f8E4M3FN type values, but got 'tensor<4xi32>'}}
   %w = llmserve.weight "w" : tensor<4xi32>
   return
 }
@@ -134,6 +134,54 @@ func.func @weight_not_float() {
 func.func @weight_zeros_without_checkpoint() {
   // expected-error @+1 {{'llmserve.weight' op zeros come from a 4-bit checkpoint ('from gptq', 'from gptq_v2', 'from awq' or 'from compressed_tensors_int4')}}
   %w = llmserve.weight "w" quantized int4_group128 zeros : tensor<4x1xi8>
+  return
+}
+
+// -----
+
+func.func @weight_fp8_without_checkpoint() {
+  // expected-error @+1 {{'llmserve.weight' op fp8_block128 arrays are an FP8 checkpoint's (from fp8_block128), untransposed and unstacked}}
+  %w = llmserve.weight "w" quantized fp8_block128 values : tensor<4x128xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @weight_fp8_rows_within_a_block() {
+  // expected-error @+1 {{'llmserve.weight' op the rows of fp8_block128 arrays start at a block of 128 rows, got 64}}
+  %w = llmserve.weight "w" rows [64, 192] quantized fp8_block128 values from fp8_block128 : tensor<128x128xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @weight_fp8_values_type() {
+  // expected-error @+1 {{'llmserve.weight' op the values of an fp8_block128 weight are a 2-D f8E4M3FN tensor, got 'tensor<4x128xi8>'}}
+  %w = llmserve.weight "w" quantized fp8_block128 values from fp8_block128 : tensor<4x128xi8>
+  return
+}
+
+// -----
+
+func.func @weight_fp8_scales_type() {
+  // expected-error @+1 {{'llmserve.weight' op the scales of an fp8_block128 weight are a 2-D f32 tensor (one per block of 128 x 128), got 'tensor<4xf32>'}}
+  %w = llmserve.weight "w" quantized fp8_block128 scales from fp8_block128 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_fp8_scales_of_rows() {
+  // expected-error @+1 {{'llmserve.weight' op rows [128, 300] span 2 blocks of 128 rows, but the scales have 3}}
+  %w = llmserve.weight "w" rows [128, 300] quantized fp8_block128 scales from fp8_block128 : tensor<3x1xf32>
+  return
+}
+
+// -----
+
+func.func @linear_fp8_scales_shape(%x: tensor<?x256xbf16>, %w: tensor<200x256xf8E4M3FN>, %s: tensor<200x2xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, per row and group of 128 columns of an i4 one, and per block of 128 x 128 of an f8E4M3FN one}}
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x256xbf16>, tensor<200x256xf8E4M3FN>, tensor<200x2xf32>) -> tensor<?x200xbf16>
   return
 }
 
@@ -433,7 +481,7 @@ func.func @linear_result_type(%x: tensor<?x8xf16>, %w: tensor<4x8xf16>) {
 // -----
 
 func.func @linear_i8_without_scales(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>) {
-  // expected-error @+1 {{'llmserve.linear' op an i8 or i4 weight needs scales}}
+  // expected-error @+1 {{'llmserve.linear' op an i8, i4 or f8E4M3FN weight needs scales}}
   %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xi8> -> tensor<?x4xf32>
   return
 }
@@ -441,7 +489,7 @@ func.func @linear_i8_without_scales(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>) {
 // -----
 
 func.func @linear_scales_without_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %s: tensor<4xf32>) {
-  // expected-error @+1 {{'llmserve.linear' op scales go with an i8 or i4 weight only}}
+  // expected-error @+1 {{'llmserve.linear' op scales go with an i8, i4 or f8E4M3FN weight only}}
   %y = llmserve.linear %x, %w scales %s : tensor<?x8xf32>, tensor<4x8xf32> -> tensor<?x4xf32>
   return
 }
@@ -457,7 +505,7 @@ func.func @linear_zeros_with_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: ten
 // -----
 
 func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tensor<8xf32>) {
-  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, and per row and group of 128 columns of an i4 one}}
+  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, per row and group of 128 columns of an i4 one, and per block of 128 x 128 of an f8E4M3FN one}}
   %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x8xf32>, tensor<4x8xi8>, tensor<8xf32>) -> tensor<?x4xf32>
   return
 }
@@ -465,7 +513,7 @@ func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tens
 // -----
 
 func.func @linear_int4_scales_shape(%x: tensor<?x256xf32>, %w: tensor<4x256xi4>, %s: tensor<4xf32>) {
-  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, and per row and group of 128 columns of an i4 one}}
+  // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, per row and group of 128 columns of an i4 one, and per block of 128 x 128 of an f8E4M3FN one}}
   %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x256xf32>, tensor<4x256xi4>, tensor<4xf32>) -> tensor<?x4xf32>
   return
 }

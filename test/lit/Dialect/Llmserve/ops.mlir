@@ -81,6 +81,21 @@ func.func @fp8_checkpoint_weights() -> (tensor<64x256xf32>, tensor<4x64x256xbf16
 
 // -----
 
+// An FP8 checkpoint's codes and block scales as stored, rows [128, 300) of
+// the tensor (blocks 1 and 2), and the linear that reads them.
+// CHECK-LABEL: func @fp8_weight_as_stored
+func.func @fp8_weight_as_stored(%x: tensor<?x256xbf16>) -> tensor<?x172xbf16> {
+  // CHECK: llmserve.weight "o_proj.weight" rows [128, 300] quantized fp8_block128 values from fp8_block128 : tensor<172x256xf8E4M3FN>
+  %v = llmserve.weight "o_proj.weight" rows [128, 300] quantized fp8_block128 values from fp8_block128 : tensor<172x256xf8E4M3FN>
+  // CHECK: llmserve.weight "o_proj.weight" rows [128, 300] quantized fp8_block128 scales from fp8_block128 : tensor<2x2xf32>
+  %s = llmserve.weight "o_proj.weight" rows [128, 300] quantized fp8_block128 scales from fp8_block128 : tensor<2x2xf32>
+  // CHECK: llmserve.linear %{{.*}}, %{{.*}} scales %{{.*}} : tensor<?x256xbf16>, tensor<172x256xf8E4M3FN> -> tensor<?x172xbf16>
+  %y = llmserve.linear %x, %v scales %s : tensor<?x256xbf16>, tensor<172x256xf8E4M3FN> -> tensor<?x172xbf16>
+  return %y : tensor<?x172xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func @int4_weight
 func.func @int4_weight() -> (tensor<128x256xi4>, tensor<128x2xf32>) {
   // CHECK: llmserve.weight "w" quantized int4_group128 values : tensor<128x256xi4>
