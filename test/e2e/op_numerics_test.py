@@ -325,6 +325,31 @@ def case_linear_int4_checkpoint(layout, m, k, n, bias=True, rows=None):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+def case_linear_fp8(m, k, n, rows=None, bias=True):
+    """A linear of an FP8 checkpoint's weight (codes and bf16 scales per
+    block of 128 x 128, packed by test/fixtures/checkpoints/quantized.py),
+    optionally rows [begin, end) of it, against the reference's
+    dequantization: the CPU reads it dequantized, sm_90 as stored."""
+    from checkpoints import quantized  # noqa: E402  (the fixtures' packer)
+    import quantized_checkpoint  # noqa: E402  (the reference's dequantizer)
+    begin, end = rows or (0, n)
+    x = f32(m, k)
+    weights = quantized.fp8_tensors("w", torch.from_numpy(f32(n, k)))
+    w = quantized_checkpoint.dequantize_fp8(weights["w"].codes, weights["w_scale_inv"])
+    count = end - begin
+    ty, wty = f"tensor<{m}x{count}xf32>", f"tensor<{count}x{k}xf32>"
+    where = f" rows [{begin}, {end}]" if rows else ""
+    lines = [f'  %w = llmserve.weight "w"{where} from fp8_block128 : {wty}']
+    ref = t(x) @ w[begin:end].double().T
+    if bias:
+        weights["b"] = torch.from_numpy(f32(count))
+        lines.append(f'  %b = llmserve.weight "b" : tensor<{count}xf32>')
+        ref = ref + t(weights["b"])
+    b, bty = (" bias %b", f", tensor<{count}xf32>") if bias else ("", "")
+    lines.append(f"  %y = llmserve.linear %a0, %w{b} : {mlir_type(x)}, {wty}{bty} -> {ty}")
+    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
+
+
 def case_gated_mlp(m, k, n, return_up=False):
     """silu(x·Wgᵀ) * (x·Wuᵀ) with checkpoint weights: llmc puts the two
     linears and silu_mul in one dispatch region (one kernel). With
@@ -797,6 +822,15 @@ def int4_linear_invariance_pair(m):
     return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
 
 
+def fp8_linear_invariance_pair(m):
+    """The same 3 rows of an FP8 checkpoint's linear in an m-row step and
+    alone (on sm_90 the large-tile or 64-row kernel against the small-M one,
+    K = 320 in three splits, the last group half past K)."""
+    inputs, text, _, weights = case_linear_fp8(m=m, k=320, n=200)
+    few_text = text.replace(f"tensor<{m}x", "tensor<3x")
+    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
+
+
 def bf16_linear_invariance_pair():
     """The same 3 rows of a bf16 linear (the vdpbf16ps kernel where the CPU
     has it) in a 70-row step, which tiles them 4 rows at a time in blocks of
@@ -809,7 +843,7 @@ def bf16_linear_invariance_pair():
 def invariance_pairs():
     """Every (name, pair) whose rows must be bitwise equal in the larger step
     and alone: decode rows with and without a window, linear rows (the
-    three sm_90 kernels), and int8, int4 and bf16 linear rows."""
+    three sm_90 kernels), and int8, int4, FP8 and bf16 linear rows."""
     return ([(f"attention_window_{window}", decode_invariance_pair(window))
              for window in (None, 200)] +
             [("linear_split_k", linear_invariance_pair(80)),
@@ -817,6 +851,8 @@ def invariance_pairs():
              ("linear_int8", int8_linear_invariance_pair()),
              ("linear_int4", int4_linear_invariance_pair(70)),
              ("linear_int4_medium_rows", int4_linear_invariance_pair(40)),
+             ("linear_fp8", fp8_linear_invariance_pair(70)),
+             ("linear_fp8_medium_rows", fp8_linear_invariance_pair(40)),
              ("linear_bf16", bf16_linear_invariance_pair()),
              ("expert_linear", expert_linear_invariance_pair())])
 
@@ -1088,6 +1124,12 @@ CASES = {
                                                                        n=64, bias=False),
     "linear_int4_awq_rows": lambda: case_linear_int4_checkpoint("awq", m=5, k=256, n=48,
                                                                 rows=(16, 40)),
+    # An FP8 checkpoint's linears (block scales of 128 x 128; rows from a
+    # block's first, a K that ends within a block), which sm_90 reads as
+    # stored: the small-M, 64-row and large-tile kernels.
+    "linear_fp8": lambda: case_linear_fp8(m=13, k=384, n=200),
+    "linear_fp8_rows_ragged_k": lambda: case_linear_fp8(m=40, k=320, n=300, rows=(128, 300)),
+    "linear_fp8_many_rows": lambda: case_linear_fp8(m=70, k=256, n=136, bias=False),
     "linear_int8_bf16_transposed_rows": lambda: case_linear_int8(
         m=5, k=64, n=48, transposed=True, dtype=torch.bfloat16),
     "linear_int8_blocks": lambda: case_linear_int8(m=13, k=640, n=296, bias=False),
@@ -1213,7 +1255,7 @@ def compile_and_call(build, directory, inputs, text, weights=None):
     checkpoint = []
     if weights:
         write_safetensors(os.path.join(directory, "model.safetensors"),
-                          {name: a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
+                          {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a
                            for name, a in weights.items()})
         checkpoint = ["--weights", directory]
     run(os.path.join(build, "bin", "llmrun"), "call", bundle, "--entry", "op",

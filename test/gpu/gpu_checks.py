@@ -22,11 +22,12 @@
         runs rows in a larger step and alone (decode rows in a mixed and in a
         decode-only step; linear rows in the large-tile and the small-M
         kernel), whose results must be bitwise equal;
-        runs the int8 and int4 linear cases against the CPU's kernels that
-        compute x in f32 (its AVX2 set: the VNNI kernels round x to int8);
-        runs every model family (FAMILIES), the FP8 and act-order GPTQ
-        checkpoints (DEQUANTIZED) and the 4-bit ones that sm_90 reads as
-        stored (FOUR_BIT) in bf16 through the step driver on the steps of
+        runs the int8, int4 and FP8 linear cases against the CPU's kernels
+        that compute x in f32 (its AVX2 set: the VNNI kernels round x to
+        int8);
+        runs every model family (FAMILIES), the act-order GPTQ checkpoint
+        (DEQUANTIZED) and the FP8 and 4-bit ones that sm_90 reads as stored
+        (AS_STORED) in bf16 through the step driver on the steps of
         e2e.step_logits, against the float64 reference;
         serves the llama fixture on both devices and sends 64 concurrent
         greedy requests (every fourth with a frequency penalty), whose
@@ -74,14 +75,16 @@ MAX_TOKENS = 8
 FAMILIES = ("llama", "qwen3", "qwen3_window", "qwen3_moe", "mixtral", "gemma2", "gemma3", "phi3",
             "phi3_longrope")
 BF16_PEER_FACTOR = 2
-# Checkpoints stored quantized that sm_90 reads dequantized to bf16, checked
-# as the families are (transformers reads them only with its GPU kernels).
-DEQUANTIZED = ("llama_fp8", "llama_gptq_act_order")
-# 4-bit checkpoints whose linears sm_90 reads as stored, on its int4 kernels.
-FOUR_BIT = ("llama_gptq", "llama_gptq_v2", "llama_awq", "llama_compressed_tensors")
+# Checkpoints stored quantized, checked as the families are (transformers
+# reads them only with its GPU kernels): one that sm_90 reads dequantized to
+# bf16, and those whose linears it reads as stored, FP8 codes with block
+# scales and 4-bit values with zero points (compressed-tensors' FP8 and int8
+# ones dequantized).
+DEQUANTIZED = ("llama_gptq_act_order",)
+AS_STORED = ("llama_fp8", "llama_gptq", "llama_gptq_v2", "llama_awq", "llama_compressed_tensors")
 # The op cases (and invariance pairs) of quantized linears, whose weights
-# the runtime quantizes at load or reads from a 4-bit checkpoint.
-QUANTIZED_LINEAR_PREFIXES = ("linear_int8", "linear_int4")
+# the runtime quantizes at load or reads from a quantized checkpoint.
+QUANTIZED_LINEAR_PREFIXES = ("linear_int8", "linear_int4", "linear_fp8")
 
 
 def run(*args, env=None):
@@ -242,17 +245,19 @@ def prepare(build, out, tinyllama, moe_layers):
     if tinyllama:
         sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))
         import make_fixtures  # noqa: E402
-        from checkpoints import llama  # noqa: E402
-        checkpoint = os.path.join(out, "tinyllama_config")
-        os.makedirs(checkpoint, exist_ok=True)
-        config = llama.config(
-            hidden_size=2048, intermediate_size=5632, num_attention_heads=32,
-            num_key_value_heads=4, num_hidden_layers=22, vocab_size=32000,
-            max_position_embeddings=2048, torch_dtype="bfloat16")
-        make_fixtures.write_json(os.path.join(checkpoint, "config.json"), config)
-        make_fixtures.copy_llama2_tokenizer(checkpoint)
+        for name, fp8 in (("tinyllama_config", False), ("tinyllama_fp8_config", True)):
+            checkpoint = os.path.join(out, name)
+            os.makedirs(checkpoint, exist_ok=True)
+            make_fixtures.write_json(os.path.join(checkpoint, "config.json"),
+                                     make_fixtures.tinyllama_config("bfloat16", fp8))
+            make_fixtures.copy_llama2_tokenizer(checkpoint)
+        # The FP8 checkpoint's linears, read as stored.
+        mlir = os.path.join(out, "tinyllama-fp8-weights.mlir")
+        run(llmc, "import", os.path.join(out, "tinyllama_fp8_config"), "-o", mlir)
+        run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama-fp8-weights.sm90.llmb"),
+            "--target", "sm_90")
         mlir = os.path.join(out, "tinyllama.mlir")
-        run(llmc, "import", checkpoint, "-o", mlir)
+        run(llmc, "import", os.path.join(out, "tinyllama_config"), "-o", mlir)
         run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama.sm90.llmb"),
             "--target", "sm_90")
         run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama-fp8kv.sm90.llmb"),
@@ -274,7 +279,7 @@ def prepare(build, out, tinyllama, moe_layers):
     for f in failures:
         print(f"FAIL compile {f}")
     print(f"prepared {out}: {len(cases) - len(failures)} op cases, llama, "
-          f"{len(FAMILIES)} families, {len(DEQUANTIZED + FOUR_BIT)} quantized checkpoints" +
+          f"{len(FAMILIES)} families, {len(DEQUANTIZED + AS_STORED)} quantized checkpoints" +
           (", tinyllama" if tinyllama else ""))
     return not failures
 
@@ -286,7 +291,7 @@ def write_weights(directory, weights):
     sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
     from safetensors_io import write_safetensors  # noqa: E402
     write_safetensors(os.path.join(directory, "model.safetensors"),
-                      {name: a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
+                      {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a
                        for name, a in weights.items()})
 
 
@@ -301,8 +306,8 @@ def prepare_families(llmc, out):
     import step_logits_test  # noqa: E402  (its schedule, steps and reference)
     import torch  # noqa: E402
     run(sys.executable, os.path.join(ROOT, "test", "fixtures", "make_fixtures.py"), out,
-        "--only", ",".join(FAMILIES + DEQUANTIZED + FOUR_BIT))
-    for name in FAMILIES + DEQUANTIZED + FOUR_BIT:
+        "--only", ",".join(FAMILIES + DEQUANTIZED + AS_STORED))
+    for name in FAMILIES + DEQUANTIZED + AS_STORED:
         checkpoint = os.path.join(out, name)
         mlir = os.path.join(out, name + ".mlir")
         run(llmc, "import", checkpoint, "-o", mlir, "--logits-entry",
@@ -440,7 +445,7 @@ def check_families(build, out):
     driver = os.path.join(build, "bin", "llmserve-step-driver")
     root = os.path.join(out, "families")
     ok = True
-    for name in FAMILIES + DEQUANTIZED + FOUR_BIT:
+    for name in FAMILIES + DEQUANTIZED + AS_STORED:
         try:
             logits = json.loads(run(driver, os.path.join(root, name + ".sm90.llmb"),
                                     os.path.join(root, name + ".steps.json")))["logits"]

@@ -3,8 +3,8 @@
 # (the executor's GPU tests, gpu_checks.py check, the torch reference against
 # transformers on every family's fixture), then every benchmark on a
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
-# each op's time, the same with an FP8 KV cache and with int8 and int4
-# weights, a 2047-token prefill,
+# each op's time, the same with an FP8 KV cache, with int8 and int4 weights
+# and with an FP8 checkpoint's weights, a 2047-token prefill,
 # cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
 # throughput (serve against offline on one workload), 512 sequences at once,
@@ -108,6 +108,11 @@ for scheme in int8 int4; do
     --context 512 --profile > "$OUT/decode_${scheme}_512.log" 2>&1
   echo "rc=$? ($scheme)"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_${scheme}_512.log"
 done
+echo "== bench decode, an FP8 checkpoint's weights read as stored (against bf16 above)"
+python3 test/fixtures/make_fixtures.py --tinyllama /tmp/tinyllama-fp8 --fp8 > /dev/null
+timeout 120 $B bench decode $R/tinyllama-fp8-weights.sm90.llmb --weights /tmp/tinyllama-fp8 \
+  --batch 1,16,64 --context 512 --profile > "$OUT/decode_fp8_weights_512.log" 2>&1
+echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_fp8_weights_512.log"
 if [ -d $BASE ]; then
   echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
   decode $BASE baseline_decode --profile
