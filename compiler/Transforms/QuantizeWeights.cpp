@@ -1,8 +1,7 @@
 //===- QuantizeWeights.cpp - Linears read quantized weights ---------------===//
 
 #include "compiler/Transforms/Passes.h"
-
-#include "llmserve/IR/LlmserveOps.h"
+#include "compiler/Transforms/QuantizedWeights.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -69,46 +68,26 @@ struct QuantizeWeightsPass
             type.getDimSize(0) % LlmserveDialect::kRowBlockRows == 0);
   }
 
-  /// The weight op of one array of `weight` quantized by `quantization`.
-  static WeightOp quantizedPart(WeightOp weight, WeightQuantization quantization,
-                                QuantizedPart which, Type partType) {
-    OpBuilder b(weight);
-    MLIRContext *ctx = b.getContext();
-    return WeightOp::create(b, weight.getLoc(), partType,
-                            weight.getTensorNameAttr(), weight.getStackedAttr(),
-                            weight.getTransposedAttr(), weight.getRowsAttr(),
-                            WeightQuantizationAttr::get(ctx, quantization),
-                            QuantizedPartAttr::get(ctx, which),
-                            weight.getCheckpointAttr());
-  }
-
   static void quantizeLinears(WeightOp weight, ArrayRef<LinearOp> linears,
                               WeightQuantization quantization) {
     MLIRContext *ctx = weight.getContext();
     auto type = cast<RankedTensorType>(weight.getType());
     int bits = quantization == WeightQuantization::int4_group128 ? 4 : 8;
     auto valuesType = type.clone(IntegerType::get(ctx, bits));
-    WeightOp values =
-        quantizedPart(weight, quantization, QuantizedPart::values, valuesType);
-    WeightOp scales = quantizedPart(weight, quantization, QuantizedPart::scales,
-                                    quantizedScalesType(valuesType));
+    WeightOp values = createQuantizedPart(weight, quantization,
+                                          QuantizedPart::values, valuesType);
+    WeightOp scales =
+        createQuantizedPart(weight, quantization, QuantizedPart::scales,
+                            quantizedScalesType(valuesType));
     // A 4-bit checkpoint's linear (dequantized, being act-order) comes back
     // as int4 with its zero points, which the runtime reads as stored where
     // the groups allow.
     Value zeros;
     if (quantization == WeightQuantization::int4_group128 &&
         isFourBit(weight.getCheckpoint()))
-      zeros = quantizedPart(weight, quantization, QuantizedPart::zeros,
-                            quantizedZerosType(valuesType));
-    for (LinearOp linear : linears) {
-      OpBuilder at(linear);
-      auto quantized = LinearOp::create(at, linear.getLoc(), linear.getType(),
-                                        linear.getInput(), values, scales, zeros,
-                                        linear.getBias());
-      quantized->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
-      linear.replaceAllUsesWith(quantized.getResult());
-      linear.erase();
-    }
+      zeros = createQuantizedPart(weight, quantization, QuantizedPart::zeros,
+                                  quantizedZerosType(valuesType));
+    readQuantized(linears, values, scales, zeros);
   }
 
   /// Each expert's rows by int8_channel: values [E, N, K], scales [E, N].
@@ -116,10 +95,11 @@ struct QuantizeWeightsPass
     auto type = cast<RankedTensorType>(weight.getType());
     auto valuesType = type.clone(IntegerType::get(weight.getContext(), 8));
     auto quantization = WeightQuantization::int8_channel;
-    WeightOp values =
-        quantizedPart(weight, quantization, QuantizedPart::values, valuesType);
-    WeightOp scales = quantizedPart(weight, quantization, QuantizedPart::scales,
-                                    expertScalesType(valuesType));
+    WeightOp values = createQuantizedPart(weight, quantization,
+                                          QuantizedPart::values, valuesType);
+    WeightOp scales =
+        createQuantizedPart(weight, quantization, QuantizedPart::scales,
+                            expertScalesType(valuesType));
     for (ExpertLinearOp reader : readers) {
       OpBuilder at(reader);
       auto quantized = ExpertLinearOp::create(

@@ -1,8 +1,7 @@
 //===- ReadFp8Weights.cpp - Linears read FP8 checkpoints as stored --------===//
 
 #include "compiler/Transforms/Passes.h"
-
-#include "llmserve/IR/LlmserveOps.h"
+#include "compiler/Transforms/QuantizedWeights.h"
 
 namespace mlir::llmserve {
 #define GEN_PASS_DEF_READFP8WEIGHTS
@@ -43,33 +42,18 @@ struct ReadFp8WeightsPass
   }
 
   static void readAsStored(WeightOp weight) {
-    OpBuilder b(weight);
-    MLIRContext *ctx = b.getContext();
     auto valuesType =
-        cast<RankedTensorType>(weight.getType()).clone(Float8E4M3FNType::get(ctx));
-    auto part = [&](QuantizedPart which, Type type) {
-      return WeightOp::create(
-          b, weight.getLoc(), type, weight.getTensorNameAttr(), weight.getStackedAttr(),
-          weight.getTransposedAttr(), weight.getRowsAttr(),
-          WeightQuantizationAttr::get(ctx, WeightQuantization::fp8_block128),
-          QuantizedPartAttr::get(ctx, which), weight.getCheckpointAttr());
-    };
+        cast<RankedTensorType>(weight.getType()).clone(Float8E4M3FNType::get(weight.getContext()));
+    auto quantization = WeightQuantization::fp8_block128;
     // Rows that start at a block span its scales' rows of blocks.
-    WeightOp values = part(QuantizedPart::values, valuesType);
-    WeightOp scales = part(QuantizedPart::scales, quantizedScalesType(valuesType));
+    WeightOp values = createQuantizedPart(weight, quantization, QuantizedPart::values, valuesType);
+    WeightOp scales = createQuantizedPart(weight, quantization, QuantizedPart::scales,
+                                          quantizedScalesType(valuesType));
     SmallVector<LinearOp> linears;
     for (Operation *user : weight->getUsers())
       if (!llvm::is_contained(linears, user))
         linears.push_back(cast<LinearOp>(user));
-    for (LinearOp linear : linears) {
-      OpBuilder at(linear);
-      auto stored =
-          LinearOp::create(at, linear.getLoc(), linear.getType(), linear.getInput(), values,
-                           scales, /*zeros=*/Value(), linear.getBias());
-      stored->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
-      linear.replaceAllUsesWith(stored.getResult());
-      linear.erase();
-    }
+    readQuantized(linears, values, scales, /*zeros=*/Value());
     weight.erase();
   }
 };

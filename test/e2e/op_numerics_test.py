@@ -1237,6 +1237,14 @@ def run(*args):
         raise RuntimeError(f"{' '.join(args)}\n{result.stdout}{result.stderr}")
 
 
+def write_weights(directory, weights):
+    """<directory>/model.safetensors of a case's checkpoint `weights` (name
+    -> array, tensor or E4M3 codes), which `llmrun call --weights` binds."""
+    write_safetensors(os.path.join(directory, "model.safetensors"),
+                      {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a
+                       for name, a in weights.items()})
+
+
 def compile_and_call(build, directory, inputs, text, weights=None):
     """`text` compiled into <directory>/op.llmb and run on `inputs` (and the
     checkpoint `weights`, name -> array or tensor); the results."""
@@ -1254,9 +1262,7 @@ def compile_and_call(build, directory, inputs, text, weights=None):
     out = os.path.join(directory, "out")
     checkpoint = []
     if weights:
-        write_safetensors(os.path.join(directory, "model.safetensors"),
-                          {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a
-                           for name, a in weights.items()})
+        write_weights(directory, weights)
         checkpoint = ["--weights", directory]
     run(os.path.join(build, "bin", "llmrun"), "call", bundle, "--entry", "op",
         "--input", *paths, "--output-dir", out, *checkpoint)

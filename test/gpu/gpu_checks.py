@@ -193,7 +193,7 @@ def prepare(build, out, tinyllama, moe_layers):
         for i, a in enumerate(inputs):
             np.save(os.path.join(directory, f"input_{i}.npy"), a)
         if weights:
-            write_weights(directory, weights)
+            op_numerics_test.write_weights(directory, weights)
         try:
             compile_both(llmc, source, directory, "op", gpu_source=gpu_source,
                          **({"cpus": "x86-64-v3"} if weights else {}))
@@ -225,7 +225,7 @@ def prepare(build, out, tinyllama, moe_layers):
             for i, a in enumerate(inputs):
                 np.save(os.path.join(directory, f"input_{i}.npy"), bf16_rounded(a))
             if weights:
-                write_weights(directory, weights[0])
+                op_numerics_test.write_weights(directory, weights[0])
             run(llmc, "compile", source, "-o", os.path.join(directory, "op.sm90.llmb"),
                 "--target", "sm_90", "--dtype", "f32")
 
@@ -282,17 +282,6 @@ def prepare(build, out, tinyllama, moe_layers):
           f"{len(FAMILIES)} families, {len(DEQUANTIZED + AS_STORED)} quantized checkpoints" +
           (", tinyllama" if tinyllama else ""))
     return not failures
-
-
-def write_weights(directory, weights):
-    """<directory>/model.safetensors of an op case's checkpoint `weights`
-    (name -> array or tensor), which `call` binds."""
-    import torch  # noqa: E402
-    sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
-    from safetensors_io import write_safetensors  # noqa: E402
-    write_safetensors(os.path.join(directory, "model.safetensors"),
-                      {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a
-                       for name, a in weights.items()})
 
 
 def prepare_families(llmc, out):
