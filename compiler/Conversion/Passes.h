@@ -19,11 +19,12 @@
 
 namespace mlir::llmserve {
 
-/// The NVVM target of the GPU kernels: PTX ISA 8.0 for sm_90, which the
-/// driver can JIT-compile for any later GPU; ptxas assembles the same PTX
-/// into the sm_90a cubin. (wgmma and TMA would need sm_90a PTX.)
+/// The NVVM target of the GPU kernels: PTX ISA 8.4 (the first with `mma` on
+/// e4m3) for sm_90, which the driver can JIT-compile for any later GPU;
+/// ptxas assembles the same PTX into the sm_90a cubin. (wgmma and TMA would
+/// need sm_90a PTX.)
 inline constexpr llvm::StringLiteral kNvvmChip = "sm_90";
-inline constexpr llvm::StringLiteral kNvvmFeatures = "+ptx80";
+inline constexpr llvm::StringLiteral kNvvmFeatures = "+ptx84";
 
 #define GEN_PASS_DECL
 #include "compiler/Conversion/Passes.h.inc"

@@ -292,7 +292,7 @@ Value GraphBuilder::linear(Value x, Value w, Value bias) {
   if (parts == quantizedParts.end())
     return LinearOp::create(b, loc, tokens(n), x, w, bias);
   return LinearOp::create(b, loc, tokens(n), x, w, parts->second.first,
-                          parts->second.second, bias);
+                          parts->second.second, bias, /*input_scales=*/Value());
 }
 
 std::pair<Value, Value> GraphBuilder::moeRouter(Value logits, int64_t topK,

@@ -212,6 +212,8 @@ FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
     narrow.dtype = dtype;
     outline.addPass(createNarrowStorage(narrow));
   }
+  if (options.fp8Activations)
+    outline.addPass(createQuantizeFp8Activations());
   if (options.kvCacheDtype != "auto")
     outline.addPass(createQuantizeKvCache());
   outline.addPass(createLlmserveToGpuKernels());
@@ -273,6 +275,20 @@ mlir::llmserve::verifyCompileOptions(MLIRContext *context,
            << "' (supported: auto, fp8, fp8_e4m3)";
   if (llvm::is_contained(options.cpus, ""))
     return emitUnlocatedError(context) << "--cpu lists an empty CPU name";
+  if (options.fp8Activations) {
+    if (!nvptx)
+      return emitUnlocatedError(context)
+             << "--fp8-activations needs --target " << abi::kCudaTarget
+             << " (the cpu reads FP8 weights dequantized)";
+    if (options.quantize)
+      return emitUnlocatedError(context)
+             << "--fp8-activations excludes --quantize (which requantizes "
+                "FP8 weights)";
+    if (options.dtype == "f32")
+      return emitUnlocatedError(context)
+             << "--fp8-activations needs --dtype bf16 or f16 (the "
+                "tensor-core linears)";
+  }
   return success();
 }
 

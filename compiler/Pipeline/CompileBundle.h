@@ -45,6 +45,11 @@ struct CompileOptions {
   /// The KV cache's storage type: "auto" (the activations') or "fp8" (=
   /// "fp8_e4m3").
   std::string kvCacheDtype = "auto";
+  /// sm_90: linears of an FP8 checkpoint's weights quantize their inputs to
+  /// FP8 per row and group of 128 columns and multiply on the FP8 tensor
+  /// cores (W8A8), instead of converting the weights to the activations'
+  /// type (W8A16).
+  bool fp8Activations = false;
 };
 
 /// Registers what compileBundle needs of a context: the llmserve dialect, the

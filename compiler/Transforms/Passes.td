@@ -159,6 +159,20 @@ def ReadFp8Weights : Pass<"llmserve-read-fp8-weights", "ModuleOp"> {
   }];
 }
 
+def QuantizeFp8Activations : Pass<"llmserve-quantize-fp8-activations",
+                                   "ModuleOp"> {
+  let summary = "Linears of FP8 weights multiply FP8 inputs (W8A8)";
+  let description = [{
+    Every linear of an f8E4M3FN weight (an FP8 checkpoint read as stored)
+    whose input is f16 or bf16, with K a multiple of 16, reads its input as
+    `llmserve.quantize_fp8` codes and scales, so that both operands go to
+    the FP8 tensor cores. Linears that read the same input share one
+    quantization (q, k and v; gate and up), placed after the input's
+    definition. The quantization is per row, so a row's result does not
+    depend on the other rows of its step.
+  }];
+}
+
 def QuantizeKvCache : Pass<"llmserve-quantize-kv-cache", "ModuleOp"> {
   let summary = "Store the KV cache as FP8 e4m3";
   let description = [{

@@ -21,9 +21,9 @@ void mlir::llmserve::readQuantized(ArrayRef<LinearOp> linears, Value values,
                                    Value scales, Value zeros) {
   for (LinearOp linear : linears) {
     OpBuilder at(linear);
-    auto quantized = LinearOp::create(at, linear.getLoc(), linear.getType(),
-                                      linear.getInput(), values, scales, zeros,
-                                      linear.getBias());
+    auto quantized = LinearOp::create(
+        at, linear.getLoc(), linear.getType(), linear.getInput(), values,
+        scales, zeros, linear.getBias(), linear.getInputScales());
     quantized->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
     linear.replaceAllUsesWith(quantized.getResult());
     linear.erase();

@@ -1,9 +1,11 @@
 //===- llmc.cpp - The llmserve compiler driver ----------------------------===//
 //
 //   llmc import <hf-checkpoint-dir> -o model.mlir
-//   llmc compile model.mlir -o model.llmb [--target cpu|sm_90] [--embed-weights]
+//   llmc compile model.mlir -o model.llmb [--target cpu|sm_90]
+//   [--embed-weights]
 //                [--dtype bf16|f16|f32] [--quantize int8|int4]
-//                [--kv-cache-dtype auto|fp8|fp8_e4m3] [--ptxas <path>]
+//                [--kv-cache-dtype auto|fp8|fp8_e4m3] [--fp8-activations]
+//                [--ptxas <path>]
 //
 // Option parsing around the importer (compiler/Import/HfImporter.h) and the
 // pipelines (compiler/Pipeline/CompileBundle.h). Exit status: 0 on success,
@@ -91,6 +93,13 @@ static cl::opt<std::string> compileKvCacheDtype(
              "on cpu, --dtype on sm_90) or fp8 (= fp8_e4m3: OCP FP8 e4m3 with "
              "a scale of 1 per cache tensor)"),
     cl::sub(compileCommand));
+static cl::opt<bool> compileFp8Activations(
+    "fp8-activations",
+    cl::desc("sm_90: the linears of an FP8 checkpoint quantize their inputs "
+             "to FP8 e4m3, a scale per token and group of 128, and multiply "
+             "on the FP8 tensor cores (W8A8; default: the weights become "
+             "the activations' type as they are read, W8A16)"),
+    cl::sub(compileCommand));
 static cl::opt<bool> embedWeights(
     "embed-weights",
     cl::desc("Copy the checkpoint's model.safetensors into the bundle"),
@@ -148,6 +157,7 @@ LogicalResult compile(MLIRContext &context) {
   if (compileQuantize.getNumOccurrences())
     options.quantize = compileQuantize;
   options.kvCacheDtype = compileKvCacheDtype;
+  options.fp8Activations = compileFp8Activations;
   {
     ScopedDiagnosticHandler llmcErrors(&context, printAsLlmcError);
     if (failed(mlir::llmserve::verifyCompileOptions(&context, options)))

@@ -25,6 +25,7 @@ Grid buildGatherKernel(GpuKernelEmitter &e, Operation *op);
 Grid buildNormKernel(GpuKernelEmitter &e, const NormParams &params);
 Grid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
 Grid buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp op);
+Grid buildQuantizeFp8Kernel(GpuKernelEmitter &e);
 Grid buildSiluMulKernel(GpuKernelEmitter &e);
 Grid buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp op);
 Grid buildSoftcapKernel(GpuKernelEmitter &e, SoftcapOp op);

@@ -25,6 +25,11 @@
 // add into the accumulators times the group's scale (one fma; FP8's is its
 // block's), in every kernel: splits are whole groups.
 //
+// W8A8: x as FP8 codes (llmserve.quantize_fp8) streams as bytes too, and
+// both operands go to mma.sync m16n8k32 e4m3 as stored, 4 codes a word. A
+// group's sum folds in times W's block scale times x's scale of the row and
+// group.
+//
 // f32: one warp per output; the lanes stride over K (coalesced rows of x and
 // W) and a butterfly sums them.
 //
@@ -47,6 +52,9 @@ namespace {
 constexpr int64_t kTileM = 64, kTileN = 64, kTileK = 32;
 constexpr int64_t kWarpTileM = 32, kWarpTileN = 32;
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+// An mma's k step, in 32-bit words of a row: 16 f16/bf16 columns (m16n8k16)
+// or 32 e4m3 ones (m16n8k32). A thread reads words t and t + 4 of it.
+constexpr int64_t kMmaWords = 8;
 // Elements per 128-bit load.
 constexpr int64_t kChunk = 8;
 // The small-M kernel's column tile (the unit KSplit aims its block count
@@ -78,13 +86,14 @@ struct KSplit {
   int64_t depth() const { return steps * kStepK; }
 };
 
-/// One m16n8k16 mma (row.col, f32 accumulate): A = 4 words, B = 2 words of
-/// two f16/bf16 elements each, C = 4 f32.
+/// One mma (row.col, f32 accumulate) of operands of type `element`: A = 4
+/// words, B = 2 words, C = 4 f32. m16n8k16 for f16/bf16 (two elements a
+/// word), m16n8k32 for f8E4M3FN (four).
 SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type element, ArrayRef<Value> fa,
                        ArrayRef<Value> fb, ArrayRef<Value> c) {
-  bool bf16 = element.isBF16();
+  bool fp8 = isa<Float8E4M3FNType>(element);
   auto operand = [&](Value word) -> Value {
-    if (bf16)
+    if (!element.isF16())
       return word;
     return LLVM::BitcastOp::create(b, VectorType::get({2}, b.getF16Type()),
                                    word);
@@ -97,12 +106,23 @@ SmallVector<Value> mma(ImplicitLocOpBuilder &b, Type element, ArrayRef<Value> fa
   auto f32 = b.getF32Type();
   auto resultType =
       LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-  NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  Value d = NVVM::MmaOp::create(
-      b, resultType, opA, opB, c, ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK},
-      std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
+  Value d;
+  if (fp8) {
+    // nvvm.mma.sync does not take e4m3 operands; LLVM's intrinsic does.
+    SmallVector<Value> args(opA);
+    args.append(opB);
+    args.append(c.begin(), c.end());
+    d = LLVM::CallIntrinsicOp::create(
+            b, resultType, b.getStringAttr("llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32"),
+            args)
+            .getResult(0);
+  } else {
+    NVVM::MMATypes type = element.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    d = NVVM::MmaOp::create(
+        b, resultType, opA, opB, c, ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK}, std::nullopt,
+        std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+  }
   SmallVector<Value> out;
   for (int64_t q = 0; q < 4; ++q)
     out.push_back(LLVM::ExtractValueOp::create(b, d, q));
@@ -149,10 +169,10 @@ int64_t weightRowBytes(LinearOp op, int64_t columns) {
   return columns * type.getElementTypeBitWidth() / 8;
 }
 
-/// A linear's bindings: its operands in order (x, W, then scales, zeros and
-/// the bias where it has them), then y.
+/// A linear's bindings: its operands in order (x, W, then scales, zeros,
+/// the bias and x's scales where it has them), then y.
 struct LinearBindings {
-  int x = 0, w = 1, scales = -1, zeros = -1, bias = -1, y;
+  int x = 0, w = 1, scales = -1, zeros = -1, bias = -1, inputScales = -1, y;
 
   explicit LinearBindings(LinearOp op) {
     int next = 2;
@@ -162,21 +182,24 @@ struct LinearBindings {
       zeros = next++;
     if (op.getBias())
       bias = next++;
+    if (op.getInputScales())
+      inputScales = next++;
     y = next;
   }
 };
 
 /// What both tensor-core kernels read off the op: W is [n, depth], x's type
-/// or quantized. Both stream x and W through rings of shared-memory stages
-/// whose rows are an odd number of 16 bytes ([stages, rows, stepK + 8]
-/// elements of x's type, and W's stored bytes rounded up so), which makes a
-/// warp's fragment loads (rows g at one offset) hit distinct banks.
+/// or quantized, and x f16/bf16 or FP8 codes. Both stream x and W through
+/// rings of shared-memory stages whose rows are an odd number of 16 bytes
+/// ([stages, rows, stepK + 8] elements of x's type, and stored bytes rounded
+/// up so), which makes a warp's fragment loads (rows g at one offset) hit
+/// distinct banks.
 class TensorCoreLinear {
 public:
   TensorCoreLinear(GpuKernelEmitter &e, LinearOp op)
       : e(e), a(e.arith()), b(e.builder()), op(op), format(weightFormat(op)), bindings(op),
-        element(e.elementType(0)), n(weightShape(op)[0]), depth(weightShape(op)[1]),
-        split(n, depth, hasSmallBatchLinearKernel(op)) {}
+        element(e.elementType(0)), fp8Input(isa<Float8E4M3FNType>(element)), n(weightShape(op)[0]),
+        depth(weightShape(op)[1]), split(n, depth, hasSmallBatchLinearKernel(op)) {}
 
 protected:
   /// Starts the copy of rows [r0, r0 + tileRows) and columns [c0, c0 +
@@ -258,7 +281,20 @@ protected:
   Value weightRing(int64_t stages, int64_t rows, int64_t stepK) {
     if (format == WeightFormat::Float)
       return e.sharedBuffer({stages, rows, stepK + 8}, element);
-    int64_t chunks = (weightRowBytes(op, stepK) + 15) / 16;
+    return byteRing(stages, rows, weightRowBytes(op, stepK));
+  }
+  /// The ring x streams through: its elements, or its FP8 codes as bytes.
+  Value inputRing(int64_t stages, int64_t rows, int64_t stepK) {
+    if (fp8Input)
+      return byteRing(stages, rows, stepK);
+    return e.sharedBuffer({stages, rows, stepK + 8}, element);
+  }
+  /// Columns of x and W a word of their rings holds.
+  int64_t columnsPerWord() const { return fp8Input ? 4 : 2; }
+  /// A ring of `rows` rows of `bytes` a stage, rounded up to an odd number
+  /// of 16 bytes.
+  Value byteRing(int64_t stages, int64_t rows, int64_t bytes) {
+    int64_t chunks = (bytes + 15) / 16;
     return e.sharedBuffer({stages, rows, (chunks | 1) * 16}, b.getI8Type());
   }
 
@@ -274,24 +310,26 @@ protected:
       copySync(w, ring, slot, n0, e.index(n), c0, storedColumns(depth), rows, storedColumns(stepK));
   }
 
-  /// The 32-bit word `word` (elements 2 word, 2 word + 1) of row `row` of
-  /// stage `slot`.
+  /// The 32-bit word `word` (elements 2 word, 2 word + 1 of a ring of
+  /// 16-bit elements, bytes 4 word to 4 word + 3 of a ring of bytes) of row
+  /// `row` of stage `slot`.
   Value wordAt(Value tile, Value slot, Value row, Value word) {
-    auto pair = VectorType::get({2}, element);
-    Value v = vector::LoadOp::create(b, pair, tile,
-                                     ValueRange{slot, row, a.muli(word, e.index(2))});
+    Type stored = cast<MemRefType>(tile.getType()).getElementType();
+    int64_t perWord = 32 / stored.getIntOrFloatBitWidth();
+    Value v = vector::LoadOp::create(b, VectorType::get({perWord}, stored), tile,
+                                     ValueRange{slot, row, a.muli(word, e.index(perWord))});
     auto oneWord = VectorType::get({1}, b.getI32Type());
     Value bits = vector::BitCastOp::create(b, oneWord, v);
     return vector::ExtractOp::create(b, bits, ArrayRef<int64_t>{0});
   }
 
-  /// The B fragment of W's row `row` (in `ring`'s tile) for the k16 step
-  /// whose first word (pair of columns) this thread reads is `word`: words
-  /// `word` and `word` + 4, in x's type. `zero` is the row's int4 zero point
-  /// for the group (zeroPoints).
+  /// The B fragment of W's row `row` (in `ring`'s tile) for the mma step
+  /// whose first word this thread reads is `word`: words `word` and `word` +
+  /// 4, in x's type (FP8 codes as they are for FP8 x). `zero` is the row's
+  /// int4 zero point for the group (zeroPoints).
   SmallVector<Value> weightFragment(Value ring, Value slot, Value row, Value word, Value zero) {
     Value wordHigh = a.addi(word, e.index(4));
-    if (format == WeightFormat::Float)
+    if (format == WeightFormat::Float || fp8Input)
       return {wordAt(ring, slot, row, word), wordAt(ring, slot, row, wordHigh)};
     return {quantizedWord(ring, slot, row, word, zero),
             quantizedWord(ring, slot, row, wordHigh, zero)};
@@ -373,11 +411,12 @@ protected:
   }
 
   /// acc + partial times the scale of group `group` of each sum's column
-  /// (one fma each; FP8: of the column's block of 128 rows of W), for the
-  /// sums of a warp's tilesM x tilesN m16n8 tiles whose first column is
-  /// col0 (storeTiles' order).
-  SmallVector<Value> foldGroup(ValueRange acc, ArrayRef<Value> partial, Value col0, int64_t tilesM,
-                               int64_t tilesN, Value group) {
+  /// (one fma each; FP8: of the column's block of 128 rows of W; FP8 x:
+  /// times x's scale of the sum's row and the group), for the sums of a
+  /// warp's tilesM x tilesN m16n8 tiles whose first is at (row0, col0)
+  /// (storeTiles' order).
+  SmallVector<Value> foldGroup(ValueRange acc, ArrayRef<Value> partial, Value row0, Value col0,
+                               int64_t tilesM, int64_t tilesN, Value group) {
     Value scales = e.binding(bindings.scales);
     Value pairInGroup = a.remui(e.laneId(), e.index(4));
     SmallVector<Value> columnScales;
@@ -389,26 +428,41 @@ protected:
           row = a.divui(row, e.index(kFp8BlockSize));
         columnScales.push_back(a.load(scales, {row, group}));
       }
+    // x's scales of rows g and g + 8 of each m16 tile (rows past M, which
+    // sum zeros, read the last row's).
+    SmallVector<Value> rowScales;
+    if (fp8Input) {
+      Value inputScales = e.binding(bindings.inputScales);
+      Value last = a.subi(e.dimSize(bindings.x, 0), e.index(1));
+      for (int64_t i = 0; i < tilesM; ++i)
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row =
+              a.addi(a.addi(row0, e.index(i * kMmaM + half * 8)), a.divui(e.laneId(), e.index(4)));
+          rowScales.push_back(a.load(inputScales, {a.mini(row, last), group}));
+        }
+    }
     SmallVector<Value> folded;
     for (int64_t i = 0; i < tilesM; ++i)
       for (int64_t j = 0; j < tilesN; ++j)
         for (int64_t q = 0; q < 4; ++q) {
           int64_t at = (i * tilesN + j) * 4 + q;
-          folded.push_back(
-              math::FmaOp::create(b, partial[at], columnScales[j * 2 + q % 2], acc[at]));
+          Value scale = columnScales[j * 2 + q % 2];
+          if (fp8Input)
+            scale = a.mul(rowScales[i * 2 + q / 2], scale);
+          folded.push_back(math::FmaOp::create(b, partial[at], scale, acc[at]));
         }
     return folded;
   }
 
   /// The loop over this block's `count` stages of stepK columns, the first
   /// of which is stage `firstStage` of W, accumulating `init` (the sums of a
-  /// warp's tilesM x tilesN tiles from W row col0): body(stage, sums,
+  /// warp's tilesM x tilesN tiles from (row0, col0)): body(stage, sums,
   /// zeroPoints) adds a stage's products to the sums. An int4 or FP8 W's
   /// groups of 128 columns each sum from zero, then fold into the
   /// accumulators (foldGroup): every kernel rounds a row alike, whatever its
   /// stepK. `count` is then a whole number of groups (groupedStages).
   SmallVector<Value> stageLoop(
-      Value count, Value firstStage, int64_t stepK, ArrayRef<Value> init, Value col0,
+      Value count, Value firstStage, int64_t stepK, ArrayRef<Value> init, Value row0, Value col0,
       int64_t tilesM, int64_t tilesN,
       const std::function<SmallVector<Value>(Value, ArrayRef<Value>, ArrayRef<Value>)> &body) {
     if (!scaledByGroup(format))
@@ -426,7 +480,7 @@ protected:
           SmallVector<Value> sums(acc.size(), e.f32(0));
           for (int64_t s = 0; s < perGroup; ++s)
             sums = body(a.addi(a.muli(g, e.index(perGroup)), e.index(s)), sums, points);
-          return foldGroup(acc, sums, col0, tilesM, tilesN, group);
+          return foldGroup(acc, sums, row0, col0, tilesM, tilesN, group);
         });
   }
 
@@ -492,9 +546,9 @@ protected:
                           b.getDenseI32ArrayAttr(
                               {1, 1, static_cast<int32_t>(split.count)}));
     int64_t quads = acc.size() / 4;
+    auto ringType = cast<MemRefType>(ring.getType());
     assert(e.blockSize() * quads * 16 <=
-               cast<MemRefType>(ring.getType()).getNumElements() *
-                   (element.getIntOrFloatBitWidth() / 8) &&
+               ringType.getNumElements() * (ringType.getElementTypeBitWidth() / 8) &&
            "the sums fit in the x stages");
     auto f32 = b.getF32Type();
     auto quad = VectorType::get({4}, f32);
@@ -547,7 +601,9 @@ protected:
   LinearOp op;
   WeightFormat format;
   LinearBindings bindings;
+  /// x's element type: f16, bf16, or f8E4M3FN codes (`fp8Input`).
   Type element;
+  bool fp8Input;
   int64_t n, depth;
   KSplit split;
 
@@ -560,25 +616,25 @@ private:
 /// The kernel for M > 64 (prefill and large decode batches): a block of 4
 /// warps computes a 64x64 tile over one split of K, each warp a 32x32
 /// quarter of 2 x 4 m16n8 tiles. x and W stream through 4 shared-memory
-/// stages of 32 k, with cp.async when K is a multiple of 8 (else plain
-/// copies into the same ring), 3 steps ahead of the mma. The splits of a
+/// stages of 32 k (64 for FP8 x: as many bytes, and room for the split
+/// sums), with cp.async when K is a multiple of 8 (else plain copies into
+/// the same ring), 3 steps ahead of the mma. The splits of a
 /// tile are one cluster, reduced as in the small-M kernels: a 256-row k
 /// projection has 4 column tiles, which its 8 splits make 32 blocks per
 /// row tile instead of 4.
 class MmaLinear : TensorCoreLinear {
 public:
   static constexpr int64_t kStages = 4;
-  // 20 words per row: a warp's fragment loads (rows g, words t) hit 32 banks.
-  static constexpr int64_t kRowElements = kTileK + 8;
   static_assert(kTileM == kTileN, "copy() stages kTileM rows of x and of W");
 
-  using TensorCoreLinear::TensorCoreLinear;
+  MmaLinear(GpuKernelEmitter &e, LinearOp op)
+      : TensorCoreLinear(e, op), stepK(kTileK * columnsPerWord() / 2) {}
 
   Grid build() {
     Value x = e.binding(bindings.x), w = weight();
     Value m = e.dimSize(bindings.x, 0);
-    Value xs = e.sharedBuffer({kStages, kTileM, kRowElements}, element);
-    Value ws = weightRing(kStages, kTileN, kTileK);
+    Value xs = inputRing(kStages, kTileM, stepK);
+    Value ws = weightRing(kStages, kTileN, stepK);
     Value m0 = a.muli(e.blockId(0), e.index(kTileM));
     Value n0 = a.muli(e.blockId(1), e.index(kTileN));
     Value lane = e.laneId(), warp = e.warpId();
@@ -589,19 +645,19 @@ public:
     // This block's split: steps [first, first + count) of K (all of K when
     // there is one split).
     bool async = depth % kChunk == 0 && weightRowsAligned();
-    int64_t totalSteps = groupedStages(kTileK);
-    int64_t stepsPerSplit = std::min(totalSteps, split.depth() / kTileK);
+    int64_t totalSteps = groupedStages(stepK);
+    int64_t stepsPerSplit = std::min(totalSteps, split.depth() / stepK);
     Value first = a.muli(e.blockId(2), e.index(stepsPerSplit));
     Value count = a.mini(e.index(stepsPerSplit), a.subi(e.index(totalSteps), first));
-    auto kOf = [&](Value step) { return a.muli(a.addi(first, step), e.index(kTileK)); };
+    auto kOf = [&](Value step) { return a.muli(a.addi(first, step), e.index(stepK)); };
     auto copyX = [&](Value step, Value slot) {
       if (async)
-        copyAsync(x, xs, slot, m0, m, kOf(step), depth, kTileM, kTileK);
+        copyAsync(x, xs, slot, m0, m, kOf(step), depth, kTileM, stepK);
       else
-        copySync(x, xs, slot, m0, m, kOf(step), depth, kTileM, kTileK);
+        copySync(x, xs, slot, m0, m, kOf(step), depth, kTileM, stepK);
     };
     auto copyW = [&](Value step, Value slot) {
-      copyWeight(w, ws, slot, n0, kOf(step), kTileN, kTileK, async);
+      copyWeight(w, ws, slot, n0, kOf(step), kTileN, stepK, async);
     };
     auto ifStep = [&](int64_t s, const std::function<void()> &body) {
       e.ifThen(a.cmpi(arith::CmpIPredicate::ult, e.index(s), count), body);
@@ -628,7 +684,7 @@ public:
     SmallVector<Value> init(tilesM * tilesN * 4, e.f32(0));
     Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
     SmallVector<Value> acc = stageLoop(
-        count, first, kTileK, init, col0, tilesM, tilesN,
+        count, first, stepK, init, row0, col0, tilesM, tilesN,
         [&](Value step, ArrayRef<Value> sums, ArrayRef<Value> zeros) -> SmallVector<Value> {
           NVVM::CpAsyncWaitGroupOp::create(b, kStages - 2);
           e.barrier();
@@ -641,7 +697,7 @@ public:
           NVVM::CpAsyncCommitGroupOp::create(b);
           Value slot = a.remui(step, e.index(kStages));
           SmallVector<Value> c(sums);
-          for (int64_t kw = 0; kw < kTileK / 2; kw += kMmaK / 2) {
+          for (int64_t kw = 0; kw < stepK / columnsPerWord(); kw += kMmaWords) {
             Value word = a.addi(pairInGroup, e.index(kw));
             Value wordHigh = a.addi(word, e.index(4));
             SmallVector<SmallVector<Value>> fa, fb;
@@ -670,6 +726,9 @@ public:
     return {ceilDivExpr(e.dimExpr(bindings.x, 0), kTileM),
             std::to_string((n + kTileN - 1) / kTileN), std::to_string(split.count)};
   }
+
+  /// Columns of a stage.
+  int64_t stepK;
 };
 
 /// The shape of a kernel for decode-sized M: a block computes tileM rows x
@@ -717,8 +776,7 @@ public:
     int64_t warpTileN = tile.tileN / warpsN, tilesN = warpTileN / kMmaN;
     Value x = e.binding(bindings.x), w = weight();
     Value m = e.dimSize(bindings.x, 0);
-    // Rows of stepK plus 8 elements: see TensorCoreLinear.
-    Value xs = e.sharedBuffer({tile.stages, tile.tileM, tile.stepK + 8}, element);
+    Value xs = inputRing(tile.stages, tile.tileM, tile.stepK);
     Value ws = weightRing(tile.stages, tile.tileN, tile.stepK);
     Value m0 = a.muli(e.blockId(0), e.index(tile.tileM));
     Value n0 = a.muli(e.blockId(1), e.index(tile.tileN));
@@ -758,7 +816,7 @@ public:
     SmallVector<Value> init(tilesN * 4, e.f32(0));
     Value row0 = a.addi(m0, warpRow), col0 = a.addi(n0, warpCol);
     SmallVector<Value> acc = stageLoop(
-        count, first, tile.stepK, init, col0, 1, tilesN,
+        count, first, tile.stepK, init, row0, col0, 1, tilesN,
         [&](Value stage, ArrayRef<Value> sums, ArrayRef<Value> zeros) -> SmallVector<Value> {
           // This stage's group is complete once at most stages - 2 newer
           // ones are pending; the barrier makes every thread's copies
@@ -775,7 +833,7 @@ public:
           Value slot = a.remui(stage, e.index(tile.stages));
           SmallVector<Value> c(sums);
           Value r = a.addi(warpRow, group), r8 = a.addi(r, e.index(8));
-          for (int64_t kw = 0; kw < tile.stepK / 2; kw += kMmaK / 2) {
+          for (int64_t kw = 0; kw < tile.stepK / columnsPerWord(); kw += kMmaWords) {
             Value word = a.addi(pairInGroup, e.index(kw));
             Value wordHigh = a.addi(word, e.index(4));
             SmallVector<Value> fa = {wordAt(xs, slot, r, word), wordAt(xs, slot, r8, word),

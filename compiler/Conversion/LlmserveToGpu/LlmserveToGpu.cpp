@@ -113,6 +113,7 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       .Case([&](LinearOp o) { return buildLinearKernel(e, o); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
+      .Case([&](QuantizeFp8Op) { return buildQuantizeFp8Kernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](SiluMulOp) { return buildSiluMulKernel(e); })
       .Case([&](GeluMulOp o) { return buildGeluMulKernel(e, o); })

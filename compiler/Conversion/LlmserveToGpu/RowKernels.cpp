@@ -237,6 +237,49 @@ Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp o) {
   return {e.dimExpr(0, 0), "1", "1"};
 }
 
+Grid mlir::llmserve::buildQuantizeFp8Kernel(GpuKernelEmitter &e) {
+  // A warp per group of 128 columns of a row, 4 consecutive columns a lane
+  // (a warp's loads are one contiguous run): the group's largest magnitude
+  // by the warp's butterfly (a max, exact in any order), then each lane's
+  // codes by the same division and rounding as the CPU's.
+  Arith &a = e.arith();
+  ImplicitLocOpBuilder &b = e.builder();
+  Value input = e.binding(0), codes = e.binding(1), scales = e.binding(2);
+  constexpr int64_t perLane = kFp8BlockSize / kWarpSize;
+  Value t = e.blockId(0);
+  Value group = a.addi(a.muli(e.blockId(1), e.index(e.numWarps())), e.warpId());
+  Value width = e.dimSize(0, 1);
+  e.ifThen(a.cmpi(arith::CmpIPredicate::ult, group, e.dimSize(2, 1)), [&] {
+    Value first =
+        a.addi(a.muli(group, e.index(kFp8BlockSize)), a.muli(e.laneId(), e.index(perLane)));
+    SmallVector<Value> columns, values;
+    Value largest = e.f32(0);
+    for (int64_t i = 0; i < perLane; ++i) {
+      Value k = a.addi(first, e.index(i));
+      Value inside = a.cmpi(arith::CmpIPredicate::ult, k, width);
+      Value x = a.select(inside, e.loadF32(input, {t, a.select(inside, k, e.index(0))}), e.f32(0));
+      largest = a.max(largest, math::AbsFOp::create(b, x));
+      columns.push_back(k);
+      values.push_back(x);
+    }
+    largest = e.warpReduce(largest, [&](Value p, Value q) { return a.max(p, q); });
+    Value scale = a.div(a.max(largest, e.f32(kFp8ActivationFloor)), e.f32(kFp8Largest));
+    for (int64_t i = 0; i < perLane; ++i)
+      e.ifThen(a.cmpi(arith::CmpIPredicate::ult, columns[i], width), [&] {
+        a.store(encodeE4M3(b, values[i], scale), codes, {t, columns[i]});
+      });
+    e.ifThen(a.cmpi(arith::CmpIPredicate::eq, e.laneId(), e.index(0)), [&] {
+      a.store(scale, scales, {t, group});
+    });
+  });
+  int64_t groups = e.bindingType(2).getDimSize(1);
+  return {e.dimExpr(0, 0),
+          ShapedType::isDynamic(groups)
+              ? ceilDivExpr(e.dimExpr(2, 1), e.numWarps())
+              : std::to_string(llvm::divideCeilSigned(groups, e.numWarps())),
+          "1"};
+}
+
 namespace {
 
 /// Elementwise kernels see every binding as a flat vector; a block takes

@@ -85,6 +85,9 @@ def Llmserve_WeightTensor : RankedTensorOf<[F32, F16, BF16, I8, I<4>, F8E4M3FN]>
 // row and group of 128 columns, or FP8 e4m3 with scales per block of 128 x
 // 128.
 def Llmserve_LinearWeight : 2DTensorOf<[F32, F16, BF16, I8, I<4>, F8E4M3FN]>;
+// A linear's input: float, or FP8 e4m3 codes with scales per row and group of
+// 128 columns (llmserve.quantize_fp8).
+def Llmserve_LinearInput : 2DTensorOf<[F32, F16, BF16, F8E4M3FN]>;
 // A paged KV cache: [num_blocks, block_size, kv_heads, head_dim], of the
 // activations' type or of 8-bit floats with a scale per cache tensor.
 def Llmserve_KvCache : 4DTensorOf<[F32, F16, BF16, F8E4M3FN]>;

@@ -135,6 +135,14 @@ Type mlir::llmserve::quantizedZerosType(Type weight) {
       IntegerType::get(weight.getContext(), 8));
 }
 
+Type mlir::llmserve::activationScalesType(Type input) {
+  auto type = cast<ShapedType>(input);
+  return RankedTensorType::get(
+      {type.getDimSize(0),
+       llvm::divideCeilSigned(type.getDimSize(1), kFp8BlockSize)},
+      Float32Type::get(input.getContext()));
+}
+
 Type mlir::llmserve::quantizedScalesType(Type weight) {
   auto type = cast<ShapedType>(weight);
   Type f32 = Float32Type::get(weight.getContext());
@@ -405,6 +413,25 @@ LogicalResult LinearOp::verify() {
   // and an f32 linear may read a narrow weight (the CPU's widened weights).
   Type resultElement = cast<ShapedType>(result.getType()).getElementType();
   Type inputElement = cast<ShapedType>(input.getType()).getElementType();
+  if (isa<Float8E4M3FNType>(inputElement) != bool(getInputScales()))
+    return emitOpError(getInputScales()
+                           ? "input_scales go with an f8E4M3FN input only"
+                           : "an f8E4M3FN input needs input_scales");
+  if (isa<Float8E4M3FNType>(inputElement)) {
+    // W8A8: the codes of x and of W, the sums of the result's type.
+    if (!isa<Float8E4M3FNType>(weightElement))
+      return emitOpError() << "an f8E4M3FN input needs an f8E4M3FN weight, got "
+                           << weight.getType();
+    if (failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 1)) ||
+        failed(verifyDimsMatch(op, "result", result, 0, "input", input, 0)) ||
+        failed(verifyDimsMatch(op, "result", result, 1, "weight", weight, 0)))
+      return failure();
+    if (bias &&
+        (failed(verifySameElementType(op, "bias", bias, "result", result)) ||
+         failed(verifyDimsMatch(op, "bias", bias, 0, "weight", weight, 0))))
+      return failure();
+    return success();
+  }
   bool widenedWeight = inputElement.isF32() && !quantized &&
                        isa<FloatType>(weightElement);
   if ((!quantized && !widenedWeight &&
@@ -418,6 +445,16 @@ LogicalResult LinearOp::verify() {
   if (bias &&
       (failed(verifySameElementType(op, "bias", bias, "input", input)) ||
        failed(verifyDimsMatch(op, "bias", bias, 0, "weight", weight, 0))))
+    return failure();
+  return success();
+}
+
+LogicalResult QuantizeFp8Op::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyDimsMatch(op, "codes", getCodes(), 0, "input", getInput(),
+                             0)) ||
+      failed(
+          verifyDimsMatch(op, "codes", getCodes(), 1, "input", getInput(), 1)))
     return failure();
   return success();
 }

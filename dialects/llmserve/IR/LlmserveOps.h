@@ -19,6 +19,11 @@ inline constexpr int64_t kInt4GroupColumns = 128;
 /// The rows and columns of a block of an FP8 checkpoint's weight that share
 /// a scale (fp8_block128).
 inline constexpr int64_t kFp8BlockSize = 128;
+/// e4m3's largest value, which llmserve.quantize_fp8 maps a group's largest
+/// magnitude to, and the magnitude below which a group's scale stops
+/// shrinking (an all-zero group gets codes of zero).
+inline constexpr float kFp8Largest = 448.0f;
+inline constexpr float kFp8ActivationFloor = 1e-10f;
 /// The scales of a linear's quantized weight of type `weight`: [N] for i8
 /// values (int8_channel), [N, K / 128] for i4 (int4_group128), [ceil(N /
 /// 128), ceil(K / 128)] for f8E4M3FN (fp8_block128).
@@ -45,6 +50,9 @@ inline bool isFourBit(std::optional<QuantizedCheckpoint> checkpoint) {
 Type quantizedZerosType(Type weight);
 /// The scales of an expert_linear's i8 weight [E, N, K]: f32 [E, N].
 Type expertScalesType(Type weight);
+/// The scales of x [M, K] quantized to FP8 by llmserve.quantize_fp8: f32
+/// [M, ceil(K / 128)], one per row and group of 128 columns.
+Type activationScalesType(Type input);
 } // namespace mlir::llmserve
 
 #define GET_OP_CLASSES

@@ -232,7 +232,11 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
         "weight", "scales", "::mlir::llmserve::quantizedScalesType($_self)">,
     OptionalTypesMatchWith<"zeros has one i8 per row and group of 128 "
         "columns of an i4 weight",
-        "weight", "zeros", "::mlir::llmserve::quantizedZerosType($_self)">]> {
+        "weight", "zeros", "::mlir::llmserve::quantizedZerosType($_self)">,
+    OptionalTypesMatchWith<"input_scales has one f32 per row and group of "
+        "128 columns of an f8E4M3FN input",
+        "input", "input_scales",
+        "::mlir::llmserve::activationScalesType($_self)">]> {
   let summary = "x·Wᵀ + b";
   let description = [{
     `result[m, n] = sum_k input[m, k] * weight[n, k] + bias[n]`, with `input`
@@ -255,6 +259,13 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
     `result[m, n] = sum_k input[m, k] * weight[n, k] * scales[n / 128, k /
     128] + bias[n]`.
 
+    An f8E4M3FN `input` (x quantized by `llmserve.quantize_fp8`) comes with
+    `input_scales` [M, ceil(K / 128)], one f32 per row and group of 128
+    columns, and an f8E4M3FN weight: `result[m, n] = sum_k input[m, k] *
+    input_scales[m, k / 128] * weight[n, k] * scales[n / 128, k / 128] +
+    bias[n]`, of the bias's type (W8A8: both operands on the FP8 tensor
+    cores).
+
     Example:
 
     ```mlir
@@ -265,26 +276,60 @@ def Llmserve_LinearOp : Llmserve_Op<"linear", [Pure, AttrSizedOperandSegments,
         : tensor<?x64xf32>, tensor<128x64xi8> -> tensor<?x128xf32>
     %r = llmserve.linear %x, %v4 scales %s4
         : tensor<?x256xf32>, tensor<128x256xi4> -> tensor<?x128xf32>
+    %f = llmserve.linear %c input_scales %cs, %w8 scales %s8
+        : tensor<?x256xf8E4M3FN>, tensor<128x256xf8E4M3FN> -> tensor<?x128xbf16>
     ```
   }];
-  let arguments = (ins Llmserve_FloatTensor2D:$input,
+  let arguments = (ins Llmserve_LinearInput:$input,
                        Llmserve_LinearWeight:$weight,
                        Optional<Llmserve_F32Tensor>:$scales,
                        Optional<2DTensorOf<[I8]>>:$zeros,
-                       Optional<Llmserve_FloatTensor1D>:$bias);
+                       Optional<Llmserve_FloatTensor1D>:$bias,
+                       Optional<Llmserve_F32Tensor2D>:$input_scales);
   let results = (outs Llmserve_FloatTensor2D:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`scales` $scales^)? (`zeros` $zeros^)? (`bias` $bias^)?
-    attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)? `->`
-    type($result)
+    $input (`input_scales` $input_scales^)? `,` $weight (`scales` $scales^)?
+    (`zeros` $zeros^)? (`bias` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
   }];
   let builders = [
     OpBuilder<(ins "Type":$result, "Value":$input, "Value":$weight,
                    "Value":$bias), [{
       build($_builder, $_state, result, input, weight, /*scales=*/Value(),
-            /*zeros=*/Value(), bias);
+            /*zeros=*/Value(), bias, /*input_scales=*/Value());
     }]>
   ];
+}
+
+def Llmserve_QuantizeFp8Op : Llmserve_Op<"quantize_fp8", [Pure,
+    TypesMatchWith<"scales has one f32 per row and group of 128 columns of "
+        "input", "input", "scales",
+        "::mlir::llmserve::activationScalesType($_self)">]> {
+  let summary = "x as FP8 e4m3 codes with a scale per row and group of 128";
+  let description = [{
+    Dynamic per-token-group quantization of `input` [M, K] for a W8A8
+    `llmserve.linear`: for row m and group g of 128 columns (the last may
+    have fewer),
+
+    ```
+    scales[m, g] = max(max_{k in g} |input[m, k]|, 1e-10) / 448
+    codes[m, k]  = input[m, k] / scales[m, k / 128], rounded to the nearest
+                   e4m3 value (ties to even)
+    ```
+
+    both in f32, so that every row's codes depend on that row alone. 448 is
+    e4m3's largest value, which the group's largest magnitude maps to.
+
+    Example:
+
+    ```mlir
+    %c, %s = llmserve.quantize_fp8 %x : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins Llmserve_FloatTensor2D:$input);
+  let results = (outs 2DTensorOf<[F8E4M3FN]>:$codes,
+                      Llmserve_F32Tensor2D:$scales);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($codes)";
 }
 
 def Llmserve_RopeOp : Llmserve_Op<"rope",

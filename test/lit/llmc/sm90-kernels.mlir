@@ -254,3 +254,37 @@ func.func @linear_quantized(%x: tensor<16x256xbf16>) -> tensor<16x64xbf16> {
   %f = llmserve.linear %o, %v8f scales %s8f : tensor<16x128xbf16>, tensor<64x128xf8E4M3FN> -> tensor<16x64xbf16>
   return %f : tensor<16x64xbf16>
 }
+
+// W8A8: the quantization's scale is the group's largest magnitude (a
+// butterfly of max.f32) over 448 by an IEEE division, as is each element
+// over it; the linear reads x's codes and W's as 32-bit words of 4 codes
+// into mma.sync m16n8k32 e4m3, and folds each group's sums in times the
+// product of the two scales.
+// CHECK-LABEL: .visible .entry llmserve_d18_quantize_fp8(
+// CHECK:      shfl.sync.bfly.b32 [[PEER:%r[0-9]+]], [[MINE:%r[0-9]+]], 1, 31, -1;
+// CHECK-NEXT: max.NaN.f32 [[LARGEST:%r[0-9]+]], [[MINE]], [[PEER]];
+// CHECK-NEXT: max.NaN.f32 [[FLOORED:%r[0-9]+]], [[LARGEST]], 0f2EDBE6FF;
+// CHECK-NEXT: div.rn.f32 [[SCALE:%r[0-9]+]], [[FLOORED]], 0f43E00000;
+// CHECK-NEXT: div.rn.f32 %r{{[0-9]+}}, %r{{[0-9]+}}, [[SCALE]];
+// CHECK:      st.global.b8
+// CHECK:      st.global.b32 [%rd{{[0-9]+}}], [[SCALE]];
+// CHECK-LABEL: .visible .entry llmserve_d19_linear_small_m(
+// CHECK:      ld.shared.b32 [[A0:%r[0-9]+]], [[[ROW:%rd[0-9]+]]];
+// CHECK-NEXT: ld.shared.b32 [[A1:%r[0-9]+]], [[[ROW8:%rd[0-9]+]]];
+// CHECK-NEXT: ld.shared.b32 [[A2:%r[0-9]+]], [[[ROW]]+16];
+// CHECK-NEXT: ld.shared.b32 [[A3:%r[0-9]+]], [[[ROW8]]+16];
+// CHECK-NEXT: ld.shared.b32 [[B0:%r[0-9]+]], [[[COL:%rd[0-9]+]]];
+// CHECK-NEXT: ld.shared.b32 [[B1:%r[0-9]+]], [[[COL]]+16];
+// CHECK:      mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+// CHECK-NEXT:   {{{.*}}},
+// CHECK-NEXT:   {[[A0]], [[A1]], [[A2]], [[A3]]},
+// CHECK-NEXT:   {[[B0]], [[B1]]},
+// CHECK:      mul.rn.f32 [[BOTH:%r[0-9]+]],
+// CHECK-NEXT: fma.rn.f32 %r{{[0-9]+}}, %r{{[0-9]+}}, [[BOTH]],
+func.func @linear_w8a8(%x: tensor<16x256xbf16>) -> tensor<16x128xbf16> {
+  %v = llmserve.weight "w" quantized fp8_block128 values from fp8_block128 : tensor<128x256xf8E4M3FN>
+  %s = llmserve.weight "w" quantized fp8_block128 scales from fp8_block128 : tensor<1x2xf32>
+  %c, %cs = llmserve.quantize_fp8 %x : tensor<16x256xbf16> -> tensor<16x256xf8E4M3FN>
+  %y = llmserve.linear %c input_scales %cs, %v scales %s : tensor<16x256xf8E4M3FN>, tensor<128x256xf8E4M3FN> -> tensor<16x128xbf16>
+  return %y : tensor<16x128xbf16>
+}

@@ -91,3 +91,12 @@ func.func @linear_fp8(%x: tensor<?x256xf32>) -> tensor<?x128xf32> {
   %y = llmserve.linear %x, %v scales %s : tensor<?x256xf32>, tensor<128x256xf8E4M3FN> -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
 }
+
+// -----
+
+// W8A8 (llmc compile --fp8-activations, sm_90 only).
+func.func @quantize_fp8(%x: tensor<?x256xf32>) -> tensor<?x256xf8E4M3FN> {
+  // expected-error @below {{'llmserve.quantize_fp8' op has no CPU kernel}}
+  %c, %s = llmserve.quantize_fp8 %x : tensor<?x256xf32> -> tensor<?x256xf8E4M3FN>
+  return %c : tensor<?x256xf8E4M3FN>
+}

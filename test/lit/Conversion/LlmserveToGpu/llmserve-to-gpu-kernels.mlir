@@ -15,7 +15,7 @@
 //  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "2", "1"], kernel = "d0_linear", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear"},
 //  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-16,0),1))", "8", "1"], kernel = "d0_linear_small_m", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_small_m"},
 //  CHECK-SAME:                          {block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-16,0),1)*(1-min(max($0-64,0),1))", "4", "1"], kernel = "d0_linear_medium_m", programmatic_launch = true, shared_bytes = 0 : i64, symbol = "llmserve_d0_linear_medium_m"}]
-//       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">]
+//       CHECK: gpu.module @kernels [#nvvm.target<O = 3, chip = "sm_90", features = "+ptx84">]
 //       CHECK:   gpu.func @llmserve_d0_linear(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64)
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 //  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 128, 1, 1>}
@@ -700,5 +700,51 @@ func.func @linear_fp8(%x: tensor<?x320xbf16>) -> tensor<?x200xbf16> {
   %v = llmserve.weight "w" quantized fp8_block128 values from fp8_block128 : tensor<200x320xf8E4M3FN>
   %s = llmserve.weight "w" quantized fp8_block128 scales from fp8_block128 : tensor<2x3xf32>
   %y = llmserve.linear %x, %v scales %s : tensor<?x320xbf16>, tensor<200x320xf8E4M3FN> -> tensor<?x200xbf16>
+  return %y : tensor<?x200xbf16>
+}
+
+// -----
+
+// W8A8: x quantized to FP8 by a warp per group of 128 columns of a row (8
+// groups a block of 8 warps: K = 320 is 3 groups, the last of 64): the
+// group's largest magnitude by a butterfly of maxima, its scale, and codes
+// by the shared e4m3 rounding. The linear streams x's codes as bytes, like
+// W's, and both go to mma.sync m16n8k32 e4m3 as stored, 4 codes a word; the
+// large-tile kernel takes stages of 64 k. A group folds into the
+// accumulators times x's scale of the row times W's of the column's block.
+// CHECK-LABEL: func.func @linear_w8a8
+//       CHECK:   llmserve.quantize_fp8
+//  CHECK-SAME:     grid = ["$0", "1", "1"], kernel = "d0_quantize_fp8"
+//       CHECK:   llmserve.linear
+//  CHECK-SAME:     grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "4", "3"], kernel = "d1_linear"
+//       CHECK:   gpu.func @llmserve_d0_quantize_fp8(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xf32>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:     gpu.shuffle  xor
+//       CHECK:     arith.maximumf
+//       CHECK:     %[[FLOOR:.*]] = arith.maximumf %{{[0-9]+}}, %cst{{.*}} : f32
+//       CHECK:     %[[SCALE:.*]] = arith.divf %[[FLOOR]], %{{.*}} : f32
+//       CHECK:     arith.divf %{{.*}}, %[[SCALE]] : f32
+//       CHECK:     memref.store %{{.*}} : memref<?x320xi8
+//       CHECK:     memref.store %[[SCALE]], %{{.*}} : memref<?x3xf32
+//       CHECK:   gpu.func @llmserve_d1_linear(%{{.*}}: memref<1xi8>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x64x80xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x64x80xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//       CHECK:   gpu.func @llmserve_d1_linear_small_m(
+//  CHECK-SAME:     workgroup(%[[XS:.*]] : memref<4x16x144xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[WS:.*]] : memref<4x16x144xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//       CHECK:     scf.for %{{.*}} iter_args(%[[ACC:[^ ]*]] = %{{.*}}
+//       CHECK:       %[[A:.*]] = vector.load %[[XS]][{{.*}}] : memref<4x16x144xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+//  CHECK-NEXT:       vector.bitcast %[[A]] : vector<4xi8> to vector<1xi32>
+//       CHECK:       %[[B:.*]] = vector.load %[[WS]][{{.*}}] : memref<4x16x144xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+//  CHECK-NEXT:       vector.bitcast %[[B]] : vector<4xi8> to vector<1xi32>
+//       CHECK:       llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32"
+//       CHECK:       %[[WSCALE:.*]] = memref.load %{{.*}} : memref<2x3xf32, strided<[3, 1]>>
+//       CHECK:       %[[XSCALE:.*]] = memref.load %{{.*}} : memref<?x3xf32, strided<[3, 1]>>
+//       CHECK:       %[[BOTH:.*]] = arith.mulf %[[XSCALE]], %[[WSCALE]] : f32
+//       CHECK:       math.fma %{{.*}}, %[[BOTH]], %[[ACC]] : f32
+//       CHECK:   gpu.func @llmserve_d1_linear_medium_m(
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<3x64x80xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<3x32x80xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+func.func @linear_w8a8(%x: tensor<?x320xbf16>) -> tensor<?x200xbf16> {
+  %v = llmserve.weight "w" quantized fp8_block128 values from fp8_block128 : tensor<200x320xf8E4M3FN>
+  %s = llmserve.weight "w" quantized fp8_block128 scales from fp8_block128 : tensor<2x3xf32>
+  %c, %cs = llmserve.quantize_fp8 %x : tensor<?x320xbf16> -> tensor<?x320xf8E4M3FN>
+  %y = llmserve.linear %c input_scales %cs, %v scales %s : tensor<?x320xf8E4M3FN>, tensor<200x320xf8E4M3FN> -> tensor<?x200xbf16>
   return %y : tensor<?x200xbf16>
 }

@@ -181,7 +181,7 @@ func.func @weight_fp8_scales_of_rows() {
 
 func.func @linear_fp8_scales_shape(%x: tensor<?x256xbf16>, %w: tensor<200x256xf8E4M3FN>, %s: tensor<200x2xf32>) {
   // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, per row and group of 128 columns of an i4 one, and per block of 128 x 128 of an f8E4M3FN one}}
-  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x256xbf16>, tensor<200x256xf8E4M3FN>, tensor<200x2xf32>) -> tensor<?x200xbf16>
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<?x256xbf16>, tensor<200x256xf8E4M3FN>, tensor<200x2xf32>) -> tensor<?x200xbf16>
   return
 }
 
@@ -480,6 +480,62 @@ func.func @linear_result_type(%x: tensor<?x8xf16>, %w: tensor<4x8xf16>) {
 
 // -----
 
+func.func @linear_fp8_input_without_scales(%x: tensor<?x256xf8E4M3FN>, %w: tensor<4x256xf8E4M3FN>, %s: tensor<1x2xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op an f8E4M3FN input needs input_scales}}
+  %y = llmserve.linear %x, %w scales %s : tensor<?x256xf8E4M3FN>, tensor<4x256xf8E4M3FN> -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_input_scales_of_float_input(%x: tensor<?x256xbf16>, %xs: tensor<?x2xf32>, %w: tensor<4x256xf8E4M3FN>, %s: tensor<1x2xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op input_scales go with an f8E4M3FN input only}}
+  %y = "llmserve.linear"(%x, %w, %s, %xs) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1>} : (tensor<?x256xbf16>, tensor<4x256xf8E4M3FN>, tensor<1x2xf32>, tensor<?x2xf32>) -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_fp8_input_of_float_weight(%x: tensor<?x256xf8E4M3FN>, %xs: tensor<?x2xf32>, %w: tensor<4x256xbf16>) {
+  // expected-error @+1 {{'llmserve.linear' op an f8E4M3FN input needs an f8E4M3FN weight, got 'tensor<4x256xbf16>'}}
+  %y = llmserve.linear %x input_scales %xs, %w : tensor<?x256xf8E4M3FN>, tensor<4x256xbf16> -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_fp8_input_scales_shape(%x: tensor<?x320xf8E4M3FN>, %xs: tensor<?x2xf32>, %w: tensor<4x320xf8E4M3FN>, %s: tensor<1x3xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op failed to verify that input_scales has one f32 per row and group of 128 columns of an f8E4M3FN input}}
+  %y = "llmserve.linear"(%x, %w, %s, %xs) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1>} : (tensor<?x320xf8E4M3FN>, tensor<4x320xf8E4M3FN>, tensor<1x3xf32>, tensor<?x2xf32>) -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_fp8_input_bias_type(%x: tensor<?x256xf8E4M3FN>, %xs: tensor<?x2xf32>, %w: tensor<4x256xf8E4M3FN>, %s: tensor<1x2xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'llmserve.linear' op bias element type 'f32' must equal result element type 'bf16'}}
+  %y = llmserve.linear %x input_scales %xs, %w scales %s bias %b : tensor<?x256xf8E4M3FN>, tensor<4x256xf8E4M3FN>, tensor<4xf32> -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @quantize_fp8_codes_shape(%x: tensor<?x256xbf16>) {
+  // expected-error @+1 {{'llmserve.quantize_fp8' op codes dim 1 (128) must equal input dim 1 (256)}}
+  %c, %s = "llmserve.quantize_fp8"(%x) : (tensor<?x256xbf16>) -> (tensor<?x128xf8E4M3FN>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+func.func @quantize_fp8_scales_shape(%x: tensor<?x256xbf16>) {
+  // expected-error @+1 {{'llmserve.quantize_fp8' op failed to verify that scales has one f32 per row and group of 128 columns of input}}
+  %c, %s = "llmserve.quantize_fp8"(%x) : (tensor<?x256xbf16>) -> (tensor<?x256xf8E4M3FN>, tensor<?x3xf32>)
+  return
+}
+
+// -----
+
 func.func @linear_i8_without_scales(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>) {
   // expected-error @+1 {{'llmserve.linear' op an i8, i4 or f8E4M3FN weight needs scales}}
   %y = llmserve.linear %x, %w : tensor<?x8xf32>, tensor<4x8xi8> -> tensor<?x4xf32>
@@ -506,7 +562,7 @@ func.func @linear_zeros_with_i8(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: ten
 
 func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tensor<8xf32>) {
   // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, per row and group of 128 columns of an i4 one, and per block of 128 x 128 of an f8E4M3FN one}}
-  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x8xf32>, tensor<4x8xi8>, tensor<8xf32>) -> tensor<?x4xf32>
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<?x8xf32>, tensor<4x8xi8>, tensor<8xf32>) -> tensor<?x4xf32>
   return
 }
 
@@ -514,7 +570,7 @@ func.func @linear_scales_shape(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %s: tens
 
 func.func @linear_int4_scales_shape(%x: tensor<?x256xf32>, %w: tensor<4x256xi4>, %s: tensor<4xf32>) {
   // expected-error @+1 {{'llmserve.linear' op failed to verify that scales has one f32 per row of an i8 weight, per row and group of 128 columns of an i4 one, and per block of 128 x 128 of an f8E4M3FN one}}
-  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<?x256xf32>, tensor<4x256xi4>, tensor<4xf32>) -> tensor<?x4xf32>
+  %y = "llmserve.linear"(%x, %w, %s) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<?x256xf32>, tensor<4x256xi4>, tensor<4xf32>) -> tensor<?x4xf32>
   return
 }
 
@@ -569,7 +625,7 @@ func.func @linear_bias_size(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %b: tensor
 // -----
 
 func.func @linear_not_float(%x: tensor<?x8xi32>, %w: tensor<4x8xf32>) {
-  // expected-error @+1 {{'llmserve.linear' op operand #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x8xi32>'}}
+  // expected-error @+1 {{custom op 'llmserve.linear' 'input' must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type or f8E4M3FN type values, but got 'tensor<?x8xi32>'}}
   %y = llmserve.linear %x, %w : tensor<?x8xi32>, tensor<4x8xf32> -> tensor<?x4xf32>
   return
 }

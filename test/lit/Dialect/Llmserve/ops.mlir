@@ -94,6 +94,18 @@ func.func @fp8_weight_as_stored(%x: tensor<?x256xbf16>) -> tensor<?x172xbf16> {
   return %y : tensor<?x172xbf16>
 }
 
+// x quantized to FP8 per row and group of 128 columns (K = 320: the last
+// group has 64), and a W8A8 linear of those codes with a bias of its
+// result's type.
+// CHECK-LABEL: func @fp8_activations
+func.func @fp8_activations(%x: tensor<?x320xbf16>, %w: tensor<200x320xf8E4M3FN>, %s: tensor<2x3xf32>, %b: tensor<200xbf16>) -> tensor<?x200xbf16> {
+  // CHECK: %[[C:.*]], %[[S:.*]] = llmserve.quantize_fp8 %{{.*}} : tensor<?x320xbf16> -> tensor<?x320xf8E4M3FN>
+  %c, %cs = llmserve.quantize_fp8 %x : tensor<?x320xbf16> -> tensor<?x320xf8E4M3FN>
+  // CHECK: llmserve.linear %[[C]] input_scales %[[S]], %{{.*}} scales %{{.*}} bias %{{.*}} : tensor<?x320xf8E4M3FN>, tensor<200x320xf8E4M3FN>, tensor<200xbf16> -> tensor<?x200xbf16>
+  %y = llmserve.linear %c input_scales %cs, %w scales %s bias %b : tensor<?x320xf8E4M3FN>, tensor<200x320xf8E4M3FN>, tensor<200xbf16> -> tensor<?x200xbf16>
+  return %y : tensor<?x200xbf16>
+}
+
 // -----
 
 // CHECK-LABEL: func @int4_weight
