@@ -350,6 +350,55 @@ def case_linear_fp8(m, k, n, rows=None, bias=True):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
+def bf16_exact(a):
+    """f32 `a` rounded to bf16 (nearest even), as f32: values both storage
+    types hold alike."""
+    return torch.from_numpy(a).to(torch.bfloat16).float().numpy()
+
+
+def fp8_activations(x):
+    """x [M, K] (float32) as llmserve.quantize_fp8 quantizes it, dequantized
+    (float64): per row and group of 128 columns, the scale max(max |x|,
+    1e-10) / 448 and x / scale rounded to e4m3, both in float32, times it."""
+    x = np.asarray(x, dtype=np.float32)
+    out = np.empty(x.shape, dtype=np.float64)
+    for g in range(0, x.shape[1], 128):
+        group = x[:, g:g + 128]
+        scale = np.maximum(np.abs(group).max(axis=1), np.float32(1e-10)) / np.float32(448)
+        out[:, g:g + 128] = e4m3_round(group / scale[:, None]) * scale[:, None]
+    return out
+
+
+def case_linear_w8a8(m, k, n, bias=True):
+    """A W8A8 linear (llmc compile --fp8-activations): x quantized by
+    llmserve.quantize_fp8, an FP8 checkpoint's codes and block scales, both
+    on sm_90's FP8 tensor cores; against the float64 product of both
+    dequantized. x and the bias are bf16 values, so that the case's f32 and
+    bf16 storage share the reference. sm_90 only: the CPU has no such
+    kernels."""
+    from checkpoints import quantized  # noqa: E402  (the fixtures' packer)
+    import quantized_checkpoint  # noqa: E402  (the reference's dequantizer)
+    x = bf16_exact(f32(m, k))
+    weights = quantized.fp8_tensors("w", torch.from_numpy(f32(n, k)))
+    w = quantized_checkpoint.dequantize_fp8(weights["w"].codes, weights["w_scale_inv"])
+    ty, xty = f"tensor<{m}x{n}xf32>", f"tensor<{m}x{k}xf32>"
+    codes, wty = f"tensor<{m}x{k}xf8E4M3FN>", f"tensor<{n}x{k}xf8E4M3FN>"
+    sty = f"tensor<{-(-n // 128)}x{-(-k // 128)}xf32>"
+    lines = [f'  %w = llmserve.weight "w" quantized fp8_block128 values from fp8_block128 : {wty}',
+             f'  %s = llmserve.weight "w" quantized fp8_block128 scales from fp8_block128 : {sty}',
+             f"  %c, %cs = llmserve.quantize_fp8 %a0 : {xty} -> {codes}"]
+    ref = t(fp8_activations(x)) @ w.double().T
+    b, bty = "", ""
+    if bias:
+        weights["b"] = torch.from_numpy(bf16_exact(f32(n)))
+        lines.append(f'  %b = llmserve.weight "b" : tensor<{n}xf32>')
+        ref = ref + t(weights["b"])
+        b, bty = " bias %b", f", tensor<{n}xf32>"
+    lines.append(f"  %y = llmserve.linear %c input_scales %cs, %w scales %s{b} : {codes}, "
+                 f"{wty}{bty} -> {ty}")
+    return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
+
+
 def case_gated_mlp(m, k, n, return_up=False):
     """silu(x·Wgᵀ) * (x·Wuᵀ) with checkpoint weights: llmc puts the two
     linears and silu_mul in one dispatch region (one kernel). With
@@ -831,6 +880,14 @@ def fp8_linear_invariance_pair(m):
     return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
 
 
+def w8a8_linear_invariance_pair(m):
+    """The same 3 rows of a W8A8 linear in an m-row step and alone (sm_90's
+    large-tile or 64-row kernel against the small-M one; K = 320)."""
+    inputs, text, _, weights = case_linear_w8a8(m=m, k=320, n=200)
+    few_text = text.replace(f"tensor<{m}x", "tensor<3x")
+    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
+
+
 def bf16_linear_invariance_pair():
     """The same 3 rows of a bf16 linear (the vdpbf16ps kernel where the CPU
     has it) in a 70-row step, which tiles them 4 rows at a time in blocks of
@@ -1226,6 +1283,22 @@ CASES = {
     "sample_large_vocabulary": sample_large_vocabulary_case,
     "sample_finite_noise": sample_finite_noise_case,
 }
+# Cases of ops that only sm_90 has kernels for, which test/gpu/gpu_checks.py
+# compares with their references: W8A8 linears of the small-M, 64-row and
+# large-tile kernels, K ending within a group.
+SM90_CASES = {
+    "linear_w8a8": lambda: case_linear_w8a8(m=13, k=384, n=200),
+    "linear_w8a8_ragged_k": lambda: case_linear_w8a8(m=40, k=320, n=300),
+    "linear_w8a8_many_rows": lambda: case_linear_w8a8(m=70, k=256, n=136, bias=False),
+}
+
+
+def sm90_invariance_pairs():
+    """The invariance pairs of SM90_CASES' ops."""
+    return [("linear_w8a8", w8a8_linear_invariance_pair(70)),
+            ("linear_w8a8_medium_rows", w8a8_linear_invariance_pair(40))]
+
+
 # Largest allowed |empirical - expected| frequency over 6000 samples (about
 # five standard deviations of a frequency near 0.5).
 FREQUENCY_TOLERANCE = 0.035

@@ -24,7 +24,9 @@
         kernel), whose results must be bitwise equal;
         runs the int8, int4 and FP8 linear cases against the CPU's kernels
         that compute x in f32 (its AVX2 set: the VNNI kernels round x to
-        int8);
+        int8), and the cases of ops only sm_90 has (W8A8 linears:
+        op_numerics_test.SM90_CASES) against their float64 references (at
+        most 1e-3 for f32 storage);
         runs every model family (FAMILIES), the act-order GPTQ checkpoint
         (DEQUANTIZED) and the FP8 and 4-bit ones that sm_90 reads as stored
         (AS_STORED) in bf16 through the step driver on the steps of
@@ -60,6 +62,10 @@ SKIP = 77
 # Largest max |gpu - cpu| / max |cpu|: f32 cases, and cases whose GPU kernel
 # stores bf16 (llmrun call writes its results widened to f32).
 F32_TOLERANCE, BF16_TOLERANCE = 1e-4, 1e-2
+# The same against the float64 reference, for the f32 cases of ops only
+# sm_90 has (op_numerics_test.SM90_CASES): FP8 tensor cores add a k32 step's
+# products with fewer bits than f32 has.
+REFERENCE_TOLERANCE = 1e-3
 BF16_SUFFIX = ".bf16"
 # Ops that read the f32 logits in a narrowed model.
 F32_ONLY_CASES = {"adjust_logits", "logprobs", "logprobs_fewer_than_asked", "sample_greedy",
@@ -84,7 +90,7 @@ DEQUANTIZED = ("llama_gptq_act_order",)
 AS_STORED = ("llama_fp8", "llama_gptq", "llama_gptq_v2", "llama_awq", "llama_compressed_tensors")
 # The op cases (and invariance pairs) of quantized linears, whose weights
 # the runtime quantizes at load or reads from a quantized checkpoint.
-QUANTIZED_LINEAR_PREFIXES = ("linear_int8", "linear_int4", "linear_fp8")
+QUANTIZED_LINEAR_PREFIXES = ("linear_int8", "linear_int4", "linear_fp8", "linear_w8a8")
 
 
 def run(*args, env=None):
@@ -172,18 +178,23 @@ def prepare(build, out, tinyllama, moe_layers):
         f.write(ROOT + "\n")
     ops = os.path.join(out, "ops")
     failures = []
+    # (name, inputs, text, sm_90 text, weights, references): references for
+    # the cases only sm_90 runs, None for those the CPU bundle checks.
     cases = []
-    for name, make_case in op_numerics_test.CASES.items():
-        inputs, text, _, *weights = make_case()
+    for name, make_case in [*op_numerics_test.CASES.items(),
+                            *op_numerics_test.SM90_CASES.items()]:
+        inputs, text, references, *weights = make_case()
         quantized = name.startswith(QUANTIZED_LINEAR_PREFIXES)
         if weights and not quantized:
             continue  # other checkpoint-weight cases test CPU layouts
         weights = weights[0] if weights else None
-        cases.append((name, inputs, text, text, weights))
+        references = references if name in op_numerics_test.SM90_CASES else None
+        cases.append((name, inputs, text, text, weights, references))
         if name not in F32_ONLY_CASES:
+            # SM90_CASES' inputs are bf16 values already: one reference.
             cases.append((name + BF16_SUFFIX, [bf16_rounded(a) for a in inputs], text,
-                          bf16_text(text), weights))
-    for name, inputs, text, gpu_text, weights in cases:
+                          bf16_text(text), weights, references))
+    for name, inputs, text, gpu_text, weights, references in cases:
         directory = os.path.join(ops, name)
         os.makedirs(directory, exist_ok=True)
         source, gpu_source = (os.path.join(directory, f) for f in ("op.mlir", "op.sm90.mlir"))
@@ -194,9 +205,15 @@ def prepare(build, out, tinyllama, moe_layers):
             np.save(os.path.join(directory, f"input_{i}.npy"), a)
         if weights:
             op_numerics_test.write_weights(directory, weights)
+        for i, want in enumerate(references or []):
+            np.save(os.path.join(directory, f"reference_{i}.npy"), want.numpy())
         try:
-            compile_both(llmc, source, directory, "op", gpu_source=gpu_source,
-                         **({"cpus": "x86-64-v3"} if weights else {}))
+            if references:
+                run(llmc, "compile", gpu_source, "-o", os.path.join(directory, "op.sm90.llmb"),
+                    "--target", "sm_90", "--dtype", "f32")
+            else:
+                compile_both(llmc, source, directory, "op", gpu_source=gpu_source,
+                             **({"cpus": "x86-64-v3"} if weights else {}))
         except RuntimeError as e:
             first = str(e).strip().splitlines()[-1]
             if not failures and "sm_90" in str(e):
@@ -212,7 +229,8 @@ def prepare(build, out, tinyllama, moe_layers):
     # rows in a mixed step and in a decode-only step; linear: 3 rows of an
     # 80-row step (large-tile kernel) and of a 40-row step (64-row kernel),
     # and alone (small-M kernel), K in splits.
-    for name, pair in op_numerics_test.invariance_pairs():
+    for name, pair in [*op_numerics_test.invariance_pairs(),
+                       *op_numerics_test.sm90_invariance_pairs()]:
         if any(weights for _, _, *weights in pair) and not name.startswith(
                 QUANTIZED_LINEAR_PREFIXES):
             continue  # other checkpoint-weight pairs test CPU kernels
@@ -256,6 +274,8 @@ def prepare(build, out, tinyllama, moe_layers):
         run(llmc, "import", os.path.join(out, "tinyllama_fp8_config"), "-o", mlir)
         run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama-fp8-weights.sm90.llmb"),
             "--target", "sm_90")
+        run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama-w8a8.sm90.llmb"),
+            "--target", "sm_90", "--fp8-activations")
         mlir = os.path.join(out, "tinyllama.mlir")
         run(llmc, "import", os.path.join(out, "tinyllama_config"), "-o", mlir)
         run(llmc, "compile", mlir, "-o", os.path.join(out, "tinyllama.sm90.llmb"),
@@ -361,14 +381,24 @@ def call(llmrun, directory, device):
     return [np.load(os.path.join(target, f)) for f in sorted(os.listdir(target))]
 
 
+def references(directory):
+    """The float64 reference_*.npy of a case only sm_90 runs; None for one
+    that the CPU bundle checks."""
+    files = sorted((f for f in os.listdir(directory) if f.startswith("reference_")),
+                   key=lambda f: int(f[10:-4]))
+    return [np.load(os.path.join(directory, f)) for f in files] or None
+
+
 def check_ops(llmrun, out):
+    """Each op case's sm_90 results against the CPU bundle's, or against
+    its float64 reference where only sm_90 has the op."""
     ops = os.path.join(out, "ops")
     ok = True
     for name in sorted(os.listdir(ops)):
         directory = os.path.join(ops, name)
-        results = {}
+        results = {"cpu": references(directory)}
         try:
-            for device in ("cpu", "sm90"):
+            for device in ("cpu", "sm90") if results["cpu"] is None else ("sm90",):
                 results[device] = call(llmrun, directory, device)
         except RuntimeError as e:
             print(f"FAIL {name}: {e}")
@@ -376,7 +406,8 @@ def check_ops(llmrun, out):
             continue
         worst, passed = 0.0, len(results["cpu"]) == len(results["sm90"])
         for want, got in zip(results["cpu"], results["sm90"]):
-            if want.dtype != got.dtype or want.shape != got.shape:
+            reference = want.dtype == np.float64  # the CPU's results are f32
+            if want.shape != got.shape or (want.dtype != got.dtype and not reference):
                 passed = False
             elif want.dtype.kind in "iu":
                 passed &= bool(np.array_equal(want, got))
@@ -390,6 +421,7 @@ def check_ops(llmrun, out):
                                   max(float(np.abs(want[finite]).max()), 1e-30))
                     worst = max(worst, error)
                     passed &= error <= (BF16_TOLERANCE if name.endswith(BF16_SUFFIX)
+                                        else REFERENCE_TOLERANCE if reference
                                         else F32_TOLERANCE)
         print(f"{'ok' if passed else 'FAIL'} op {name}: max relative error {worst:.2e}")
         ok &= passed

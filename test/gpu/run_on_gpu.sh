@@ -4,7 +4,8 @@
 # transformers on every family's fixture), then every benchmark on a
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
 # each op's time, the same with an FP8 KV cache, with int8 and int4 weights
-# and with an FP8 checkpoint's weights, a 2047-token prefill,
+# and with an FP8 checkpoint's weights, W8A16 and W8A8, the linears of a
+# 2048-row step in bf16, W8A16 and W8A8, a 2047-token prefill,
 # cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
 # throughput (serve against offline on one workload), 512 sequences at once,
@@ -113,6 +114,18 @@ python3 test/fixtures/make_fixtures.py --tinyllama /tmp/tinyllama-fp8 --fp8 > /d
 timeout 120 $B bench decode $R/tinyllama-fp8-weights.sm90.llmb --weights /tmp/tinyllama-fp8 \
   --batch 1,16,64 --context 512 --profile > "$OUT/decode_fp8_weights_512.log" 2>&1
 echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_fp8_weights_512.log"
+echo "== bench decode, the same checkpoint W8A8 (llmc compile --fp8-activations)"
+timeout 120 $B bench decode $R/tinyllama-w8a8.sm90.llmb --weights /tmp/tinyllama-fp8 \
+  --batch 1,16,64 --context 512 --profile > "$OUT/decode_w8a8_512.log" 2>&1
+echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_w8a8_512.log"
+echo "== the linears of a 2048-row step: bf16, FP8 W8A16 and W8A8 (bench decode --profile)"
+for bundle in tinyllama tinyllama-fp8-weights tinyllama-w8a8; do
+  weights=$W; [ $bundle = tinyllama ] || weights=/tmp/tinyllama-fp8
+  timeout 120 $B bench decode $R/$bundle.sm90.llmb --weights $weights --batch 2048 \
+    --context 128 --profile > "$OUT/rows2048_$bundle.log" 2>&1
+  echo "rc=$? ($bundle)"
+  grep -E "^ +[0-9]+ +[0-9]+ |^  (linear|quantize_fp8|all dispatches)" "$OUT/rows2048_$bundle.log"
+done
 if [ -d $BASE ]; then
   echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
   decode $BASE baseline_decode --profile
