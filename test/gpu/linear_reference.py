@@ -2,14 +2,16 @@
 """cuBLAS on the linear shapes of a model's decode step: the reference the
 sm_90 linear kernels are measured against (docs/benchmarks.md).
 
-    linear_reference.py <config.json> [--rows 1,16,64,256,4096]
+    linear_reference.py <config.json> [--rows 1,16,64,256,4096] [--fp8]
 
 For each weight shape [N, K] of one layer (q, k, v, o, gate, up, down) and
 the LM head, and each M, the median time of one bf16 `F.linear` (cuBLAS),
 replayed from a CUDA graph over enough copies of W that they exceed L2 (so
 the weights come from HBM, as in a step), and its weight bandwidth. Last,
 per M, a decode step's worth: every layer's seven linears and the LM head.
-Needs torch with CUDA; the GPU machine's python3 has it.
+With --fp8, the same for torch's FP8 `torch._scaled_mm` (e4m3 x and W, f32
+scales, bf16 out: the reference of W8A8 linears), where this torch and GPU
+have it. Needs torch with CUDA; the GPU machine's python3 has it.
 """
 
 import argparse
@@ -37,20 +39,32 @@ def shapes(config):
             ("down_proj", hidden, inter), ("lm_head", config["vocab_size"], hidden)]
 
 
-def time_linear(m, n, k):
-    """Median seconds of one F.linear(x [m, k], W [n, k]) over rotating W."""
-    weight_bytes = n * k * 2
+def bf16_linear(x, w):
+    return F.linear(x, w)
+
+
+def fp8_linear(x, w):
+    """x·Wᵀ of e4m3 operands with per-tensor f32 scales, in bf16."""
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    result = torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return result[0] if isinstance(result, tuple) else result  # torch < 2.5: (out, amax)
+
+
+def time_linear(m, n, k, linear=bf16_linear, dtype=torch.bfloat16):
+    """Median seconds of one linear(x [m, k], W [n, k]) over rotating W."""
+    weight_bytes = n * k * torch.tensor([], dtype=dtype).element_size()
     copies = max(2, min(64, math.ceil(ROTATION_BYTES / weight_bytes)))
-    weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16).to(dtype)
+               for _ in range(copies)]
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16).to(dtype)
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         for w in weights:  # warm-up: cuBLAS handles and workspaces
-            F.linear(x, w)
+            linear(x, w)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        outputs = [F.linear(x, w) for w in weights]
+        outputs = [linear(x, w) for w in weights]
     graph.replay()
     torch.cuda.synchronize()
     times = []
@@ -71,6 +85,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--rows", default="1,16,64,256,4096")
+    parser.add_argument("--fp8", action="store_true", help="also time torch._scaled_mm")
     args = parser.parse_args()
     with open(args.config) as f:
         config = json.load(f)
@@ -87,6 +102,28 @@ def main():
             print(f"{name:>10} {n:>6} {k:>6} {m:>5} {seconds * 1e6:9.2f} "
                   f"{n * k * 2 / seconds / 1e9:12.1f}")
     print(f"\ncuBLAS, one decode step's linears ({layers} layers x 7, and the LM head):")
+    for m in rows:
+        print(f"  M = {m:>5}: {step[m] * 1e3:8.3f} ms")
+    if args.fp8:
+        time_fp8(config, rows, layers)
+
+
+def time_fp8(config, rows, layers):
+    """The same shapes through torch._scaled_mm (e4m3, cuBLASLt)."""
+    try:
+        fp8_linear(torch.zeros(16, 32, device="cuda", dtype=torch.float8_e4m3fn),
+                   torch.zeros(32, 32, device="cuda", dtype=torch.float8_e4m3fn))
+    except (AttributeError, RuntimeError) as e:
+        print(f"\ntorch._scaled_mm: unavailable ({str(e).splitlines()[0]})")
+        return
+    print(f"\ntorch._scaled_mm, e4m3 x and W, bf16 out, from a CUDA graph")
+    step = {m: 0.0 for m in rows}
+    for name, n, k in shapes(config):
+        for m in rows:
+            seconds = time_linear(m, n, k, fp8_linear, torch.float8_e4m3fn)
+            step[m] += seconds * (1 if name == "lm_head" else layers)
+            print(f"{name:>10} {n:>6} {k:>6} {m:>5} {seconds * 1e6:9.2f}")
+    print(f"\ntorch._scaled_mm, one step's linears ({layers} layers x 7, and the LM head):")
     for m in rows:
         print(f"  M = {m:>5}: {step[m] * 1e3:8.3f} ms")
 

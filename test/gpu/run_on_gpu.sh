@@ -5,7 +5,8 @@
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
 # each op's time, the same with an FP8 KV cache, with int8 and int4 weights
 # and with an FP8 checkpoint's weights, W8A16 and W8A8, the linears of a
-# 2048-row step in bf16, W8A16 and W8A8, a 2047-token prefill,
+# 2048-row step in bf16, W8A16 and W8A8 beside cuBLAS and torch._scaled_mm,
+# a 2047-token prefill,
 # cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
 # throughput (serve against offline on one workload), 512 sequences at once,
@@ -126,6 +127,10 @@ for bundle in tinyllama tinyllama-fp8-weights tinyllama-w8a8; do
   echo "rc=$? ($bundle)"
   grep -E "^ +[0-9]+ +[0-9]+ |^  (linear|quantize_fp8|all dispatches)" "$OUT/rows2048_$bundle.log"
 done
+timeout 120 python3 test/gpu/linear_reference.py $R/tinyllama_config/config.json --rows 2048 \
+  --fp8 > "$OUT/linear_reference_2048.log" 2>&1
+echo "rc=$? (cuBLAS bf16 and torch._scaled_mm e4m3 on the same shapes)"
+grep -A2 "one .*step's linears" "$OUT/linear_reference_2048.log"; grep unavailable "$OUT/linear_reference_2048.log"
 if [ -d $BASE ]; then
   echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
   decode $BASE baseline_decode --profile
