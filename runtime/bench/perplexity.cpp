@@ -46,26 +46,24 @@ void log_softmax(const float *row, int64_t vocab, std::vector<double> &out) {
     out[v] = row[v] - log_sum;
 }
 
-int64_t vocab_of(const CpuExecutor &executor) {
-  const Manifest &m = executor.bundle().manifest();
-  if (!m.find_entry("logits"))
-    throw std::invalid_argument(executor.bundle().dir() +
-                                ": no 'logits' entry point (import the model "
-                                "with llmc import --logits-entry)");
-  return m.model->vocab_size;
+int64_t vocab_of(const ScoredModel &model) {
+  if (!model.manifest.find_entry("logits"))
+    throw std::invalid_argument(model.dir + ": no 'logits' entry point (import the model "
+                                            "with llmc import --logits-entry)");
+  return model.manifest.model->vocab_size;
 }
 
 } // namespace
 
-PerplexityResult measure_perplexity(CpuExecutor &model, CpuExecutor *baseline,
-                                    const std::vector<int32_t> &tokens,
-                                    int32_t context, int32_t bos) {
+PerplexityResult measure_perplexity(ScoredModel &model, ScoredModel *baseline,
+                                    const std::vector<int32_t> &tokens, int32_t context,
+                                    int32_t bos) {
   const int64_t vocab = vocab_of(model);
   if (baseline && vocab_of(*baseline) != vocab)
     throw std::invalid_argument("the baseline's vocabulary has " +
                                 std::to_string(vocab_of(*baseline)) +
                                 " tokens, the model's " + std::to_string(vocab));
-  const int64_t max_positions = model.bundle().manifest().model->max_position_embeddings;
+  const int64_t max_positions = model.manifest.model->max_position_embeddings;
   if (context < 2 || (max_positions > 0 && context > max_positions))
     throw std::invalid_argument("context " + std::to_string(context) +
                                 " is not in [2, " + std::to_string(max_positions) + "]");
@@ -73,12 +71,12 @@ PerplexityResult measure_perplexity(CpuExecutor &model, CpuExecutor *baseline,
     throw std::invalid_argument("the text is " + std::to_string(tokens.size()) +
                                 " token(s); scoring needs at least 2");
 
-  std::vector<CpuExecutor *> executors = {&model};
+  std::vector<ScoredModel *> models = {&model};
   if (baseline)
-    executors.push_back(baseline);
-  for (CpuExecutor *executor : executors) {
-    const int32_t block_size = executor->kv_cache_spec().block_size;
-    executor->allocate_kv_cache((context + block_size - 1) / block_size);
+    models.push_back(baseline);
+  for (ScoredModel *m : models) {
+    const int32_t block_size = m->executor.kv_cache_spec().block_size;
+    m->executor.allocate_kv_cache((context + block_size - 1) / block_size);
   }
 
   double nll = 0, baseline_nll = 0, kl = 0;
@@ -94,10 +92,10 @@ PerplexityResult measure_perplexity(CpuExecutor &model, CpuExecutor *baseline,
     if (window.size() < 2)
       break;
     const std::vector<float> ours =
-        model.logits(window_step(window, model.kv_cache_spec().block_size));
+        model.logits(window_step(window, model.executor.kv_cache_spec().block_size));
     std::vector<float> theirs;
     if (baseline)
-      theirs = baseline->logits(window_step(window, baseline->kv_cache_spec().block_size));
+      theirs = baseline->logits(window_step(window, baseline->executor.kv_cache_spec().block_size));
     for (size_t t = 0; t + 1 < window.size(); ++t) {
       const int32_t next = window[t + 1];
       log_softmax(ours.data() + t * vocab, vocab, q);

@@ -7,13 +7,27 @@
 #ifndef LLMSERVE_BENCH_PERPLEXITY_H
 #define LLMSERVE_BENCH_PERPLEXITY_H
 
-#include "cpu/cpu_executor.h"
+#include "bundle/manifest.h"
+#include "bundle/step_batch.h"
+#include "core/executor.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace llmserve::bench {
+
+// A bundle to score, on either executor: its directory and manifest, the
+// executor that holds its KV cache, and what its `logits` entry point gives
+// for a step ([S, V] f32, row s that of batch.logits_rows[s]).
+struct ScoredModel {
+  std::string dir;
+  const Manifest &manifest;
+  Executor &executor;
+  std::function<std::vector<float>(const StepBatch &)> logits;
+};
 
 struct PerplexityResult {
   int64_t tokens = 0;       // predictions scored
@@ -34,9 +48,9 @@ struct PerplexityResult {
 // given, is scored on the same windows. Throws std::invalid_argument for a
 // bundle without a `logits` entry point, models of different vocabularies,
 // a context below 2 or longer than the model's, and fewer than 2 tokens.
-PerplexityResult measure_perplexity(CpuExecutor &model, CpuExecutor *baseline,
-                                    const std::vector<int32_t> &tokens,
-                                    int32_t context, int32_t bos);
+PerplexityResult measure_perplexity(ScoredModel &model, ScoredModel *baseline,
+                                    const std::vector<int32_t> &tokens, int32_t context,
+                                    int32_t bos);
 
 } // namespace llmserve::bench
 

@@ -41,4 +41,19 @@ void check_entry_inputs(const Manifest &m, const EntryPoint &e, const Symbols &s
   }
 }
 
+std::vector<HostTensor> step_argument_tensors(const Manifest &m, const EntryPoint &e,
+                                              const StepBatch &batch) {
+  const Symbols symbols = step_symbols(batch, 0);
+  std::vector<HostTensor> tensors(abi::kNumStepArguments);
+  for_each_step_array(batch, [&](int i, const char *, abi::Extent, const auto &array, auto) {
+    HostTensor &t = tensors[static_cast<size_t>(i)];
+    const int id = e.arguments.at(static_cast<size_t>(i));
+    t.dtype = m.buffers[id].dtype;
+    t.shape = buffer_shape(m, id, symbols);
+    const auto *bytes = reinterpret_cast<const uint8_t *>(array.data());
+    t.data.assign(bytes, bytes + array.size() * sizeof(array[0]));
+  });
+  return tensors;
+}
+
 } // namespace llmserve

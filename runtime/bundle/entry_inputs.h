@@ -1,9 +1,11 @@
-// Checks of an entry point's inputs that both executors' run_entry share.
+// Checks of an entry point's inputs that both executors' run_entry share,
+// and a step's arrays as such inputs.
 #ifndef LLMSERVE_BUNDLE_ENTRY_INPUTS_H
 #define LLMSERVE_BUNDLE_ENTRY_INPUTS_H
 
 #include "bundle/host_tensor.h"
 #include "bundle/manifest.h"
+#include "bundle/step_batch.h"
 
 #include <cstdint>
 #include <vector>
@@ -20,6 +22,12 @@ std::vector<int64_t> buffer_shape(const Manifest &m, int id, const Symbols &symb
 // `kv_cache_allocated` is false.
 void check_entry_inputs(const Manifest &m, const EntryPoint &e, const Symbols &symbols,
                         const std::vector<HostTensor> &inputs, bool kv_cache_allocated);
+
+// The step arguments of `batch` as the inputs of `m`'s entry point `e`
+// (`step` or `logits`): each array's bytes, with the dtype and shape the
+// manifest gives that argument.
+std::vector<HostTensor> step_argument_tensors(const Manifest &m, const EntryPoint &e,
+                                              const StepBatch &batch);
 
 } // namespace llmserve
 

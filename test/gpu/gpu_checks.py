@@ -5,7 +5,8 @@
     gpu_checks.py prepare <build-dir> <out-dir> [--tinyllama] [--qwen3-moe=LAYERS]
         (where llmc is) compiles every op case of test/e2e/op_numerics_test.py
         and the tiny `llama` fixture, each for cpu and for sm_90, with their
-        inputs, and each model family for sm_90 in bf16 with the steps of
+        inputs, the shipped model for bench ppl (prepare_quality), and each
+        model family for sm_90 in bf16 with the steps of
         e2e.step_logits and the float64 reference's logits (and, for
         transformers_parity.py, one pass over a sequence); --tinyllama also
         compiles a TinyLlama-1.1B-shaped model for
@@ -164,6 +165,29 @@ def bf16_text(text):
     return narrow
 
 
+def prepare_quality(llmc, out):
+    """The shipped model for `llmrun bench ppl` on the GPU, against its f32
+    bundle on the CPU (AVX2 kernels): sm_90 in bf16, with --quantize int8 and
+    int4, and its FP8 checkpoint (e2e.quantized_model's) W8A16 and W8A8; and
+    the held-out text."""
+    import quantized_model_test  # noqa: E402  (the shipped model, its FP8 checkpoint)
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(quantized_model_test.TEXT, os.path.join(out, "text"))
+    mlir, fp8_mlir = os.path.join(out, "model.mlir"), os.path.join(out, "fp8.mlir")
+    run(llmc, "import", quantized_model_test.MODEL, "-o", mlir, "--logits-entry")
+    run(llmc, "compile", mlir, "-o", os.path.join(out, "f32.cpu.llmb"), "--cpu", "x86-64-v3")
+    for name, flags in (("bf16", ()), ("int8", ("--quantize", "int8")),
+                        ("int4", ("--quantize", "int4"))):
+        run(llmc, "compile", mlir, "-o", os.path.join(out, f"{name}.sm90.llmb"), "--target",
+            "sm_90", *flags)
+    checkpoint = os.path.join(out, "fp8_checkpoint")
+    quantized_model_test.write_quantized_checkpoint(checkpoint, "fp8")
+    run(llmc, "import", checkpoint, "-o", fp8_mlir, "--logits-entry")
+    for name, flags in (("w8a16", ()), ("w8a8", ("--fp8-activations",))):
+        run(llmc, "compile", fp8_mlir, "-o", os.path.join(out, f"{name}.sm90.llmb"), "--target",
+            "sm_90", *flags)
+
+
 def prepare(build, out, tinyllama, moe_layers):
     llmc = os.path.join(build, "bin", "llmc")
     if not os.path.exists(llmc):
@@ -259,6 +283,8 @@ def prepare(build, out, tinyllama, moe_layers):
                 os.path.join(out, "llama.reference.json"))
 
     prepare_families(llmc, os.path.join(out, "families"))
+
+    prepare_quality(llmc, os.path.join(out, "quality"))
 
     if tinyllama:
         sys.path.insert(0, os.path.join(ROOT, "test", "fixtures"))

@@ -4,7 +4,8 @@
 # transformers on every family's fixture), then every benchmark on a
 # TinyLlama-1.1B-shaped bundle (decode steps against the bandwidth floor with
 # each op's time, the same with an FP8 KV cache, with int8 and int4 weights
-# and with an FP8 checkpoint's weights, W8A16 and W8A8, the linears of a
+# and with an FP8 checkpoint's weights, W8A16 and W8A8, the shipped model's
+# perplexity in bf16, int8, int4, W8A16 and W8A8 against f32, the linears of a
 # 2048-row step in bf16, W8A16 and W8A8 beside cuBLAS and torch._scaled_mm,
 # a 2047-token prefill,
 # cuBLAS on the same linear shapes,
@@ -74,6 +75,15 @@ if [ "$STAGE" != bench ]; then
   echo "rc=$?"; cat "$OUT/transformers_parity.log"
 fi
 [ "$STAGE" = checks ] && exit 0
+
+echo "== the shipped model's perplexity on a held-out text, each sm_90 format against f32 on the CPU"
+Q=$R/quality
+for format in bf16 int8 int4 w8a16 w8a8; do
+  timeout 60 $B bench ppl $Q/$format.sm90.llmb --baseline $Q/f32.cpu.llmb --text $Q/text \
+    --context 64 --max-tokens 600 > "$OUT/ppl_$format.log" 2>&1
+  echo "rc=$? ($format)"; grep -E "^(perplexity|baseline ppl|ppl change|mean KL|same top-1)" \
+    "$OUT/ppl_$format.log" | tr -s ' ' | paste -sd ';'
+done
 
 echo "== TinyLlama-1.1B-shaped random weights"
 python3 test/fixtures/make_fixtures.py --tinyllama $W --dtype bfloat16 > /dev/null

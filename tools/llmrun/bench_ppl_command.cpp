@@ -1,16 +1,21 @@
 // llmrun bench ppl: the perplexity of a bundle on a text and, against a
 // baseline bundle of the same model (the unquantized one), the mean KL
-// divergence of the next-token distributions (docs/benchmarks.md).
+// divergence of the next-token distributions (docs/benchmarks.md). Each
+// bundle runs on the device its target names: an sm_90 bundle on the GPU.
 #include "cli/command_line.h"
 #include "commands.h"
 
 #include "bench/perplexity.h"
 #include "bundle/bundle.h"
+#include "bundle/entry_inputs.h"
 #include "cpu/cpu_executor.h"
+#include "cuda/cuda_executor.h"
+#include "server/model_executor.h"
 #include "tokenizer/tokenizer.h"
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -40,27 +45,68 @@ std::string read_text(const std::string &path) {
   return text.str();
 }
 
-std::unique_ptr<llmserve::CpuExecutor> load(const std::string &dir, int threads) {
-  llmserve::Bundle bundle(dir);
-  if (bundle.manifest().target != "cpu")
-    throw std::invalid_argument(dir + ": a bundle for " + bundle.manifest().target +
-                                "; bench ppl runs CPU bundles");
-  return std::make_unique<llmserve::CpuExecutor>(std::move(bundle), threads);
-}
+// A bundle on the device its target names, scored through its `logits`
+// entry point: the CPU executor's, or on the GPU the entry point run as
+// llmrun call runs one (uncaptured, its buffers allocated for the call).
+class LoadedBundle {
+public:
+  LoadedBundle(const std::string &dir, int threads) : dir_(dir) {
+    llmserve::Bundle bundle(dir);
+    manifest_ = bundle.manifest();
+    if (llmserve::select_device(dir, manifest_.target, "") == llmserve::Device::Cpu) {
+      auto cpu = std::make_unique<llmserve::CpuExecutor>(std::move(bundle), threads);
+      llmserve::CpuExecutor *executor = cpu.get();
+      logits_ = [executor](const llmserve::StepBatch &batch) { return executor->logits(batch); };
+      executor_ = std::move(cpu);
+      return;
+    }
+    llmserve::cuda::CudaExecutorOptions options;
+    options.limits = {1, 1, 1}; // run_entry allocates each call's buffers
+    options.cuda_graphs = false;
+    auto gpu = std::make_unique<llmserve::cuda::CudaExecutor>(std::move(bundle), options);
+    llmserve::cuda::CudaExecutor *executor = gpu.get();
+    logits_ = [this, executor](const llmserve::StepBatch &batch) {
+      const llmserve::EntryPoint *e = manifest_.find_entry("logits");
+      std::vector<llmserve::HostTensor> results =
+          executor->run_entry("logits", llmserve::step_symbols(batch, 0),
+                              llmserve::step_argument_tensors(manifest_, *e, batch));
+      if (results.empty() || results[0].dtype != llmserve::DType::F32)
+        throw std::invalid_argument(dir_ + ": its logits entry point does not return f32");
+      const auto *first = reinterpret_cast<const float *>(results[0].data.data());
+      return std::vector<float>(first, first + results[0].data.size() / sizeof(float));
+    };
+    executor_ = std::move(gpu);
+  }
+  LoadedBundle(const LoadedBundle &) = delete;
+  LoadedBundle &operator=(const LoadedBundle &) = delete;
+
+  bench::ScoredModel scored() { return {dir_, manifest_, *executor_, logits_}; }
+  const llmserve::Manifest &manifest() const { return manifest_; }
+
+private:
+  std::string dir_;
+  llmserve::Manifest manifest_;
+  std::unique_ptr<llmserve::Executor> executor_;
+  std::function<std::vector<float>(const llmserve::StepBatch &)> logits_;
+};
 
 int bench_ppl(const Options &o) {
-  std::unique_ptr<llmserve::CpuExecutor> model = load(o.bundle_dir, o.threads);
-  std::unique_ptr<llmserve::CpuExecutor> baseline;
+  LoadedBundle model(o.bundle_dir, o.threads);
+  std::unique_ptr<LoadedBundle> baseline;
   if (!o.baseline_dir.empty())
-    baseline = load(o.baseline_dir, o.threads);
+    baseline = std::make_unique<LoadedBundle>(o.baseline_dir, o.threads);
   const llmserve::Tokenizer tokenizer =
       llmserve::Tokenizer::from_file(o.bundle_dir + "/tokenizer.json");
   std::vector<int32_t> tokens = tokenizer.encode(read_text(o.text_path), false);
   if (o.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > o.max_tokens)
     tokens.resize(static_cast<size_t>(o.max_tokens));
-  const auto bos = static_cast<int32_t>(model->bundle().manifest().model->bos_token_id);
-  const bench::PerplexityResult r =
-      bench::measure_perplexity(*model, baseline.get(), tokens, o.context, bos);
+  const auto bos = static_cast<int32_t>(model.manifest().model->bos_token_id);
+  bench::ScoredModel scored = model.scored();
+  std::optional<bench::ScoredModel> baseline_scored;
+  if (baseline)
+    baseline_scored.emplace(baseline->scored());
+  const bench::PerplexityResult r = bench::measure_perplexity(
+      scored, baseline_scored ? &*baseline_scored : nullptr, tokens, o.context, bos);
   std::printf("text: %s, %zu tokens, windows of %d positions%s\n", o.text_path.c_str(),
               tokens.size(), o.context, bos >= 0 ? " starting with BOS" : "");
   std::printf("%-12s %s\n", "model", o.bundle_dir.c_str());

@@ -1,5 +1,7 @@
 #include "cpu/cpu_executor.h"
 
+#include "bundle/entry_inputs.h"
+
 #include "support/test_bundle.h"
 
 #include <gmock/gmock.h>
@@ -271,6 +273,28 @@ TEST_F(StepExecutor, GeneratesLikeTheReferenceAcrossSteps) {
       }
     }
   }
+}
+
+// A step's arrays as an entry point's inputs (what bench ppl hands the CUDA
+// executor's run_entry): run so, the step samples what it samples launched.
+TEST_F(StepExecutor, RunsAStepFromItsArgumentTensors) {
+  CpuExecutor executor(Bundle(bundle().string()), 2);
+  executor.allocate_kv_cache(16);
+  std::vector<int32_t> free_blocks = {3, 9, 0, 14, 7, 1, 12, 5, 10, 2, 15, 8, 4, 11, 6, 13};
+  std::vector<Sequence> seqs = {prompt({1, 5, 2}), prompt({7, 7, 0, 3, 6})};
+  const StepBatch batch = make_batch(seqs, free_blocks);
+  const Manifest &m = executor.bundle().manifest();
+  const std::vector<HostTensor> inputs = step_argument_tensors(m, *m.find_entry("step"), batch);
+  ASSERT_EQ(inputs.size(), static_cast<size_t>(abi::kNumStepArguments));
+  EXPECT_EQ(inputs[kTokenIdsArgument].shape, std::vector<int64_t>{8});
+  EXPECT_EQ(inputs[kTokenIdsArgument].data.size(), 8 * sizeof(int32_t));
+  const std::vector<HostTensor> results =
+      executor.run_entry("step", step_symbols(batch, 16), inputs);
+  StepOutput launched;
+  executor.execute(batch, launched);
+  ASSERT_EQ(results[0].data.size(), launched.next_tokens.size() * sizeof(int32_t));
+  EXPECT_EQ(
+      std::memcmp(results[0].data.data(), launched.next_tokens.data(), results[0].data.size()), 0);
 }
 
 // Overlapped scheduling: a step launched before the one ahead of it has

@@ -64,6 +64,7 @@ TEST(LlmrunDevice, Sm90BundleWithoutADriverIsAClearError) {
   for (const std::string &command :
        {"generate " + bundle + " --prompt hi", "serve " + bundle + " --port 0",
         "bench offline " + bundle + " --num-prompts 1",
+        "bench ppl " + bundle + " --text " + bundle + "/manifest.json",
         "call " + bundle + " --entry step --output-dir /tmp"}) {
     SCOPED_TRACE(command);
     const Outcome r = run_llmrun(kNoDriver + kLlmrun + " " + command);
