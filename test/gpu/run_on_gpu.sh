@@ -6,7 +6,7 @@
 # each op's time, the same with an FP8 KV cache, with int8 and int4 weights
 # and with an FP8 checkpoint's weights, W8A16 and W8A8, the shipped model's
 # perplexity in bf16, int8, int4, W8A16 and W8A8 against f32, the linears of a
-# 2048-row step in bf16, W8A16 and W8A8 beside cuBLAS and torch._scaled_mm,
+# 4096-row step in bf16, W8A16 and W8A8 beside cuBLAS and torch._scaled_mm,
 # a 2047-token prefill,
 # cuBLAS on the same linear shapes,
 # transformers and torch SDPA on the same checkpoint, offline and served
@@ -129,18 +129,18 @@ echo "== bench decode, the same checkpoint W8A8 (llmc compile --fp8-activations)
 timeout 120 $B bench decode $R/tinyllama-w8a8.sm90.llmb --weights /tmp/tinyllama-fp8 \
   --batch 1,16,64 --context 512 --profile > "$OUT/decode_w8a8_512.log" 2>&1
 echo "rc=$?"; grep -E "^(weights|copy)|^ +[0-9]+ +[0-9]+ " "$OUT/decode_w8a8_512.log"
-echo "== the linears of a 2048-row step: bf16, FP8 W8A16 and W8A8 (bench decode --profile)"
+echo "== the linears of a 4096-row step: bf16, FP8 W8A16 and W8A8 (bench decode --profile)"
 for bundle in tinyllama tinyllama-fp8-weights tinyllama-w8a8; do
   weights=$W; [ $bundle = tinyllama ] || weights=/tmp/tinyllama-fp8
-  timeout 120 $B bench decode $R/$bundle.sm90.llmb --weights $weights --batch 2048 \
-    --context 128 --profile > "$OUT/rows2048_$bundle.log" 2>&1
+  timeout 120 $B bench decode $R/$bundle.sm90.llmb --weights $weights --batch 4096 \
+    --context 128 --profile > "$OUT/rows4096_$bundle.log" 2>&1
   echo "rc=$? ($bundle)"
-  grep -E "^ +[0-9]+ +[0-9]+ |^  (linear|quantize_fp8|all dispatches)" "$OUT/rows2048_$bundle.log"
+  grep -E "^ +[0-9]+ +[0-9]+ |^  (linear|quantize_fp8|all dispatches)" "$OUT/rows4096_$bundle.log"
 done
-timeout 120 python3 test/gpu/linear_reference.py $R/tinyllama_config/config.json --rows 2048 \
-  --fp8 > "$OUT/linear_reference_2048.log" 2>&1
+timeout 120 python3 test/gpu/linear_reference.py $R/tinyllama_config/config.json --rows 4096 \
+  --fp8 > "$OUT/linear_reference_4096.log" 2>&1
 echo "rc=$? (cuBLAS bf16 and torch._scaled_mm e4m3 on the same shapes)"
-grep -A2 "one .*step's linears" "$OUT/linear_reference_2048.log"; grep unavailable "$OUT/linear_reference_2048.log"
+grep -A2 "one .*step's linears" "$OUT/linear_reference_4096.log"; grep unavailable "$OUT/linear_reference_4096.log"
 if [ -d $BASE ]; then
   echo "== bench decode, baseline bundle ($(cat gpu-carry/baseline/commit 2>/dev/null))"
   decode $BASE baseline_decode --profile
