@@ -409,41 +409,34 @@ LogicalResult LinearOp::verify() {
                          << kInt4GroupColumns
                          << " columns, so K must be a multiple of it, got "
                          << weight.getType();
-  // A narrow (f16/bf16) linear may produce f32: the logits that sample reads;
-  // and an f32 linear may read a narrow weight (the CPU's widened weights).
   Type resultElement = cast<ShapedType>(result.getType()).getElementType();
   Type inputElement = cast<ShapedType>(input.getType()).getElementType();
-  if (isa<Float8E4M3FNType>(inputElement) != bool(getInputScales()))
-    return emitOpError(getInputScales()
-                           ? "input_scales go with an f8E4M3FN input only"
-                           : "an f8E4M3FN input needs input_scales");
-  if (isa<Float8E4M3FNType>(inputElement)) {
-    // W8A8: the codes of x and of W, the sums of the result's type.
-    if (!isa<Float8E4M3FNType>(weightElement))
-      return emitOpError() << "an f8E4M3FN input needs an f8E4M3FN weight, got "
-                           << weight.getType();
-    if (failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 1)) ||
-        failed(verifyDimsMatch(op, "result", result, 0, "input", input, 0)) ||
-        failed(verifyDimsMatch(op, "result", result, 1, "weight", weight, 0)))
-      return failure();
-    if (bias &&
-        (failed(verifySameElementType(op, "bias", bias, "result", result)) ||
-         failed(verifyDimsMatch(op, "bias", bias, 0, "weight", weight, 0))))
-      return failure();
-    return success();
-  }
+  bool fp8Input = isa<Float8E4M3FNType>(inputElement);
+  if (fp8Input != bool(getInputScales()))
+    return emitOpError(fp8Input
+                           ? "an f8E4M3FN input needs input_scales"
+                           : "input_scales go with an f8E4M3FN input only");
+  // W8A8: the codes of x and of W, summed into the result's type, which the
+  // bias has too.
+  if (fp8Input && !isa<Float8E4M3FNType>(weightElement))
+    return emitOpError() << "an f8E4M3FN input needs an f8E4M3FN weight, got "
+                         << weight.getType();
+  // A narrow (f16/bf16) linear may produce f32: the logits that sample reads;
+  // and an f32 linear may read a narrow weight (the CPU's widened weights).
   bool widenedWeight = inputElement.isF32() && !quantized &&
                        isa<FloatType>(weightElement);
-  if ((!quantized && !widenedWeight &&
+  if ((!fp8Input && !quantized && !widenedWeight &&
        failed(verifySameElementType(op, "weight", weight, "input", input))) ||
-      (!resultElement.isF32() &&
+      (!fp8Input && !resultElement.isF32() &&
        failed(verifySameElementType(op, "result", result, "input", input))) ||
       failed(verifyDimsMatch(op, "input", input, 1, "weight", weight, 1)) ||
       failed(verifyDimsMatch(op, "result", result, 0, "input", input, 0)) ||
       failed(verifyDimsMatch(op, "result", result, 1, "weight", weight, 0)))
     return failure();
   if (bias &&
-      (failed(verifySameElementType(op, "bias", bias, "input", input)) ||
+      (failed(verifySameElementType(op, "bias", bias,
+                                    fp8Input ? "result" : "input",
+                                    fp8Input ? result : input)) ||
        failed(verifyDimsMatch(op, "bias", bias, 0, "weight", weight, 0))))
     return failure();
   return success();
@@ -451,12 +444,10 @@ LogicalResult LinearOp::verify() {
 
 LogicalResult QuantizeFp8Op::verify() {
   Operation *op = getOperation();
-  if (failed(verifyDimsMatch(op, "codes", getCodes(), 0, "input", getInput(),
-                             0)) ||
-      failed(
-          verifyDimsMatch(op, "codes", getCodes(), 1, "input", getInput(), 1)))
-    return failure();
-  return success();
+  Value codes = getCodes(), input = getInput();
+  return success(
+      succeeded(verifyDimsMatch(op, "codes", codes, 0, "input", input, 0)) &&
+      succeeded(verifyDimsMatch(op, "codes", codes, 1, "input", input, 1)));
 }
 
 //===----------------------------------------------------------------------===//
