@@ -72,6 +72,10 @@ Grid buildAdjustLogitsKernel(GpuKernelEmitter &e);
 Grid buildLogprobsKernel(GpuKernelEmitter &e, LogprobsOp op);
 Grid buildSampleKernel(GpuKernelEmitter &e);
 inline constexpr int64_t kVocabBlockSize = 512;
+/// Registers a thread of those kernels may use: two blocks an SM. Left to
+/// choose, ptxas aims at three for some vocabulary sizes (Qwen3's 151,936)
+/// and spills.
+inline constexpr int32_t kVocabMaxRegisters = 64;
 inline constexpr int64_t kVocabUnroll = 4;
 inline constexpr int64_t kAdjustLogitsChunk = 8 * kVocabBlockSize;
 

@@ -159,6 +159,9 @@ struct LlmserveToGpuKernelsPass
                       function_ref<FailureOr<Grid>(GpuKernelEmitter &)> build) {
         GpuKernelEmitter emitter(kernels, dispatchSymbol(kernelName),
                                  op->getLoc(), bindingTypes, blockSize);
+        if (blockSize == kVocabBlockSize)
+          emitter.function()->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                                      b.getI32IntegerAttr(kVocabMaxRegisters));
         if (dispatch.empty())
           scratch = scratchShapes(op, emitter);
         FailureOr<Grid> grid = build(emitter);

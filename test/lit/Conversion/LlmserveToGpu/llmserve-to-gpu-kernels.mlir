@@ -422,12 +422,13 @@ func.func @embedding_scaled(%t: tensor<100x64xbf16>, %ids: tensor<?xi32>) -> ten
 // reducing its sum and its largest count per thread in separate buffers:
 // once no thread has more than 16 logits at or above the low end, each lists
 // its own in shared memory (16 x 512 floats), and the passes after read and
-// compact the lists.
+// compact the lists. At most 64 registers a thread: two blocks an SM.
 // CHECK-LABEL: func.func @sample
 //       CHECK:   llmserve.sample
 //  CHECK-SAME:     block = array<i64: 512, 1, 1>, grid = ["$0", "1", "1"]
 //       CHECK: gpu.func @llmserve_d0_sample
 //  CHECK-SAME:     workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[COUNTS:[a-z0-9]+]] : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[LISTS:[a-z0-9]+]] : memref<8192xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     kernel attributes {known_block_size = array<i32: 512, 1, 1>, nvvm.maxnreg = 64 : i32}
 //       CHECK:   %[[LAST:.*]] = arith.subi %{{.*}}, %c1
 //       CHECK:   scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c2048
 //       CHECK:     arith.cmpi slt, %[[I]]
