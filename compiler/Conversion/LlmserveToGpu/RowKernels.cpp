@@ -5,7 +5,8 @@
 // touch consecutive elements (coalesced). Norm sums go through a warp
 // butterfly and then the warps in order: a fixed reduction order that depends
 // only on the row's width, never on the other rows (batch invariance).
-// silu_mul, gelu_mul, gelu and softcap are flat elementwise kernels.
+// quantize_fp8 takes a warp per group of 128 columns of a row. silu_mul,
+// gelu_mul, gelu and softcap are flat elementwise kernels.
 //
 //===----------------------------------------------------------------------===//
 
