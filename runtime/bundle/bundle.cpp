@@ -337,11 +337,14 @@ void *Bundle::bind_checkpoint_quantized(const Buffer &b, const std::vector<int64
 void *Bundle::bind_fp8_block128(const Buffer &b, const std::vector<int64_t> &want) {
   const TensorView &t = find_tensor(b.tensor);
   try {
-    if (b.part == QuantizedPart::Values || t.dtype != DType::F8E4M3 || t.shape.size() != 2)
+    const bool values = b.part == QuantizedPart::Values;
+    // The codes are scanned once, for the buffer that maps them.
+    if (values)
       check_fp8_codes(t);
+    else
+      check_fp8_weight(t);
     const int64_t begin = b.rows_end >= 0 ? b.rows_begin : 0;
     const int64_t end = b.rows_end >= 0 ? b.rows_end : t.shape[0];
-    const bool values = b.part == QuantizedPart::Values;
     // Rows [begin, end) of the codes, blocks [begin / 128, ceil(end / 128))
     // of the scales.
     const int64_t first = values ? begin : begin / kFp8BlockSize;

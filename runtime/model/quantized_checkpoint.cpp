@@ -217,10 +217,14 @@ std::vector<float> dequantize_int4(const Int4WithZeros &q) {
 
 std::string fp8_scale_name(const std::string &weight) { return weight + "_scale_inv"; }
 
-void check_fp8_codes(const TensorView &weight) {
+void check_fp8_weight(const TensorView &weight) {
   if (weight.dtype != DType::F8E4M3 || weight.shape.size() != 2)
     fail(weight, std::string(dtype_name(weight.dtype)) + " " + shape_text(weight.shape) +
                      ", but an FP8 checkpoint stores a 2-D f8_e4m3 weight");
+}
+
+void check_fp8_codes(const TensorView &weight) {
+  check_fp8_weight(weight);
   const int64_t k = weight.shape[1];
   for (int64_t i = 0; i < weight.shape[0] * k; ++i)
     if ((weight.data[i] & 0x7f) == 0x7f)

@@ -93,11 +93,13 @@ std::vector<float> dequantize_int4(const Int4WithZeros &linear);
 // The name of an FP8 weight's block scales: "<weight>_scale_inv".
 std::string fp8_scale_name(const std::string &weight);
 
-// Checks an FP8 weight's codes: a 2-D F8_E4M3 tensor without a NaN code;
-// throws std::runtime_error naming the tensor otherwise.
+// Checks that an FP8 weight is a 2-D F8_E4M3 tensor; throws
+// std::runtime_error naming the tensor otherwise.
+void check_fp8_weight(const TensorView &weight);
+// check_fp8_weight, and that no code is NaN (a scan of every code).
 void check_fp8_codes(const TensorView &weight);
 
-// The block scales of FP8 weight `weight` (checked by check_fp8_codes) as
+// The block scales of FP8 weight `weight` (checked by check_fp8_weight) as
 // f32 [ceil(N / 128), ceil(K / 128)], row-major; throws naming
 // `scale_inv` when they are not F32 or BF16 of that shape, or not finite.
 std::vector<float> fp8_block_scales(const TensorView &weight, const TensorView &scale_inv);
