@@ -325,17 +325,25 @@ def case_linear_int4_checkpoint(layout, m, k, n, bias=True, rows=None):
     return [x], module([x], "\n".join(lines), [("%y", ty)]), [ref], weights
 
 
-def case_linear_fp8(m, k, n, rows=None, bias=True):
-    """A linear of an FP8 checkpoint's weight (codes and bf16 scales per
-    block of 128 x 128, packed by test/fixtures/checkpoints/quantized.py),
-    optionally rows [begin, end) of it, against the reference's
-    dequantization: the CPU reads it dequantized, sm_90 as stored."""
+def fp8_checkpoint_weight(n, k):
+    """A random [n, k] weight "w" as an FP8 checkpoint stores it (codes and
+    bf16 scales per block of 128 x 128, packed by
+    test/fixtures/checkpoints/quantized.py): the checkpoint's tensors, and
+    the reference's dequantization."""
     from checkpoints import quantized  # noqa: E402  (the fixtures' packer)
     import quantized_checkpoint  # noqa: E402  (the reference's dequantizer)
+    weights = quantized.fp8_tensors("w", torch.from_numpy(f32(n, k)))
+    return weights, quantized_checkpoint.dequantize_fp8(weights["w"].codes,
+                                                        weights["w_scale_inv"])
+
+
+def case_linear_fp8(m, k, n, rows=None, bias=True):
+    """A linear of an FP8 checkpoint's weight, optionally rows [begin, end)
+    of it, against the reference's dequantization: the CPU reads it
+    dequantized, sm_90 as stored."""
     begin, end = rows or (0, n)
     x = f32(m, k)
-    weights = quantized.fp8_tensors("w", torch.from_numpy(f32(n, k)))
-    w = quantized_checkpoint.dequantize_fp8(weights["w"].codes, weights["w_scale_inv"])
+    weights, w = fp8_checkpoint_weight(n, k)
     count = end - begin
     ty, wty = f"tensor<{m}x{count}xf32>", f"tensor<{count}x{k}xf32>"
     where = f" rows [{begin}, {end}]" if rows else ""
@@ -352,7 +360,9 @@ def case_linear_fp8(m, k, n, rows=None, bias=True):
 
 def bf16_exact(a):
     """f32 `a` rounded to bf16 (nearest even), as f32: values both storage
-    types hold alike."""
+    types hold alike. Arrays of other types are returned as they are."""
+    if a.dtype != np.float32:
+        return a
     return torch.from_numpy(a).to(torch.bfloat16).float().numpy()
 
 
@@ -376,11 +386,8 @@ def case_linear_w8a8(m, k, n, bias=True):
     dequantized. x and the bias are bf16 values, so that the case's f32 and
     bf16 storage share the reference. sm_90 only: the CPU has no such
     kernels."""
-    from checkpoints import quantized  # noqa: E402  (the fixtures' packer)
-    import quantized_checkpoint  # noqa: E402  (the reference's dequantizer)
     x = bf16_exact(f32(m, k))
-    weights = quantized.fp8_tensors("w", torch.from_numpy(f32(n, k)))
-    w = quantized_checkpoint.dequantize_fp8(weights["w"].codes, weights["w_scale_inv"])
+    weights, w = fp8_checkpoint_weight(n, k)
     ty, xty = f"tensor<{m}x{n}xf32>", f"tensor<{m}x{k}xf32>"
     codes, wty = f"tensor<{m}x{k}xf8E4M3FN>", f"tensor<{n}x{k}xf8E4M3FN>"
     sty = f"tensor<{-(-n // 128)}x{-(-k // 128)}xf32>"
@@ -853,47 +860,14 @@ def linear_invariance_pair(m):
     return (inputs, text), (few, linear_module(few))
 
 
-def int8_linear_invariance_pair():
-    """The same 3 rows of an int8 linear (the VNNI kernel where the CPU has
-    it) in a 70-row step, which tiles them 4 rows at a time, and alone:
-    ((inputs, module, weights) of 70 rows, (inputs, module, weights) of 3)."""
-    inputs, text, _, weights = case_linear_int8(m=70, k=256, n=40)
-    few_text = text.replace("tensor<70x", "tensor<3x")
-    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
-
-
-def int4_linear_invariance_pair(m):
-    """The same 3 rows of an int4 linear in an m-row step and alone (on
-    sm_90 the large-tile kernel for m > 64, else the 64-row one, against the
-    small-M one; K = 256 in two splits of a group each)."""
-    inputs, text, _, weights = case_linear_int4(m=m, k=256, n=48)
-    few_text = text.replace(f"tensor<{m}x", "tensor<3x")
-    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
-
-
-def fp8_linear_invariance_pair(m):
-    """The same 3 rows of an FP8 checkpoint's linear in an m-row step and
-    alone (on sm_90 the large-tile or 64-row kernel against the small-M one,
-    K = 320 in three splits, the last group half past K)."""
-    inputs, text, _, weights = case_linear_fp8(m=m, k=320, n=200)
-    few_text = text.replace(f"tensor<{m}x", "tensor<3x")
-    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
-
-
-def w8a8_linear_invariance_pair(m):
-    """The same 3 rows of a W8A8 linear in an m-row step and alone (sm_90's
-    large-tile or 64-row kernel against the small-M one; K = 320)."""
-    inputs, text, _, weights = case_linear_w8a8(m=m, k=320, n=200)
-    few_text = text.replace(f"tensor<{m}x", "tensor<3x")
-    return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
-
-
-def bf16_linear_invariance_pair():
-    """The same 3 rows of a bf16 linear (the vdpbf16ps kernel where the CPU
-    has it) in a 70-row step, which tiles them 4 rows at a time in blocks of
-    16, and alone, where each takes a 1-row tile."""
-    inputs, text, _, weights = case_linear_bf16(m=70, k=256, n=40)
-    few_text = text.replace("tensor<70x", "tensor<3x")
+def three_rows_pair(case):
+    """The same 3 rows of a linear `case` with checkpoint weights, in the
+    case's step and alone: ((inputs, module, weights) of its rows, (inputs,
+    module, weights) of 3). On sm_90 a step of more than 64 rows runs the
+    large-tile kernel and one of 17 to 64 the 64-row kernel, alone the
+    small-M kernel; on the CPU a larger step tiles rows 4 at a time."""
+    inputs, text, _, weights = case
+    few_text = text.replace(f"tensor<{len(inputs[0])}x", "tensor<3x")
     return (inputs, text, weights), ([inputs[0][:3]], few_text, weights)
 
 
@@ -905,12 +879,17 @@ def invariance_pairs():
              for window in (None, 200)] +
             [("linear_split_k", linear_invariance_pair(80)),
              ("linear_split_k_medium_rows", linear_invariance_pair(40)),
-             ("linear_int8", int8_linear_invariance_pair()),
-             ("linear_int4", int4_linear_invariance_pair(70)),
-             ("linear_int4_medium_rows", int4_linear_invariance_pair(40)),
-             ("linear_fp8", fp8_linear_invariance_pair(70)),
-             ("linear_fp8_medium_rows", fp8_linear_invariance_pair(40)),
-             ("linear_bf16", bf16_linear_invariance_pair()),
+             # The VNNI kernel where the CPU has it.
+             ("linear_int8", three_rows_pair(case_linear_int8(m=70, k=256, n=40))),
+             # K = 256: two splits of a group each.
+             ("linear_int4", three_rows_pair(case_linear_int4(m=70, k=256, n=48))),
+             ("linear_int4_medium_rows", three_rows_pair(case_linear_int4(m=40, k=256, n=48))),
+             # K = 320: three splits, the last group half past K.
+             ("linear_fp8", three_rows_pair(case_linear_fp8(m=70, k=320, n=200))),
+             ("linear_fp8_medium_rows", three_rows_pair(case_linear_fp8(m=40, k=320, n=200))),
+             # The vdpbf16ps kernel where the CPU has it; alone, each row
+             # takes a 1-row tile.
+             ("linear_bf16", three_rows_pair(case_linear_bf16(m=70, k=256, n=40))),
              ("expert_linear", expert_linear_invariance_pair())])
 
 
@@ -1295,8 +1274,8 @@ SM90_CASES = {
 
 def sm90_invariance_pairs():
     """The invariance pairs of SM90_CASES' ops."""
-    return [("linear_w8a8", w8a8_linear_invariance_pair(70)),
-            ("linear_w8a8_medium_rows", w8a8_linear_invariance_pair(40))]
+    return [("linear_w8a8", three_rows_pair(case_linear_w8a8(m=70, k=320, n=200))),
+            ("linear_w8a8_medium_rows", three_rows_pair(case_linear_w8a8(m=40, k=320, n=200)))]
 
 
 # Largest allowed |empirical - expected| frequency over 6000 samples (about

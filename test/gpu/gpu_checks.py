@@ -121,16 +121,6 @@ def compile_both(llmc, source, out, name, *flags, gpu_source=None, cpus="native,
         "--target", "sm_90", "--dtype", "f32", *flags)
 
 
-def bf16_rounded(a):
-    """f32 `a` rounded to bf16 (nearest even) and widened back: the inputs
-    both devices see in a bf16 case."""
-    if a.dtype != np.float32:
-        return a
-    bits = a.view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
-    return bits.astype(np.uint32).view(np.float32)
-
-
 def bf16_text(text):
     """The op case with bf16 storage, as a narrowed model stores it:
     every f32 tensor type becomes bf16 except paged_attention's log-sum-exp
@@ -216,8 +206,8 @@ def prepare(build, out, tinyllama, moe_layers):
         cases.append((name, inputs, text, text, weights, references))
         if name not in F32_ONLY_CASES:
             # SM90_CASES' inputs are bf16 values already: one reference.
-            cases.append((name + BF16_SUFFIX, [bf16_rounded(a) for a in inputs], text,
-                          bf16_text(text), weights, references))
+            narrow = [op_numerics_test.bf16_exact(a) for a in inputs]
+            cases.append((name + BF16_SUFFIX, narrow, text, bf16_text(text), weights, references))
     for name, inputs, text, gpu_text, weights, references in cases:
         directory = os.path.join(ops, name)
         os.makedirs(directory, exist_ok=True)
@@ -265,7 +255,7 @@ def prepare(build, out, tinyllama, moe_layers):
             with open(source, "w") as f:
                 f.write(bf16_text(text))
             for i, a in enumerate(inputs):
-                np.save(os.path.join(directory, f"input_{i}.npy"), bf16_rounded(a))
+                np.save(os.path.join(directory, f"input_{i}.npy"), op_numerics_test.bf16_exact(a))
             if weights:
                 op_numerics_test.write_weights(directory, weights[0])
             run(llmc, "compile", source, "-o", os.path.join(directory, "op.sm90.llmb"),
