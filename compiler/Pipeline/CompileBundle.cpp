@@ -216,6 +216,7 @@ FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
     outline.addPass(createQuantizeFp8Activations());
   if (options.kvCacheDtype != "auto")
     outline.addPass(createQuantizeKvCache());
+  outline.addPass(createGroupSiblingLinears());
   outline.addPass(createLlmserveToGpuKernels());
   if (failed(outline.run(module)))
     return failure();

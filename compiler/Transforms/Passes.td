@@ -80,6 +80,23 @@ def FormDispatchRegions : Pass<"llmserve-form-dispatch-regions", "ModuleOp"> {
   }];
 }
 
+def GroupSiblingLinears : Pass<"llmserve-group-sibling-linears", "ModuleOp"> {
+  let summary = "Run the linears that read one input as one dispatch";
+  let description = [{
+    The `llmserve.linear` ops of a function body that read one input (and
+    the same FP8 input scales), whose input is not f32 and whose weights
+    have one element type, join one `llmserve.dispatch_region` at the
+    first of them: a layer's q, k and v projections, and a gated MLP's gate
+    and up projections. The shared input is the region's first input, then
+    each linear's other operands in order (weight ops defined after the
+    first linear move before it); the region yields the linears' results in
+    order. `llmserve-to-gpu-kernels` compiles it to one kernel per step size
+    whose blocks each compute one column tile of one of the linears, so a
+    decode step launches 3 kernels fewer per layer. A linear whose other
+    operands are computed after the first one stays alone.
+  }];
+}
+
 def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {
   let summary = "Store weights, KV caches and activations as f16 or bf16";
   let description = [{

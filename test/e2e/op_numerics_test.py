@@ -428,6 +428,37 @@ def case_gated_mlp(m, k, n, return_up=False):
     return [x], module([x], body, results), refs, {"wg": wg, "wu": wu}
 
 
+def case_sibling_linears(m, k, ns, bias=1):
+    """Linears of one input x [m, k] with weights of `ns` rows, the `bias`th
+    with a bias (a layer's q, k and v), all arguments after x: sm_90 runs
+    them as one kernel (llmserve-group-sibling-linears), the CPU one after
+    another."""
+    x = f32(m, k)
+    inputs, lines, results, refs = [x], [], [], []
+    for i, n in enumerate(ns):
+        w = f32(n, k)
+        inputs.append(w)
+        ty = f"tensor<{m}x{n}xf32>"
+        operands, types, ref = f"%a{len(inputs) - 1}", mlir_type(w), t(x) @ t(w).T
+        if i == bias:
+            inputs.append(f32(n))
+            operands += f" bias %a{len(inputs) - 1}"
+            types += f", tensor<{n}xf32>"
+            ref = ref + t(inputs[-1])
+        lines.append(f"  %y{i} = llmserve.linear %a0, {operands} : {mlir_type(x)}, {types} -> {ty}")
+        results.append((f"%y{i}", ty))
+        refs.append(ref)
+    return inputs, module(inputs, "\n".join(lines), results), refs
+
+
+def sibling_linears_invariance_pair(m):
+    """The same 3 rows of sibling linears (q, k and v shapes, K = 1024: 8
+    splits for all three) in an m-row step and alone."""
+    inputs, text, _ = case_sibling_linears(m, k=1024, ns=(256, 64, 64))
+    few = [inputs[0][:3]] + inputs[1:]
+    return (inputs, text), (few, text.replace(f"tensor<{m}x", "tensor<3x"))
+
+
 def case_linear_bias_gelu(m, k, n):
     """gelu(x·Wᵀ + b) with checkpoint weights (GPT-2's c_fc): one dispatch
     region."""
@@ -874,7 +905,8 @@ def three_rows_pair(case):
 def invariance_pairs():
     """Every (name, pair) whose rows must be bitwise equal in the larger step
     and alone: decode rows with and without a window, linear rows (the
-    three sm_90 kernels), and int8, int4, FP8 and bf16 linear rows."""
+    three sm_90 kernels), int8, int4, FP8 and bf16 linear rows, and the rows
+    of sibling linears."""
     return ([(f"attention_window_{window}", decode_invariance_pair(window))
              for window in (None, 200)] +
             [("linear_split_k", linear_invariance_pair(80)),
@@ -890,6 +922,8 @@ def invariance_pairs():
              # The vdpbf16ps kernel where the CPU has it; alone, each row
              # takes a 1-row tile.
              ("linear_bf16", three_rows_pair(case_linear_bf16(m=70, k=256, n=40))),
+             ("sibling_linears", sibling_linears_invariance_pair(70)),
+             ("sibling_linears_medium_rows", sibling_linears_invariance_pair(40)),
              ("expert_linear", expert_linear_invariance_pair())])
 
 
@@ -1179,6 +1213,12 @@ CASES = {
     "gated_mlp_region": lambda: case_gated_mlp(m=70, k=300, n=112),
     "gated_mlp_region_input": lambda: case_gated_mlp(m=9, k=32, n=48, return_up=True),
     "linear_bias_gelu_region": lambda: case_linear_bias_gelu(m=13, k=40, n=48),
+    # A layer's q, k and v: one kernel on sm_90 (its small-M, 64-row and
+    # large-tile forms), whose blocks each take a tile of one linear.
+    "sibling_linears": lambda: case_sibling_linears(m=13, k=256, ns=(200, 40, 40)),
+    "sibling_linears_medium_rows": lambda: case_sibling_linears(m=40, k=256, ns=(200, 40, 40)),
+    "sibling_linears_many_rows": lambda: case_sibling_linears(m=70, k=384, ns=(128, 72, 64),
+                                                              bias=2),
     "gather_rows": case_gather_rows,
     "rms_norm": lambda: norm_case("rms_norm", False),
     "rms_norm_residual": lambda: norm_case("rms_norm", True),

@@ -135,7 +135,7 @@ for bundle in tinyllama tinyllama-fp8-weights tinyllama-w8a8; do
   timeout 120 $B bench decode $R/$bundle.sm90.llmb --weights $weights --batch 4096 \
     --context 128 --profile > "$OUT/rows4096_$bundle.log" 2>&1
   echo "rc=$? ($bundle)"
-  grep -E "^ +[0-9]+ +[0-9]+ |^  (linear|quantize_fp8|all dispatches)" "$OUT/rows4096_$bundle.log"
+  grep -E "^ +[0-9]+ +[0-9]+ |^  (linear|dispatch_region|quantize_fp8|all dispatches)" "$OUT/rows4096_$bundle.log"
 done
 timeout 120 python3 test/gpu/linear_reference.py $R/tinyllama_config/config.json --rows 4096 \
   --fp8 > "$OUT/linear_reference_4096.log" 2>&1

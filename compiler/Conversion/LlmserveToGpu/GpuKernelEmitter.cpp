@@ -188,7 +188,6 @@ SmallVector<Value> GpuKernelEmitter::threadLoop(
 }
 
 void GpuKernelEmitter::waitForPrerequisites() {
-  assert(!waited && "the kernel waits for its prerequisites once");
   waited = true;
   NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
   NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);

@@ -89,7 +89,9 @@ public:
   /// way: the runtime launches every kernel as a programmatic dependent
   /// launch (docs/bundle.md), so a kernel's launch and whatever it does
   /// before this point (loads of weights, never of activations) overlap the
-  /// previous kernel's tail. A kernel that does not call it waits on entry.
+  /// previous kernel's tail. Called once on each path through the kernel
+  /// (a kernel of several linears calls it in each one's branch); a kernel
+  /// that does not call it waits on entry.
   void waitForPrerequisites();
 
   /// Closes the function body.

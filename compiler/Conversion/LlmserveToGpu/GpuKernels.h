@@ -30,13 +30,16 @@ Grid buildSiluMulKernel(GpuKernelEmitter &e);
 Grid buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp op);
 Grid buildSoftcapKernel(GpuKernelEmitter &e, SoftcapOp op);
 Grid buildGeluKernel(GpuKernelEmitter &e, GeluOp op);
-Grid buildLinearKernel(GpuKernelEmitter &e, LinearOp op);
+/// The linear kernels take a linear, or a dispatch region of linears that
+/// read one input (llmserve-group-sibling-linears), whose blocks each
+/// compute a column tile of one of them.
+FailureOr<Grid> buildLinearKernel(GpuKernelEmitter &e, Operation *op);
 /// Whether `op` also has the kernels for decode-sized steps (f16/bf16, K a
 /// multiple of 8): one for at most kSmallBatchLinearRows rows, one for up to
 /// kMediumBatchLinearRows; buildLinearKernel's runs larger steps.
-bool hasSmallBatchLinearKernel(LinearOp op);
-Grid buildSmallBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
-Grid buildMediumBatchLinearKernel(GpuKernelEmitter &e, LinearOp op);
+bool hasSmallBatchLinearKernel(Operation *op);
+Grid buildSmallBatchLinearKernel(GpuKernelEmitter &e, Operation *op);
+Grid buildMediumBatchLinearKernel(GpuKernelEmitter &e, Operation *op);
 inline constexpr int64_t kSmallBatchLinearRows = 16;
 inline constexpr int64_t kMediumBatchLinearRows = 64;
 inline constexpr int64_t kSmallBatchLinearBlockSize = 64;

@@ -186,6 +186,72 @@ struct LinearBindings {
       inputScales = next++;
     y = next;
   }
+
+  /// The bindings of a linear of a dispatch region, whose operands are the
+  /// region's arguments: the region's inputs, then its results, the
+  /// linear's the `result`th.
+  LinearBindings(LinearOp op, DispatchRegionOp region, int result) {
+    auto number = [](Value v) {
+      return v ? static_cast<int>(cast<BlockArgument>(v).getArgNumber()) : -1;
+    };
+    x = number(op.getInput());
+    w = number(op.getWeight());
+    scales = number(op.getScales());
+    zeros = number(op.getZeros());
+    bias = number(op.getBias());
+    inputScales = number(op.getInputScales());
+    y = static_cast<int>(region.getNumOperands()) + result;
+  }
+};
+
+/// A linear of a kernel, and where its operands and result are bound.
+struct LinearPart {
+  LinearOp op;
+  LinearBindings bindings;
+};
+
+/// The linears `op`'s kernels compute: a linear, or the linears of a
+/// dispatch region of siblings (llmserve-group-sibling-linears): linears of
+/// the region's first argument, not f32, with the same FP8 input scales and
+/// weights of one element type, each yielded once, in order.
+FailureOr<SmallVector<LinearPart>> linearParts(Operation *op) {
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return SmallVector<LinearPart>{{linear, LinearBindings(linear)}};
+  auto region = cast<DispatchRegionOp>(op);
+  auto unsupported = [&] {
+    return region.emitOpError("has no GPU kernel: expected linears of its first input (not f32), "
+                              "with the same input scales and weights of one element type, "
+                              "yielding their results in order"),
+           failure();
+  };
+  Block &body = region.getBody().front();
+  ValueRange yielded = cast<YieldOp>(body.getTerminator()).getValues();
+  SmallVector<LinearPart> parts;
+  for (auto [result, inner] : llvm::enumerate(body.without_terminator())) {
+    auto linear = dyn_cast<LinearOp>(inner);
+    if (!linear)
+      return unsupported();
+    LinearOp leader = parts.empty() ? linear : parts.front().op;
+    if (result >= yielded.size() || yielded[result] != linear.getResult() || !linear->hasOneUse() ||
+        linear.getInput() != body.getArgument(0) ||
+        linear.getInput().getType().getElementType().isF32() ||
+        linear.getInputScales() != leader.getInputScales() ||
+        linear.getWeight().getType().getElementType() !=
+            leader.getWeight().getType().getElementType() ||
+        !llvm::all_of(linear->getOperands(), llvm::IsaPred<BlockArgument>))
+      return unsupported();
+    parts.push_back({linear, LinearBindings(linear, region, static_cast<int>(result))});
+  }
+  if (parts.size() != yielded.size())
+    return unsupported();
+  return parts;
+}
+
+/// The shared-memory stages a tensor-core kernel streams x and W through:
+/// one pair for all the linears of a kernel, which have one input and
+/// weights of one element type.
+struct Rings {
+  Value x, w;
 };
 
 /// What both tensor-core kernels read off the op: W is [n, depth], x's type
@@ -196,10 +262,11 @@ struct LinearBindings {
 /// distinct banks.
 class TensorCoreLinear {
 public:
-  TensorCoreLinear(GpuKernelEmitter &e, LinearOp op)
-      : e(e), a(e.arith()), b(e.builder()), op(op), format(weightFormat(op)), bindings(op),
-        element(e.elementType(0)), fp8Input(isa<Float8E4M3FNType>(element)), n(weightShape(op)[0]),
-        depth(weightShape(op)[1]), split(n, depth, hasSmallBatchLinearKernel(op)) {}
+  TensorCoreLinear(GpuKernelEmitter &e, const LinearPart &part, KSplit split)
+      : e(e), a(e.arith()), b(e.builder()), op(part.op), format(weightFormat(op)),
+        bindings(part.bindings), element(e.elementType(bindings.x)),
+        fp8Input(isa<Float8E4M3FNType>(element)), n(weightShape(op)[0]), depth(weightShape(op)[1]),
+        split(split) {}
 
 protected:
   /// Starts the copy of rows [r0, r0 + tileRows) and columns [c0, c0 +
@@ -627,16 +694,21 @@ public:
   static constexpr int64_t kStages = 4;
   static_assert(kTileM == kTileN, "copy() stages kTileM rows of x and of W");
 
-  MmaLinear(GpuKernelEmitter &e, LinearOp op)
-      : TensorCoreLinear(e, op), stepK(kTileK * columnsPerWord() / 2) {}
+  MmaLinear(GpuKernelEmitter &e, const LinearPart &part, KSplit split)
+      : TensorCoreLinear(e, part, split), stepK(kTileK * columnsPerWord() / 2) {}
 
-  Grid build() {
+  Rings rings() { return {inputRing(kStages, kTileM, stepK), weightRing(kStages, kTileN, stepK)}; }
+  int64_t tileColumns() const { return kTileN; }
+  std::string rowTiles() { return ceilDivExpr(e.dimExpr(bindings.x, 0), kTileM); }
+
+  /// The block's tile: rows from block x, W's rows from `columnTile`, K's
+  /// split from block z.
+  void buildTile(Value columnTile, const Rings &rings) {
     Value x = e.binding(bindings.x), w = weight();
     Value m = e.dimSize(bindings.x, 0);
-    Value xs = inputRing(kStages, kTileM, stepK);
-    Value ws = weightRing(kStages, kTileN, stepK);
+    Value xs = rings.x, ws = rings.w;
     Value m0 = a.muli(e.blockId(0), e.index(kTileM));
-    Value n0 = a.muli(e.blockId(1), e.index(kTileN));
+    Value n0 = a.muli(columnTile, e.index(kTileN));
     Value lane = e.laneId(), warp = e.warpId();
     Value group = a.divui(lane, e.index(4)), pairInGroup = a.remui(lane, e.index(4));
     Value warpRow = a.muli(a.divui(warp, e.index(2)), e.index(kWarpTileM));
@@ -723,8 +795,6 @@ public:
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
     finishSplits(acc, xs, row0, col0, tilesM, tilesN, m);
-    return {ceilDivExpr(e.dimExpr(bindings.x, 0), kTileM),
-            std::to_string((n + kTileN - 1) / kTileN), std::to_string(split.count)};
   }
 
   /// Columns of a stage.
@@ -765,21 +835,30 @@ constexpr SmallBatchTile kMediumTile = {kMediumBatchLinearRows, 32, 64, 3,
 /// by side and share it through L2.
 class SmallBatchLinear : TensorCoreLinear {
 public:
-  SmallBatchLinear(GpuKernelEmitter &e, LinearOp op, const SmallBatchTile &tile)
-      : TensorCoreLinear(e, op), tile(tile) {
+  SmallBatchLinear(GpuKernelEmitter &e, const LinearPart &part, KSplit split,
+                   const SmallBatchTile &tile)
+      : TensorCoreLinear(e, part, split), tile(tile) {
     assert(tile.warps * llmserve::kWarpSize == e.blockSize() && "one warp per tile part");
     assert(kStepK % tile.stepK == 0 && "a split is whole stages");
   }
 
-  Grid build() {
+  Rings rings() {
+    return {inputRing(tile.stages, tile.tileM, tile.stepK),
+            weightRing(tile.stages, tile.tileN, tile.stepK)};
+  }
+  int64_t tileColumns() const { return tile.tileN; }
+  std::string rowTiles() { return ceilDivExpr(e.dimExpr(bindings.x, 0), tile.tileM); }
+
+  /// The block's tile: rows from block x, W's rows from `columnTile`, K's
+  /// split from block z.
+  void buildTile(Value columnTile, const Rings &rings) {
     int64_t warpsM = tile.tileM / kMmaM, warpsN = tile.warps / warpsM;
     int64_t warpTileN = tile.tileN / warpsN, tilesN = warpTileN / kMmaN;
     Value x = e.binding(bindings.x), w = weight();
     Value m = e.dimSize(bindings.x, 0);
-    Value xs = inputRing(tile.stages, tile.tileM, tile.stepK);
-    Value ws = weightRing(tile.stages, tile.tileN, tile.stepK);
+    Value xs = rings.x, ws = rings.w;
     Value m0 = a.muli(e.blockId(0), e.index(tile.tileM));
-    Value n0 = a.muli(e.blockId(1), e.index(tile.tileN));
+    Value n0 = a.muli(columnTile, e.index(tile.tileN));
     Value lane = e.laneId(), warp = e.warpId();
     Value group = a.divui(lane, e.index(4)), pairInGroup = a.remui(lane, e.index(4));
     Value warpRow = a.muli(a.divui(warp, e.index(warpsN)), e.index(kMmaM));
@@ -851,8 +930,6 @@ public:
     NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
     finishSplits(acc, xs, row0, col0, 1, tilesN, m);
-    return {ceilDivExpr(e.dimExpr(bindings.x, 0), tile.tileM),
-            std::to_string((n + tile.tileN - 1) / tile.tileN), std::to_string(split.count)};
   }
 
   const SmallBatchTile &tile;
@@ -946,46 +1023,100 @@ Grid warpDotLinear(GpuKernelEmitter &e, LinearOp op) {
   return {std::to_string((n + e.numWarps() - 1) / e.numWarps()), e.dimExpr(bindings.x, 0), "1"};
 }
 
-} // namespace
+/// Rows of W: the output columns a linear computes.
+int64_t outputColumns(LinearOp op) {
+  return cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
+}
 
-bool mlir::llmserve::hasSmallBatchLinearKernel(LinearOp op) {
+/// Whether a linear can run the kernels for decode-sized steps: f16/bf16 x
+/// and W (or quantized W), whose rows both kernels copy 16 bytes at a time.
+bool smallBatchKernelReads(LinearOp op) {
   auto weightType = cast<RankedTensorType>(op.getWeight().getType());
-  // Column tiles go on grid y (at most 65535 blocks).
-  constexpr int64_t maxColumns = 65535 * kSmallTileN;
-  // Both kernels copy x's and W's rows 16 bytes at a time.
   return !op.getInput().getType().getElementType().isF32() &&
          !weightType.getElementType().isF32() && weightType.getDimSize(1) % kChunk == 0 &&
-         weightRowBytes(op, weightType.getDimSize(1)) % 16 == 0 &&
-         weightType.getDimSize(0) <= maxColumns;
+         weightRowBytes(op, weightType.getDimSize(1)) % 16 == 0;
+}
+
+/// Whether `parts` have the kernels for decode-sized steps: each can, and
+/// their column tiles fit grid y (at most 65535 blocks).
+bool smallBatchKernels(ArrayRef<LinearPart> parts) {
+  int64_t tiles = 0;
+  for (const LinearPart &part : parts)
+    tiles += llvm::divideCeilSigned(outputColumns(part.op), kSmallTileN);
+  return tiles <= 65535 &&
+         llvm::all_of(parts, [](const LinearPart &part) { return smallBatchKernelReads(part.op); });
+}
+
+/// A `Kernel` (MmaLinear or SmallBatchLinear) for `parts`: block y indexes
+/// their column tiles in order, and a block computes a tile of its part
+/// through the stages every part shares. K is cut as for one weight of all
+/// the parts' rows, a split per block z.
+template <typename Kernel, typename... TileArgs>
+Grid buildParts(GpuKernelEmitter &e, ArrayRef<LinearPart> parts, const TileArgs &...tile) {
+  Arith &a = e.arith();
+  int64_t rows = 0;
+  for (const LinearPart &part : parts)
+    rows += outputColumns(part.op);
+  LinearOp leader = parts.front().op;
+  auto weightType = cast<RankedTensorType>(leader.getWeight().getType());
+  KSplit split(rows, weightType.getDimSize(1), smallBatchKernels(parts));
+  Kernel first(e, parts.front(), split, tile...);
+  Rings rings = first.rings();
+  Value columnTile = e.blockId(1);
+  int64_t begin = 0;
+  for (const LinearPart &part : parts) {
+    Kernel kernel(e, part, split, tile...);
+    int64_t end = begin + llvm::divideCeilSigned(outputColumns(part.op), kernel.tileColumns());
+    if (parts.size() == 1) {
+      kernel.buildTile(columnTile, rings);
+    } else {
+      Value inside = a.cmpi(arith::CmpIPredicate::ult, columnTile, e.index(end));
+      if (begin > 0)
+        inside = a.andi(inside, a.cmpi(arith::CmpIPredicate::uge, columnTile, e.index(begin)));
+      e.ifThen(inside, [&] {
+        kernel.buildTile(begin > 0 ? a.subi(columnTile, e.index(begin)) : columnTile, rings);
+      });
+    }
+    begin = end;
+  }
+  return {first.rowTiles(), std::to_string(begin), std::to_string(split.count)};
 }
 
 /// 1 when the step's M (rows of x) exceeds `rows`, else 0: the grids of a
 /// linear's kernels multiply their M axis by products of these, so that
 /// exactly one of them has blocks for any M.
-static std::string moreRowsThan(GpuKernelEmitter &e, int64_t rows) {
+std::string moreRowsThan(GpuKernelEmitter &e, int64_t rows) {
   return "min(max(" + e.dimExpr(0, 0) + "-" + std::to_string(rows) + ",0),1)";
 }
 
-Grid mlir::llmserve::buildSmallBatchLinearKernel(GpuKernelEmitter &e,
-                                                 LinearOp op) {
-  Grid grid = SmallBatchLinear(e, op, kSmallTile).build();
+} // namespace
+
+bool mlir::llmserve::hasSmallBatchLinearKernel(Operation *op) {
+  FailureOr<SmallVector<LinearPart>> parts = linearParts(op);
+  return succeeded(parts) && smallBatchKernels(*parts);
+}
+
+Grid mlir::llmserve::buildSmallBatchLinearKernel(GpuKernelEmitter &e, Operation *op) {
+  Grid grid = buildParts<SmallBatchLinear>(e, *linearParts(op), kSmallTile);
   grid[0] = grid[0] + "*(1-" + moreRowsThan(e, kSmallBatchLinearRows) + ")";
   return grid;
 }
 
-Grid mlir::llmserve::buildMediumBatchLinearKernel(GpuKernelEmitter &e,
-                                                  LinearOp op) {
-  Grid grid = SmallBatchLinear(e, op, kMediumTile).build();
+Grid mlir::llmserve::buildMediumBatchLinearKernel(GpuKernelEmitter &e, Operation *op) {
+  Grid grid = buildParts<SmallBatchLinear>(e, *linearParts(op), kMediumTile);
   grid[0] = grid[0] + "*" + moreRowsThan(e, kSmallBatchLinearRows) + "*(1-" +
             moreRowsThan(e, kMediumBatchLinearRows) + ")";
   return grid;
 }
 
-Grid mlir::llmserve::buildLinearKernel(GpuKernelEmitter &e, LinearOp op) {
-  if (e.elementType(0).isF32())
-    return warpDotLinear(e, op);
-  Grid grid = MmaLinear(e, op).build();
-  if (hasSmallBatchLinearKernel(op))
+FailureOr<Grid> mlir::llmserve::buildLinearKernel(GpuKernelEmitter &e, Operation *op) {
+  FailureOr<SmallVector<LinearPart>> parts = linearParts(op);
+  if (failed(parts))
+    return failure();
+  if (auto linear = dyn_cast<LinearOp>(op); linear && e.elementType(0).isF32())
+    return warpDotLinear(e, linear);
+  Grid grid = buildParts<MmaLinear>(e, *parts);
+  if (smallBatchKernels(*parts))
     grid[0] = grid[0] + "*" + moreRowsThan(e, kMediumBatchLinearRows);
   return grid;
 }

@@ -6,14 +6,16 @@
 // an `llmserve.dispatch` attribute {kernel, symbol, grid, block,
 // shared_bytes, programmatic_launch} on the op. An f16/bf16 linear gets two
 // more kernels, for steps of at most 16 and of at most 64 rows (an array of
-// three such attributes; the grids make exactly one of them non-empty).
+// three such attributes; the grids make exactly one of them non-empty), and
+// so does a dispatch region of linears that read one input
+// (llmserve-group-sibling-linears), which computes all of them.
 // Kernels whose code is the same (those of a model's layers) are one
-// function, which their dispatches name as their symbol. Bindings are the op's operands then its results
-// (kv_write updates its cache in place and binds it once); push constants
-// are the bindings' dynamic sizes in binding order; grid expressions refer to
-// push constant k as `$k`. Kernels use static shared memory only, so
-// `shared_bytes` (the dynamic shared memory of a launch) is 0, and each
-// waits for the grids before it itself (GpuKernelEmitter::
+// function, which their dispatches name as their symbol. Bindings are the op's
+// operands then its results (kv_write updates its cache in place and binds it
+// once); push constants are the bindings' dynamic sizes in binding order; grid
+// expressions refer to push constant k as `$k`. Kernels use static shared
+// memory only, so `shared_bytes` (the dynamic shared memory of a launch) is 0,
+// and each waits for the grids before it itself (GpuKernelEmitter::
 // waitForPrerequisites), so `programmatic_launch` is true.
 //
 //===----------------------------------------------------------------------===//
@@ -41,12 +43,13 @@ using namespace mlir;
 using namespace mlir::llmserve;
 
 int64_t mlir::llmserve::gpuBlockSize(Operation *op) {
-  // linear and paged_attention: 4 warps (tensor-core tiles, attention tiles),
+  // linear (alone or with its siblings in a dispatch region) and
+  // paged_attention: 4 warps (tensor-core tiles, attention tiles),
   // as expert_linear; moe_router a warp; the vocabulary's row kernels: 16
   // warps, since a row has tens of thousands of logits (at 32, ptxas spills
   // the sampler's Gumbel noise and logprobs' ranking); other row kernels: 8
   // warps striding over the row.
-  if (isa<LinearOp, PagedAttentionOp, ExpertLinearOp>(op))
+  if (isa<LinearOp, DispatchRegionOp, PagedAttentionOp, ExpertLinearOp>(op))
     return 128;
   if (isa<MoeRouterOp>(op))
     return kWarpSize;
@@ -68,17 +71,17 @@ struct ExtraGpuKernel {
 /// linear's kernels for decode-sized steps, and attention's decode-only
 /// pair: the grids select by the step's size which kernels have blocks.
 SmallVector<ExtraGpuKernel> extraKernels(Operation *op) {
-  if (auto linear = dyn_cast<LinearOp>(op)) {
-    if (!hasSmallBatchLinearKernel(linear))
+  if (isa<LinearOp, DispatchRegionOp>(op)) {
+    if (!hasSmallBatchLinearKernel(op))
       return {};
-    return {{"_small_m", kSmallBatchLinearBlockSize,
-             [linear](GpuKernelEmitter &e) {
-               return buildSmallBatchLinearKernel(e, linear);
-             }},
-            {"_medium_m", kMediumBatchLinearBlockSize,
-             [linear](GpuKernelEmitter &e) {
-               return buildMediumBatchLinearKernel(e, linear);
-             }}};
+    return {
+        {"_small_m", kSmallBatchLinearBlockSize,
+         [op](GpuKernelEmitter &e) {
+           return buildSmallBatchLinearKernel(e, op);
+         }},
+        {"_medium_m", kMediumBatchLinearBlockSize, [op](GpuKernelEmitter &e) {
+           return buildMediumBatchLinearKernel(e, op);
+         }}};
   }
   if (auto attention = dyn_cast<PagedAttentionOp>(op))
     return {{"_decode", gpuBlockSize(op),
@@ -110,7 +113,8 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
           [&](auto) { return buildGatherKernel(e, op); })
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
-      .Case([&](LinearOp o) { return buildLinearKernel(e, o); })
+      .Case<LinearOp, DispatchRegionOp>(
+          [&](auto) { return buildLinearKernel(e, op); })
       .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
       .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
       .Case([&](QuantizeFp8Op) { return buildQuantizeFp8Kernel(e); })

@@ -923,12 +923,15 @@ def Llmserve_DispatchRegionOp : Llmserve_Op<"dispatch_region",
   let description = [{
     The ops of `body` run as one dispatch: the kernel reads `inputs` (the
     entry block's arguments, in order) and writes the values the body yields;
-    what the ops pass between them never leaves the kernel. Formed by
-    `llmserve-form-dispatch-regions`, which puts an elementwise
+    what the ops pass between them never leaves the kernel. Formed for the
+    CPU by `llmserve-form-dispatch-regions`, which puts an elementwise
     `linalg.generic` (`llmserve-to-linalg`'s form of `silu_mul` or `gelu`)
     together with the `llmserve.linear` ops whose only user it is, so the
     kernel applies the elementwise body to each block of the linears'
-    outputs while it is in cache.
+    outputs while it is in cache; and for sm_90 by
+    `llmserve-group-sibling-linears`, which puts the linears of one input
+    (q, k and v; gate and up) in one region yielding each of their results,
+    so that one kernel computes all of them.
 
     Example (a gated MLP's gate and up projections with SiLU):
 

@@ -8,3 +8,52 @@ func.func @expert_linear_int8(%x: tensor<?x64xf32>, %e: tensor<?x2xi32>) -> tens
   %y = llmserve.expert_linear %x, %v scales %s experts %e per_slot : tensor<?x64xf32>, tensor<4x32x64xi8>, tensor<?x2xi32> -> tensor<?x32xf32>
   return %y : tensor<?x32xf32>
 }
+
+// -----
+
+// A dispatch region runs on sm_90 only as sibling linears: here a linear's
+// result goes to an elementwise op inside the region.
+func.func @region_with_epilogue(%x: tensor<?x64xbf16>) -> tensor<?x32xbf16> {
+  %w = llmserve.weight "w" : tensor<32x64xbf16>
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: expected linears of its first input (not f32), with the same input scales and weights of one element type, yielding their results in order}}
+  %y = llmserve.dispatch_region(%x, %w) : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16> {
+  ^bb0(%in: tensor<?x64xbf16>, %win: tensor<32x64xbf16>):
+    %g = llmserve.linear %in, %win : tensor<?x64xbf16>, tensor<32x64xbf16> -> tensor<?x32xbf16>
+    %u = llmserve.linear %in, %win : tensor<?x64xbf16>, tensor<32x64xbf16> -> tensor<?x32xbf16>
+    %h = llmserve.silu_mul %g, %u : tensor<?x32xbf16>
+    llmserve.yield %h : tensor<?x32xbf16>
+  }
+  return %y : tensor<?x32xbf16>
+}
+
+// -----
+
+// Linears of different weight types cannot share their stages.
+func.func @region_of_two_weight_types(%x: tensor<?x64xbf16>) -> (tensor<?x32xbf16>, tensor<?x32xbf16>) {
+  %w = llmserve.weight "w" : tensor<32x64xbf16>
+  %w8 = llmserve.weight "w8" quantized int8_channel values : tensor<32x64xi8>
+  %s8 = llmserve.weight "w8" quantized int8_channel scales : tensor<32xf32>
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel}}
+  %y:2 = llmserve.dispatch_region(%x, %w, %w8, %s8) : (tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32x64xi8>, tensor<32xf32>) -> (tensor<?x32xbf16>, tensor<?x32xbf16>) {
+  ^bb0(%in: tensor<?x64xbf16>, %win: tensor<32x64xbf16>, %v: tensor<32x64xi8>, %s: tensor<32xf32>):
+    %a = llmserve.linear %in, %win : tensor<?x64xbf16>, tensor<32x64xbf16> -> tensor<?x32xbf16>
+    %b = llmserve.linear %in, %v scales %s : tensor<?x64xbf16>, tensor<32x64xi8> -> tensor<?x32xbf16>
+    llmserve.yield %a, %b : tensor<?x32xbf16>, tensor<?x32xbf16>
+  }
+  return %y#0, %y#1 : tensor<?x32xbf16>, tensor<?x32xbf16>
+}
+
+// -----
+
+// f32 linears have no tensor-core kernel to share.
+func.func @region_of_f32(%x: tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %w = llmserve.weight "w" : tensor<32x64xf32>
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel}}
+  %y:2 = llmserve.dispatch_region(%x, %w) : (tensor<?x64xf32>, tensor<32x64xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  ^bb0(%in: tensor<?x64xf32>, %win: tensor<32x64xf32>):
+    %a = llmserve.linear %in, %win : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+    %b = llmserve.linear %in, %win : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+    llmserve.yield %a, %b : tensor<?x32xf32>, tensor<?x32xf32>
+  }
+  return %y#0, %y#1 : tensor<?x32xf32>, tensor<?x32xf32>
+}

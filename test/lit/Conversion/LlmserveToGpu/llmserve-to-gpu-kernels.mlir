@@ -749,3 +749,49 @@ func.func @linear_w8a8(%x: tensor<?x320xbf16>) -> tensor<?x200xbf16> {
   %y = llmserve.linear %c input_scales %cs, %v scales %s : tensor<?x320xf8E4M3FN>, tensor<200x320xf8E4M3FN> -> tensor<?x200xbf16>
   return %y : tensor<?x200xbf16>
 }
+
+// -----
+
+// Sibling linears (llmserve-group-sibling-linears) run as one kernel per
+// step size: block y indexes the column tiles of q (128 rows: 2 tiles of 64,
+// 8 of 16, 4 of 32) then k (32 rows: 1, 2 and 1), and each block computes
+// its linear's tile through the one pair of shared-memory rings, waiting
+// for the grids before it in its own branch. Bindings are the region's
+// inputs then its results.
+// CHECK-LABEL: func.func @sibling_linears
+//       CHECK:   llmserve.dispatch_region
+//  CHECK-SAME:     llmserve.dispatch = [{block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-64,0),1)", "3", "1"], kernel = "d0_dispatch_region"
+//  CHECK-SAME:                          {block = array<i64: 64, 1, 1>, grid = ["ceildiv($0,16)*(1-min(max($0-16,0),1))", "10", "1"], kernel = "d0_dispatch_region_small_m"
+//  CHECK-SAME:                          {block = array<i64: 128, 1, 1>, grid = ["ceildiv($0,64)*min(max($0-16,0),1)*(1-min(max($0-64,0),1))", "5", "1"], kernel = "d0_dispatch_region_medium_m"
+//       CHECK:   gpu.func @llmserve_d0_dispatch_region(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     kernel attributes
+//  CHECK-NEXT:     %[[Y:.*]] = gpu.block_id  y
+//       CHECK:     %[[Q:.*]] = arith.cmpi ult, %[[Y]], %c2
+//  CHECK-NEXT:     scf.if %[[Q]] {
+//       CHECK:       memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [128, 64]
+//       CHECK:       nvvm.griddepcontrol  wait
+//       CHECK:       nvvm.mma.sync
+//       CHECK:     arith.cmpi ult, %[[Y]], %c3
+//       CHECK:     arith.cmpi uge, %[[Y]], %c2
+//       CHECK:     scf.if
+//       CHECK:       arith.subi %[[Y]], %c2
+//       CHECK:       memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [32, 64]
+//       CHECK:       nvvm.griddepcontrol  wait
+//       CHECK:       nvvm.mma.sync
+//       CHECK:     gpu.return
+//       CHECK:   gpu.func @llmserve_d0_dispatch_region_small_m
+//  CHECK-SAME:     workgroup(%{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x16x136xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+//  CHECK-SAME:     kernel attributes
+//       CHECK:   gpu.func @llmserve_d0_dispatch_region_medium_m
+func.func @sibling_linears(%x: tensor<?x64xbf16>) -> (tensor<?x128xbf16>, tensor<?x32xbf16>) {
+  %wq = llmserve.weight "q" : tensor<128x64xbf16>
+  %wk = llmserve.weight "k" : tensor<32x64xbf16>
+  %y:2 = llmserve.dispatch_region(%x, %wq, %wk) : (tensor<?x64xbf16>, tensor<128x64xbf16>, tensor<32x64xbf16>) -> (tensor<?x128xbf16>, tensor<?x32xbf16>) {
+  ^bb0(%in: tensor<?x64xbf16>, %q: tensor<128x64xbf16>, %k: tensor<32x64xbf16>):
+    %a = llmserve.linear %in, %q : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xbf16>
+    %b = llmserve.linear %in, %k : tensor<?x64xbf16>, tensor<32x64xbf16> -> tensor<?x32xbf16>
+    llmserve.yield %a, %b : tensor<?x128xbf16>, tensor<?x32xbf16>
+  }
+  return %y#0, %y#1 : tensor<?x128xbf16>, tensor<?x32xbf16>
+}
