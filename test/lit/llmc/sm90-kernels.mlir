@@ -288,3 +288,23 @@ func.func @linear_w8a8(%x: tensor<16x256xbf16>) -> tensor<16x128xbf16> {
   %y = llmserve.linear %c input_scales %cs, %v scales %s : tensor<16x256xf8E4M3FN>, tensor<128x256xf8E4M3FN> -> tensor<16x128xbf16>
   return %y : tensor<16x128xbf16>
 }
+
+// Sibling linears (llmserve-group-sibling-linears) are one kernel per step
+// size: a block picks its linear by its column tile (%ctaid.y; q has 8
+// tiles of 16 columns), and each linear's branch waits for the grids before
+// it and multiplies on the tensor cores.
+// CHECK-LABEL: .visible .entry llmserve_d20_dispatch_region_small_m(
+// CHECK:       mov.u32 %r[[Y:[0-9]+]], %ctaid.y;
+// CHECK:       setp.gt.u32 %p{{[0-9]+}}, %r[[Y]], 7;
+// CHECK:       griddepcontrol.wait;
+// CHECK:       mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:       griddepcontrol.wait;
+// CHECK:       mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK-LABEL: .visible .entry llmserve_d20_dispatch_region_medium_m(
+func.func @sibling_linears(%x: tensor<16x64xbf16>) -> (tensor<16x128xbf16>, tensor<16x32xbf16>) {
+  %wq = llmserve.weight "sibling.q" : tensor<128x64xbf16>
+  %q = llmserve.linear %x, %wq : tensor<16x64xbf16>, tensor<128x64xbf16> -> tensor<16x128xbf16>
+  %wk = llmserve.weight "sibling.k" : tensor<32x64xbf16>
+  %k = llmserve.linear %x, %wk : tensor<16x64xbf16>, tensor<32x64xbf16> -> tensor<16x32xbf16>
+  return %q, %k : tensor<16x128xbf16>, tensor<16x32xbf16>
+}
