@@ -217,6 +217,7 @@ FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
   if (options.kvCacheDtype != "auto")
     outline.addPass(createQuantizeKvCache());
   outline.addPass(createGroupSiblingLinears());
+  outline.addPass(createGroupSiblingRopes());
   outline.addPass(createLlmserveToGpuKernels());
   if (failed(outline.run(module)))
     return failure();

@@ -97,6 +97,22 @@ def GroupSiblingLinears : Pass<"llmserve-group-sibling-linears", "ModuleOp"> {
   }];
 }
 
+def GroupSiblingRopes : Pass<"llmserve-group-sibling-ropes", "ModuleOp"> {
+  let summary = "Run the ropes of one position array as one dispatch";
+  let description = [{
+    The `llmserve.rope` ops of a function body that read one position array
+    and have the same attributes (a layer's q and k) join one
+    `llmserve.dispatch_region` at the first of them, when the later ones'
+    inputs are computed before it (after `llmserve-group-sibling-linears`,
+    q, k and v come from one region). The positions are the region's first
+    input, then each rope's input; it yields their results in order.
+    `llmserve-to-gpu-kernels` compiles it to one kernel whose blocks rotate
+    one token of each input, so a decode step launches one kernel fewer per
+    layer. LongRoPE ropes, which also read the sequences' context lengths,
+    stay alone.
+  }];
+}
+
 def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {
   let summary = "Store weights, KV caches and activations as f16 or bf16";
   let description = [{

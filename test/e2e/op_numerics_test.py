@@ -573,6 +573,22 @@ def rope_case(style, rotary, scaling):
     return [x, pos], module([x, pos], body, [("%y", mlir_type(x))]), [y.view(n, -1)]
 
 
+def case_sibling_ropes(style, rotary):
+    """A layer's q (4 heads) and k (2 heads) rotated by one position array:
+    sm_90 runs the two ropes as one kernel (llmserve-group-sibling-ropes),
+    the CPU one after the other."""
+    n, head_dim, theta = 6, 16, 10000.0
+    q, k, pos = f32(n, 4 * head_dim), f32(n, 2 * head_dim), i32(0, 4096, n)
+    angle = (torch.from_numpy(pos).float()[:, None] * hf_inv_freq(rotary, theta, None)[None, :])
+    attrs = f"style {style} head_dim {head_dim} rotary_dim {rotary} theta {theta:e}"
+    body = "\n".join(f"  %y{i} = llmserve.rope %a{i}, %a2 {attrs} : {mlir_type(x)}, {mlir_type(pos)}"
+                     for i, x in enumerate((q, k)))
+    refs = [rotate(t(x).view(n, -1, head_dim), style, rotary, angle.double(), 1.0).view(n, -1)
+            for x in (q, k)]
+    return ([q, k, pos], module([q, k, pos], body, [("%y0", mlir_type(q)), ("%y1", mlir_type(k))]),
+            refs)
+
+
 def rotate(xs, style, rotary, angle, attention_factor):
     """xs [T, heads, head_dim] with the first `rotary` channels of each head
     rotated by angle [T, rotary / 2], cos and sin times attention_factor."""
@@ -1240,6 +1256,9 @@ CASES = {
     "rope_llama3": lambda: rope_case("neox", 16, {"type": "llama3", "factor": 8.0, "low": 1.0,
                                                   "high": 4.0, "original": 64}),
     "rope_longrope": case_rope_longrope,
+    # A layer's q and k: one kernel on sm_90; partial rotary copies the rest.
+    "sibling_ropes": lambda: case_sibling_ropes("neox", 16),
+    "sibling_ropes_gptj_partial": lambda: case_sibling_ropes("gptj", 8),
     "silu_mul": case_silu_mul,
     "gelu_mul_tanh": lambda: case_gelu_mul("tanh"),
     "softcap": case_softcap,

@@ -23,7 +23,9 @@ int64_t gpuBlockSize(Operation *op);
 
 Grid buildGatherKernel(GpuKernelEmitter &e, Operation *op);
 Grid buildNormKernel(GpuKernelEmitter &e, const NormParams &params);
-Grid buildRopeKernel(GpuKernelEmitter &e, RopeOp op);
+/// A rope, or a dispatch region of ropes of one position array
+/// (llmserve-group-sibling-ropes), each block rotating one token of each.
+FailureOr<Grid> buildRopeKernel(GpuKernelEmitter &e, Operation *op);
 Grid buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp op);
 Grid buildQuantizeFp8Kernel(GpuKernelEmitter &e);
 Grid buildSiluMulKernel(GpuKernelEmitter &e);

@@ -8,7 +8,9 @@
 // more kernels, for steps of at most 16 and of at most 64 rows (an array of
 // three such attributes; the grids make exactly one of them non-empty), and
 // so does a dispatch region of linears that read one input
-// (llmserve-group-sibling-linears), which computes all of them.
+// (llmserve-group-sibling-linears), which computes all of them; a region of
+// ropes of one position array (llmserve-group-sibling-ropes) is one rope
+// kernel.
 // Kernels whose code is the same (those of a model's layers) are one
 // function, which their dispatches name as their symbol. Bindings are the op's
 // operands then its results (kv_write updates its cache in place and binds it
@@ -42,14 +44,24 @@ namespace mlir::llmserve {
 using namespace mlir;
 using namespace mlir::llmserve;
 
+/// The op that stands for `op`'s kernel: `op`, or the first op of a dispatch
+/// region, whose ops are siblings of one kind (llmserve-group-sibling-linears
+/// and -ropes).
+static Operation *kernelKind(Operation *op) {
+  if (auto region = dyn_cast<DispatchRegionOp>(op))
+    return &region.getBody().front().front();
+  return op;
+}
+
 int64_t mlir::llmserve::gpuBlockSize(Operation *op) {
-  // linear (alone or with its siblings in a dispatch region) and
-  // paged_attention: 4 warps (tensor-core tiles, attention tiles),
-  // as expert_linear; moe_router a warp; the vocabulary's row kernels: 16
-  // warps, since a row has tens of thousands of logits (at 32, ptxas spills
-  // the sampler's Gumbel noise and logprobs' ranking); other row kernels: 8
-  // warps striding over the row.
-  if (isa<LinearOp, DispatchRegionOp, PagedAttentionOp, ExpertLinearOp>(op))
+  // linear and paged_attention: 4 warps (tensor-core tiles, attention
+  // tiles), as expert_linear; moe_router a warp; the vocabulary's row
+  // kernels: 16 warps, since a row has tens of thousands of logits (at 32,
+  // ptxas spills the sampler's Gumbel noise and logprobs' ranking); other
+  // row kernels: 8 warps striding over the row. A dispatch region of
+  // siblings: as its ops.
+  op = kernelKind(op);
+  if (isa<LinearOp, PagedAttentionOp, ExpertLinearOp>(op))
     return 128;
   if (isa<MoeRouterOp>(op))
     return kWarpSize;
@@ -71,7 +83,7 @@ struct ExtraGpuKernel {
 /// linear's kernels for decode-sized steps, and attention's decode-only
 /// pair: the grids select by the step's size which kernels have blocks.
 SmallVector<ExtraGpuKernel> extraKernels(Operation *op) {
-  if (isa<LinearOp, DispatchRegionOp>(op)) {
+  if (isa<LinearOp>(kernelKind(op))) {
     if (!hasSmallBatchLinearKernel(op))
       return {};
     return {
@@ -108,14 +120,23 @@ SmallVector<SmallVector<std::string>> scratchShapes(Operation *op,
 }
 
 FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
+  if (isa<DispatchRegionOp>(op)) {
+    Operation *kind = kernelKind(op);
+    if (isa<LinearOp>(kind))
+      return buildLinearKernel(e, op);
+    if (isa<RopeOp>(kind))
+      return buildRopeKernel(e, op);
+    return op->emitOpError("has no GPU kernel: sm_90 runs dispatch regions of "
+                           "sibling linears or ropes"),
+           failure();
+  }
   return llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
       .Case<EmbeddingOp, GatherRowsOp>(
           [&](auto) { return buildGatherKernel(e, op); })
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
-      .Case<LinearOp, DispatchRegionOp>(
-          [&](auto) { return buildLinearKernel(e, op); })
-      .Case([&](RopeOp o) { return buildRopeKernel(e, o); })
+      .Case([&](LinearOp) { return buildLinearKernel(e, op); })
+      .Case([&](RopeOp) { return buildRopeKernel(e, op); })
       .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
       .Case([&](QuantizeFp8Op) { return buildQuantizeFp8Kernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })

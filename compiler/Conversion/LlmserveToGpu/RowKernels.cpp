@@ -154,14 +154,67 @@ std::pair<Value, Value> sinCos(GpuKernelEmitter &e, Value angle) {
 
 } // namespace
 
-Grid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
+namespace {
+
+/// A rope of a kernel and where its input, positions and result are bound.
+struct RopePart {
+  RopeOp op;
+  int input, positions, result;
+};
+
+/// The ropes `op`'s kernel computes: a rope (its operands, then its result),
+/// or the ropes of a dispatch region of siblings
+/// (llmserve-group-sibling-ropes): ropes of the region's first argument as
+/// positions and another argument as input, without context lengths (not
+/// LongRoPE) and with the first one's attributes, each yielded once, in
+/// order.
+FailureOr<SmallVector<RopePart>> ropeParts(GpuKernelEmitter &e, Operation *op) {
+  if (auto rope = dyn_cast<RopeOp>(op))
+    return SmallVector<RopePart>{{rope, 0, 1, e.numBindings() - 1}};
+  auto region = cast<DispatchRegionOp>(op);
+  auto unsupported = [&] {
+    return region.emitOpError(
+               "has no GPU kernel: expected ropes of its first input as "
+               "positions, without context lengths and with the same "
+               "attributes, yielding their results in order"),
+           failure();
+  };
+  Block &body = region.getBody().front();
+  ValueRange yielded = cast<YieldOp>(body.getTerminator()).getValues();
+  SmallVector<RopePart> parts;
+  for (auto [result, inner] : llvm::enumerate(body.without_terminator())) {
+    auto rope = dyn_cast<RopeOp>(inner);
+    if (!rope)
+      return unsupported();
+    auto input = dyn_cast<BlockArgument>(rope.getInput());
+    RopeOp leader = parts.empty() ? rope : parts.front().op;
+    if (result >= yielded.size() || yielded[result] != rope.getResult() ||
+        !rope->hasOneUse() || !input ||
+        rope.getPositions() != body.getArgument(0) || rope.getContextLen() ||
+        rope->getAttrDictionary() != leader->getAttrDictionary())
+      return unsupported();
+    parts.push_back({rope, static_cast<int>(input.getArgNumber()), 0,
+                     static_cast<int>(region.getNumOperands() + result)});
+  }
+  if (parts.size() != yielded.size())
+    return unsupported();
+  return parts;
+}
+
+} // namespace
+
+FailureOr<Grid> mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e,
+                                                Operation *op) {
+  FailureOr<SmallVector<RopePart>> parts = ropeParts(e, op);
+  if (failed(parts))
+    return failure();
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
+  // The parts have one set of attributes: one frequency table.
+  RopeOp o = parts->front().op;
   SmallVector<float> inv = ropeInverseFrequencies(o);
   int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
   int64_t half = rotary / 2;
-  auto inputType = cast<RankedTensorType>(o.getInput().getType());
-  int64_t heads = inputType.getDimSize(1) / headDim;
   bool neox = o.getStyle() == RopeStyle::neox;
 
   // The frequency table is a constant global of the GPU module.
@@ -180,41 +233,44 @@ Grid mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e, RopeOp o) {
                              IntegerAttr());
   }
   Value table = memref::GetGlobalOp::create(b, tableType, tableName);
-  // The result follows the operands (longrope's has two more).
-  Value x = e.binding(0), positions = e.binding(1),
-        y = e.binding(e.numBindings() - 1);
   Value t = e.blockId(0);
-  Value pos = a.toF32(a.toIndex(a.load(positions, t)));
+  Value pos =
+      a.toF32(a.toIndex(a.load(e.binding(parts->front().positions), t)));
   // longrope: the table's long-factor half for a long sequence's token.
   Value offset = ropeFrequencyOffset(e, o, t);
-  // One thread per rotated pair of a head.
-  e.threadLoop(e.index(heads * half), [&](Value p) {
-    Value h = a.divui(p, e.index(half)), i = a.remui(p, e.index(half));
-    Value base = a.muli(h, e.index(headDim));
-    auto [s, c] =
-        sinCos(e, a.mul(pos, a.load(table, offset ? a.addi(offset, i) : i)));
-    if (std::optional<APFloat> factor = o.getAttentionFactor()) {
-      Value scale = e.f32(factor->convertToDouble());
-      c = a.mul(c, scale);
-      s = a.mul(s, scale);
-    }
-    // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
-    Value first =
-        neox ? a.addi(base, i) : a.addi(base, a.muli(i, e.index(2)));
-    Value second = a.addi(first, e.index(neox ? half : 1));
-    Value x1 = e.loadF32(x, {t, first}), x2 = e.loadF32(x, {t, second});
-    e.storeF32(a.sub(a.mul(x1, c), a.mul(x2, s)), y, {t, first});
-    e.storeF32(a.add(a.mul(x2, c), a.mul(x1, s)), y, {t, second});
-  });
-  if (rotary < headDim) {
-    int64_t rest = headDim - rotary;
-    e.threadLoop(e.index(heads * rest), [&](Value p) {
-      Value col = a.addi(a.muli(a.divui(p, e.index(rest)), e.index(headDim)),
-                         a.addi(a.remui(p, e.index(rest)), e.index(rotary)));
-      a.store(a.load(x, {t, col}), y, {t, col});
+  // Each rope in turn: the token's row of its input.
+  for (const RopePart &part : *parts) {
+    Value x = e.binding(part.input), y = e.binding(part.result);
+    int64_t heads = e.bindingType(part.input).getDimSize(1) / headDim;
+    // One thread per rotated pair of a head.
+    e.threadLoop(e.index(heads * half), [&](Value p) {
+      Value h = a.divui(p, e.index(half)), i = a.remui(p, e.index(half));
+      Value base = a.muli(h, e.index(headDim));
+      auto [s, c] =
+          sinCos(e, a.mul(pos, a.load(table, offset ? a.addi(offset, i) : i)));
+      if (std::optional<APFloat> factor = o.getAttentionFactor()) {
+        Value scale = e.f32(factor->convertToDouble());
+        c = a.mul(c, scale);
+        s = a.mul(s, scale);
+      }
+      // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
+      Value first =
+          neox ? a.addi(base, i) : a.addi(base, a.muli(i, e.index(2)));
+      Value second = a.addi(first, e.index(neox ? half : 1));
+      Value x1 = e.loadF32(x, {t, first}), x2 = e.loadF32(x, {t, second});
+      e.storeF32(a.sub(a.mul(x1, c), a.mul(x2, s)), y, {t, first});
+      e.storeF32(a.add(a.mul(x2, c), a.mul(x1, s)), y, {t, second});
     });
+    if (rotary < headDim) {
+      int64_t rest = headDim - rotary;
+      e.threadLoop(e.index(heads * rest), [&](Value p) {
+        Value col = a.addi(a.muli(a.divui(p, e.index(rest)), e.index(headDim)),
+                           a.addi(a.remui(p, e.index(rest)), e.index(rotary)));
+        a.store(a.load(x, {t, col}), y, {t, col});
+      });
+    }
   }
-  return {e.dimExpr(0, 0), "1", "1"};
+  return Grid{e.dimExpr(parts->front().input, 0), "1", "1"};
 }
 
 Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp o) {

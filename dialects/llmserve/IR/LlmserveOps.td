@@ -929,9 +929,10 @@ def Llmserve_DispatchRegionOp : Llmserve_Op<"dispatch_region",
     together with the `llmserve.linear` ops whose only user it is, so the
     kernel applies the elementwise body to each block of the linears'
     outputs while it is in cache; and for sm_90 by
-    `llmserve-group-sibling-linears`, which puts the linears of one input
-    (q, k and v; gate and up) in one region yielding each of their results,
-    so that one kernel computes all of them.
+    `llmserve-group-sibling-linears` and `llmserve-group-sibling-ropes`,
+    which put the linears of one input (q, k and v; gate and up), or the
+    ropes of one position array (q and k), in one region yielding each of
+    their results, so that one kernel computes all of them.
 
     Example (a gated MLP's gate and up projections with SiLU):
 

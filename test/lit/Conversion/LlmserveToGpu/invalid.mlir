@@ -57,3 +57,32 @@ func.func @region_of_f32(%x: tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<?x32
   }
   return %y#0, %y#1 : tensor<?x32xf32>, tensor<?x32xf32>
 }
+
+// -----
+
+// Ropes of one kernel share one frequency table: one set of attributes.
+func.func @region_of_two_thetas(%pos: tensor<?xi32>, %q: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: expected ropes of its first input as positions, without context lengths and with the same attributes, yielding their results in order}}
+  %r:2 = llmserve.dispatch_region(%pos, %q) : (tensor<?xi32>, tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  ^bb0(%p: tensor<?xi32>, %x: tensor<?x64xbf16>):
+    %a = llmserve.rope %x, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x64xbf16>, tensor<?xi32>
+    %b = llmserve.rope %x, %p style neox head_dim 16 rotary_dim 16 theta 5.000000e+05 : tensor<?x64xbf16>, tensor<?xi32>
+    llmserve.yield %a, %b : tensor<?x64xbf16>, tensor<?x64xbf16>
+  }
+  return %r#0, %r#1 : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
+// -----
+
+// Other dispatch regions (the CPU's linears with an elementwise epilogue
+// start with a linear; this one with an elementwise op) have no sm_90
+// kernel.
+func.func @region_of_silu_mul(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: sm_90 runs dispatch regions of sibling linears or ropes}}
+  %r = llmserve.dispatch_region(%x) : (tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%in: tensor<?x64xbf16>):
+    %y = llmserve.silu_mul %in, %in : tensor<?x64xbf16>
+    llmserve.yield %y : tensor<?x64xbf16>
+  }
+  return %r : tensor<?x64xbf16>
+}

@@ -795,3 +795,32 @@ func.func @sibling_linears(%x: tensor<?x64xbf16>) -> (tensor<?x128xbf16>, tensor
   }
   return %y#0, %y#1 : tensor<?x128xbf16>, tensor<?x32xbf16>
 }
+
+// -----
+
+// Sibling ropes (llmserve-group-sibling-ropes) are one kernel: a block per
+// token reads its position once and rotates q's row, then k's, with one
+// frequency table.
+// CHECK-LABEL: func.func @sibling_ropes
+//       CHECK:   llmserve.dispatch_region
+//  CHECK-SAME:     llmserve.dispatch = {block = array<i64: 256, 1, 1>, grid = ["$1", "1", "1"], kernel = "d0_dispatch_region"
+//       CHECK:   memref.global "private" constant @llmserve_d0_dispatch_region_inv_freq : memref<8xf32>
+//   CHECK-NOT:   memref.global
+//       CHECK:   gpu.func @llmserve_d0_dispatch_region(%{{.*}}: memref<1xi32>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:     %[[T:.*]] = gpu.block_id  x
+//       CHECK:     memref.load %{{.*}}[%[[T]]] : memref<?xi32, strided<[1]>>
+//   CHECK-NOT:     memref.load %{{.*}} : memref<?xi32
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %c32 step %c256
+//       CHECK:       memref.store %{{.*}}, %{{.*}}[%[[T]], %{{.*}}] : memref<?x64xbf16, strided<[64, 1]>>
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %c16 step %c256
+//       CHECK:       memref.store %{{.*}}, %{{.*}}[%[[T]], %{{.*}}] : memref<?x32xbf16, strided<[32, 1]>>
+//       CHECK:     gpu.return
+func.func @sibling_ropes(%pos: tensor<?xi32>, %q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  %r:2 = llmserve.dispatch_region(%pos, %q, %k) : (tensor<?xi32>, tensor<?x64xbf16>, tensor<?x32xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  ^bb0(%p: tensor<?xi32>, %x: tensor<?x64xbf16>, %y: tensor<?x32xbf16>):
+    %a = llmserve.rope %x, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x64xbf16>, tensor<?xi32>
+    %b = llmserve.rope %y, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x32xbf16>, tensor<?xi32>
+    llmserve.yield %a, %b : tensor<?x64xbf16>, tensor<?x32xbf16>
+  }
+  return %r#0, %r#1 : tensor<?x64xbf16>, tensor<?x32xbf16>
+}
