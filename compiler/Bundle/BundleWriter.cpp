@@ -363,12 +363,12 @@ private:
   LogicalResult bindDispatch(Operation *op, ArrayRef<DictionaryAttr> kernelAttrs,
                              json::Array &dispatches) {
     DictionaryAttr first = kernelAttrs.front();
-    // Results: fresh activations, except kv_write's (its cache, in place).
+    // Results: fresh activations, except caches updated in place.
     for (OpResult result : op->getResults()) {
-      if (auto kv = dyn_cast<KvWriteOp>(op)) {
+      if (Value updated = inPlaceOperand(result)) {
         // Copies first: inserting may rehash the maps under a reference.
-        int64_t cache = bufferOf.at(kv.getCache());
-        Shape shape = shapeOf.at(kv.getCache());
+        int64_t cache = bufferOf.at(updated);
+        Shape shape = shapeOf.at(updated);
         bufferOf[result] = cache;
         shapeOf[result] = std::move(shape);
         continue;
@@ -384,8 +384,7 @@ private:
     }
 
     SmallVector<Value> bound = dispatchOperands(op);
-    if (!isa<KvWriteOp>(op))
-      llvm::append_range(bound, op->getResults());
+    llvm::append_range(bound, freshResults(op));
     json::Array bindings, constants;
     SmallVector<std::string> constantExprs;
     for (Value v : bound) {

@@ -218,6 +218,7 @@ FailureOr<std::string> compileForNvptx(ModuleOp module, StringRef bundleDir,
     outline.addPass(createQuantizeKvCache());
   outline.addPass(createGroupSiblingLinears());
   outline.addPass(createGroupSiblingRopes());
+  outline.addPass(createGroupKvWrites());
   outline.addPass(createLlmserveToGpuKernels());
   if (failed(outline.run(module)))
     return failure();

@@ -113,6 +113,26 @@ def GroupSiblingRopes : Pass<"llmserve-group-sibling-ropes", "ModuleOp"> {
   }];
 }
 
+def GroupKvWrites : Pass<"llmserve-group-kv-writes", "ModuleOp"> {
+  let summary = "Write a layer's keys and values in the kernel of its rope";
+  let description = [{
+    The `llmserve.kv_write` ops of a function body that read one slot
+    mapping join one `llmserve.dispatch_region` at the first of them, when
+    the later ones' operands are computed before it (a layer's key and value
+    writes). When a rope, or a region of sibling ropes
+    (`llmserve-group-sibling-ropes`), computes one of the written inputs and
+    the writes read nothing computed after it, the writes join that region
+    instead. The region's inputs are the values its ops read from outside,
+    in order of first use; it yields their results that are used outside
+    (the rotated queries and the updated caches) in order.
+    `llmserve-to-gpu-kernels` compiles it to one kernel whose blocks rotate
+    one token's rows and store its keys and values into their cache slots,
+    the rotated keys as they are computed, so a decode step launches two
+    kernels fewer per layer. A lone write without such a rope stays alone,
+    and so do LongRoPE ropes.
+  }];
+}
+
 def NarrowStorage : Pass<"llmserve-narrow-storage", "ModuleOp"> {
   let summary = "Store weights, KV caches and activations as f16 or bf16";
   let description = [{

@@ -666,7 +666,7 @@ def gelu_case(approximation):
 
 
 def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales=None,
-                   heads=4, kvh=2):
+                   heads=4, kvh=2, rope=None):
     """kv_write of this step's K and V into a paged cache that already holds
     earlier tokens, then paged_attention: by default two sequences, one
     mid-prefill and one decoding, with scattered blocks. The head size `d`
@@ -682,7 +682,10 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales
     written by kv_write (a sequence of one token attends to its own value
     alone: its output is that value's code times the scale). `heads` query
     heads share `kvh` KV heads; the CPU kernel attends with up to 4 heads of
-    a group at once."""
+    a group at once. `rope` (style, rotary): q and k are first rotated by
+    their tokens' positions, as a layer does (on sm_90 the ropes and the
+    writes are one kernel, which stores the rotated keys straight into the
+    cache)."""
     bs = 4
     if context is None:
         nb = 10
@@ -704,18 +707,26 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales
     mb = max(len(r) for r in tables)
     bt = np.array([r + [-1] * (mb - len(r)) for r in tables], dtype=np.int32)
     slots, qs, cl = (np.array(a, dtype=np.int32) for a in (slots, qs, context))
+    positions = np.array([p for c, n in zip(context, qlen) for p in range(c - n, c)], np.int32)
+    queries, keys = t(q), k
+    if rope:
+        style, rotary = rope
+        angle = (torch.from_numpy(positions).float()[:, None] *
+                 hf_inv_freq(rotary, 10000.0, None)[None, :]).double()
+        queries = rotate(queries.view(tnum, heads, d), style, rotary, angle, 1.0).view(tnum, -1)
+        keys = rotate(t(k).view(tnum, kvh, d), style, rotary, angle, 1.0).view(tnum, -1)
 
     # Reference: write the new K, V, then attend over each sequence's cache
     # (of codes times the scales, when FP8).
     # x [..., kvh, d] as stored; scales [1 or kvh, 1] broadcast over heads.
     def stored(x, scale):
-        return t(x) if kv_scales is None else t(e4m3_round(x / scale))
+        return t(x) if kv_scales is None else t(e4m3_round(np.asarray(x) / scale))
 
     key_scale, value_scale = (np.asarray(s, dtype=np.float32).reshape(-1, 1)
                               for s in (kv_scales or (1, 1)))
     kref = stored(kc * key_scale, key_scale).reshape(nb * bs, kvh, d).clone()
     vref = stored(vc * value_scale, value_scale).reshape(nb * bs, kvh, d).clone()
-    kref[torch.from_numpy(slots).long()] = stored(k.reshape(tnum, kvh, d), key_scale)
+    kref[torch.from_numpy(slots).long()] = stored(keys.reshape(tnum, kvh, d), key_scale)
     vref[torch.from_numpy(slots).long()] = stored(v.reshape(tnum, kvh, d), value_scale)
     kref, vref = kref * t(key_scale), vref * t(value_scale)
     out = torch.zeros(tnum, heads, d, dtype=torch.float64)
@@ -723,28 +734,29 @@ def attention_case(window, d=8, context=None, qlen=None, softcap=None, kv_scales
     scale = 1 / math.sqrt(d)
     for s in range(len(context)):
         kv_slots = torch.tensor([tables[s][j // bs] * bs + j % bs for j in range(context[s])])
-        keys, values = kref[kv_slots], vref[kv_slots]
+        cached_keys, values = kref[kv_slots], vref[kv_slots]
         for i in range(qs[s], qs[s + 1]):
             pos = context[s] - qlen[s] + (i - qs[s])
             first = max(0, pos - window + 1) if window else 0
             for h in range(heads):
                 g = h // (heads // kvh)
-                scores = (keys[first:pos + 1, g] @ t(q)[i].view(heads, d)[h]) * scale
+                scores = (cached_keys[first:pos + 1, g] @ queries[i].view(heads, d)[h]) * scale
                 if softcap is not None:
                     scores = softcap * torch.tanh(scores / softcap)
                 lse[i, h] = torch.logsumexp(scores, 0)
                 out[i, h] = torch.softmax(scores, 0) @ values[first:pos + 1, g]
 
-    inputs = [q, k, v, kc, vc, slots, bt, cl, qs]
-    return (inputs, attention_module(inputs, heads, scale, window, softcap, kv_scales),
+    inputs = [q, k, v, kc, vc, slots, bt, cl, qs] + ([positions] if rope else [])
+    return (inputs, attention_module(inputs, heads, scale, window, softcap, kv_scales, rope),
             [out.view(tnum, -1), lse])
 
 
-def attention_module(inputs, heads, scale, window, softcap=None, kv_scales=None):
+def attention_module(inputs, heads, scale, window, softcap=None, kv_scales=None, rope=None):
     """kv_write of K and V, then paged_attention, over attention_case's
     inputs (q, k, v, k_cache, v_cache, slots, block_table, context_len,
-    query_start); with `kv_scales`, into FP8 caches."""
-    q, k, v, kc, _, slots, bt, cl, qs = inputs
+    query_start, and with `rope` positions); with `kv_scales`, into FP8
+    caches; with `rope` (style, rotary), q and k rotated first."""
+    q, k, v, kc, _, slots, bt, cl, qs = inputs[:9]
     tnum, cty = q.shape[0], mlir_type(kc)
     win = f" sliding_window {window}" if window else ""
     win += f" softcap {softcap}" if softcap is not None else ""
@@ -754,12 +766,18 @@ def attention_module(inputs, heads, scale, window, softcap=None, kv_scales=None)
         arrays = ["[" + ", ".join(f"{x:e}" for x in np.atleast_1d(s)) + "]" for s in kv_scales]
         writes = [f" scale {arrays[0]}", f" scale {arrays[1]}"]
         win += f" kv_scales {arrays[0]}, {arrays[1]}"
-    body = "\n".join([
-        f"  %kc = llmserve.kv_write %a1 into %a3 at %a5{writes[0]} : {mlir_type(k)}, {cty}, "
+    query, key, ropes = "%a0", "%a1", []
+    if rope:
+        attrs = f"style {rope[0]} head_dim {q.shape[1] // heads} rotary_dim {rope[1]} theta 1.0e4"
+        query, key = "%rq", "%rk"
+        ropes = [f"  {r} = llmserve.rope {a}, %a9 {attrs} : {mlir_type(x)}, {mlir_type(inputs[9])}"
+                 for r, a, x in ((query, "%a0", q), (key, "%a1", k))]
+    body = "\n".join(ropes + [
+        f"  %kc = llmserve.kv_write {key} into %a3 at %a5{writes[0]} : {mlir_type(k)}, {cty}, "
         f"{mlir_type(slots)}",
         f"  %vc = llmserve.kv_write %a2 into %a4 at %a5{writes[1]} : {mlir_type(v)}, {cty}, "
         f"{mlir_type(slots)}",
-        f"  %o, %lse = llmserve.paged_attention %a0, %kc, %vc block_table %a6 context_len %a7 "
+        f"  %o, %lse = llmserve.paged_attention {query}, %kc, %vc block_table %a6 context_len %a7 "
         f"query_start %a8 num_heads {heads} scale {scale:e}{win} : {mlir_type(q)}, {cty}, "
         f"{mlir_type(bt)}, {mlir_type(cl)}, {mlir_type(qs)} -> tensor<{tnum}x{heads}xf32>",
     ])
@@ -1267,6 +1285,12 @@ CASES = {
     "gelu_exact": lambda: gelu_case("none"),
     "kv_write_paged_attention": lambda: attention_case(None),
     "paged_attention_sliding_window": lambda: attention_case(3),
+    # A layer's ropes, then its writes: one kernel on sm_90. Prefill and
+    # decode rows; then a decode-only step over several 256-key chunks with
+    # partial GPT-J rotation.
+    "rope_kv_write_paged_attention": lambda: attention_case(None, rope=("neox", 8)),
+    "rope_kv_write_paged_attention_decode": lambda: attention_case(
+        None, context=[300, 7], qlen=[1, 1], d=16, rope=("gptj", 12)),
     # Gemma 2's attention soft-capping, small enough to bend the scores; and
     # over several 256-key chunks (sm_90's split-context kernels).
     "paged_attention_softcap": lambda: attention_case(None, softcap=0.5),

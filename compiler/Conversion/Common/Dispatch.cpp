@@ -32,13 +32,34 @@ SmallVector<Value> mlir::llmserve::dispatchOperands(Operation *op) {
   return SmallVector<Value>(op->getOperands());
 }
 
+Value mlir::llmserve::inPlaceOperand(OpResult result) {
+  Operation *op = result.getOwner();
+  if (auto write = dyn_cast<KvWriteOp>(op))
+    return write.getCache();
+  auto region = dyn_cast<DispatchRegionOp>(op);
+  if (!region)
+    return {};
+  Value yielded = region.getBody().front().getTerminator()->getOperand(
+      result.getResultNumber());
+  auto write = yielded.getDefiningOp<KvWriteOp>();
+  auto cache = write ? dyn_cast<BlockArgument>(write.getCache()) : nullptr;
+  return cache ? region.getInputs()[cache.getArgNumber()] : Value();
+}
+
+SmallVector<Value> mlir::llmserve::freshResults(Operation *op) {
+  SmallVector<Value> results;
+  for (OpResult result : op->getResults())
+    if (!inPlaceOperand(result))
+      results.push_back(result);
+  return results;
+}
+
 SmallVector<RankedTensorType> mlir::llmserve::dispatchBindingTypes(Operation *op) {
   SmallVector<RankedTensorType> types;
-  for (Value v : dispatchOperands(op))
+  SmallVector<Value> bound = dispatchOperands(op);
+  llvm::append_range(bound, freshResults(op));
+  for (Value v : bound)
     types.push_back(cast<RankedTensorType>(v.getType()));
-  if (!isa<KvWriteOp>(op))
-    for (Value v : op->getResults())
-      types.push_back(cast<RankedTensorType>(v.getType()));
   return types;
 }
 

@@ -25,9 +25,16 @@ SmallVector<Operation *> opsToOutline(ModuleOp module);
 /// its inputs (the kernel writes its result over whatever its init holds).
 SmallVector<Value> dispatchOperands(Operation *op);
 
+/// The operand whose buffer `result` is, updated in place: a kv_write's
+/// cache, or the input of a dispatch region that a kv_write in it updates
+/// and the region yields. Null when the result has a buffer of its own.
+Value inPlaceOperand(OpResult result);
+
+/// The results of `op` that have buffers of their own.
+SmallVector<Value> freshResults(Operation *op);
+
 /// The types of the buffers a dispatch binds: the dispatch operands, then the
-/// op's results (kv_write's result is its cache, updated in place, so not
-/// bound twice).
+/// op's fresh results (a cache updated in place is not bound twice).
 SmallVector<RankedTensorType> dispatchBindingTypes(Operation *op);
 
 /// Whether `generic` is elementwise: one output, every loop parallel,

@@ -15,7 +15,8 @@ using namespace mlir::llmserve;
 Value Arith::exp(Value x) { return math::ExpOp::create(b, x); }
 Value Arith::log(Value x) { return math::LogOp::create(b, x); }
 
-SmallVector<float> mlir::llmserve::ropeInverseFrequencies(RopeOp o) {
+/// ropeFrequencyTable's values.
+static SmallVector<float> ropeInverseFrequencies(RopeOp o) {
   int64_t rotary = o.getRotaryDim();
   auto power = [&](int64_t i) {
     float exponent = static_cast<float>(i) / static_cast<float>(rotary);
@@ -65,6 +66,24 @@ SmallVector<float> mlir::llmserve::ropeInverseFrequencies(RopeOp o) {
   }
   }
   return inv;
+}
+
+Value mlir::llmserve::ropeFrequencyTable(ImplicitLocOpBuilder &b, RopeOp o,
+                                         SymbolOpInterface kernel) {
+  SmallVector<float> inv = ropeInverseFrequencies(o);
+  auto type =
+      MemRefType::get({static_cast<int64_t>(inv.size())}, b.getF32Type());
+  std::string name = (kernel.getName() + "_inv_freq").str();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(kernel);
+    auto values = DenseElementsAttr::get(
+        RankedTensorType::get(type.getShape(), b.getF32Type()), ArrayRef(inv));
+    memref::GlobalOp::create(b, b.getStringAttr(name),
+                             b.getStringAttr("private"), TypeAttr::get(type),
+                             values, b.getUnitAttr(), IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, type, name);
 }
 
 Value mlir::llmserve::ropeFrequencyOffset(KernelEmitter &e, RopeOp o,

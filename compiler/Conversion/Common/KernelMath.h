@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::llmserve {
 
@@ -78,8 +79,11 @@ struct Arith {
 
 /// The rotary inverse frequencies of `op`, computed the way Hugging Face
 /// computes them (in float32), with the op's scaling applied: rotary_dim / 2
-/// of them, or for longrope the short factors' and then the long ones'.
-SmallVector<float> ropeInverseFrequencies(RopeOp op);
+/// of them, or for longrope the short factors' and then the long ones'. They
+/// are a constant global, "<kernel's name>_inv_freq", placed before `kernel`;
+/// returns it as a memref, got at the builder's point.
+Value ropeFrequencyTable(ImplicitLocOpBuilder &b, RopeOp op,
+                         SymbolOpInterface kernel);
 
 class KernelEmitter;
 /// Where the frequencies of token `row` start in ropeInverseFrequencies(op),

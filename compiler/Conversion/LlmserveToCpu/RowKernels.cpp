@@ -57,27 +57,11 @@ Grid mlir::llmserve::buildGatherKernel(CpuKernelEmitter &e, Operation *op) {
 Grid mlir::llmserve::buildRopeKernel(CpuKernelEmitter &e, RopeOp o) {
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
-  SmallVector<float> inv = ropeInverseFrequencies(o);
   int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
   int64_t half = rotary / 2;
   auto inputType = cast<RankedTensorType>(o.getInput().getType());
   int64_t heads = inputType.getDimSize(1) / headDim;
-
-  // The frequency table is a constant global next to the kernel.
-  auto tableType =
-      MemRefType::get({static_cast<int64_t>(inv.size())}, b.getF32Type());
-  std::string tableName = (e.function().getSymName() + "_inv_freq").str();
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(e.function());
-    auto values = DenseElementsAttr::get(
-        RankedTensorType::get(tableType.getShape(), b.getF32Type()),
-        ArrayRef(inv));
-    memref::GlobalOp::create(
-        b, b.getStringAttr(tableName), b.getStringAttr("private"),
-        TypeAttr::get(tableType), values, b.getUnitAttr(), IntegerAttr());
-  }
-  Value table = memref::GetGlobalOp::create(b, tableType, tableName);
+  Value table = ropeFrequencyTable(b, o, e.function());
   // The result follows the operands (longrope's has two more).
   Value x = e.binding(0), positions = e.binding(1),
         y = e.binding(e.numBindings() - 1);

@@ -23,10 +23,10 @@ int64_t gpuBlockSize(Operation *op);
 
 Grid buildGatherKernel(GpuKernelEmitter &e, Operation *op);
 Grid buildNormKernel(GpuKernelEmitter &e, const NormParams &params);
-/// A rope, or a dispatch region of ropes of one position array
-/// (llmserve-group-sibling-ropes), each block rotating one token of each.
-FailureOr<Grid> buildRopeKernel(GpuKernelEmitter &e, Operation *op);
-Grid buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp op);
+/// A rope, a kv_write, or a dispatch region of ropes of one position array
+/// (llmserve-group-sibling-ropes) and kv_writes (llmserve-group-kv-writes):
+/// each block rotates one token's rows and writes them into the caches.
+FailureOr<Grid> buildRopeKvWriteKernel(GpuKernelEmitter &e, Operation *op);
 Grid buildQuantizeFp8Kernel(GpuKernelEmitter &e);
 Grid buildSiluMulKernel(GpuKernelEmitter &e);
 Grid buildGeluMulKernel(GpuKernelEmitter &e, GeluMulOp op);

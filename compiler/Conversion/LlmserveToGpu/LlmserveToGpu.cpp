@@ -9,12 +9,12 @@
 // three such attributes; the grids make exactly one of them non-empty), and
 // so does a dispatch region of linears that read one input
 // (llmserve-group-sibling-linears), which computes all of them; a region of
-// ropes of one position array (llmserve-group-sibling-ropes) is one rope
-// kernel.
+// ropes of one position array (llmserve-group-sibling-ropes) and the
+// kv_writes of their layer (llmserve-group-kv-writes) is one kernel.
 // Kernels whose code is the same (those of a model's layers) are one
 // function, which their dispatches name as their symbol. Bindings are the op's
-// operands then its results (kv_write updates its cache in place and binds it
-// once); push constants are the bindings' dynamic sizes in binding order; grid
+// operands then its results (a cache updated in place is bound once); push
+// constants are the bindings' dynamic sizes in binding order; grid
 // expressions refer to push constant k as `$k`. Kernels use static shared
 // memory only, so `shared_bytes` (the dynamic shared memory of a launch) is 0,
 // and each waits for the grids before it itself (GpuKernelEmitter::
@@ -45,8 +45,8 @@ using namespace mlir;
 using namespace mlir::llmserve;
 
 /// The op that stands for `op`'s kernel: `op`, or the first op of a dispatch
-/// region, whose ops are siblings of one kind (llmserve-group-sibling-linears
-/// and -ropes).
+/// region: its linears (llmserve-group-sibling-linears), or its ropes and
+/// kv_writes (llmserve-group-sibling-ropes, llmserve-group-kv-writes).
 static Operation *kernelKind(Operation *op) {
   if (auto region = dyn_cast<DispatchRegionOp>(op))
     return &region.getBody().front().front();
@@ -124,10 +124,10 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
     Operation *kind = kernelKind(op);
     if (isa<LinearOp>(kind))
       return buildLinearKernel(e, op);
-    if (isa<RopeOp>(kind))
-      return buildRopeKernel(e, op);
+    if (isa<RopeOp, KvWriteOp>(kind))
+      return buildRopeKvWriteKernel(e, op);
     return op->emitOpError("has no GPU kernel: sm_90 runs dispatch regions of "
-                           "sibling linears or ropes"),
+                           "sibling linears, or of ropes and kv_writes"),
            failure();
   }
   return llvm::TypeSwitch<Operation *, FailureOr<Grid>>(op)
@@ -136,8 +136,8 @@ FailureOr<Grid> buildKernel(GpuKernelEmitter &e, Operation *op) {
       .Case<RmsNormOp, LayerNormOp>(
           [&](auto o) { return buildNormKernel(e, normParams(o)); })
       .Case([&](LinearOp) { return buildLinearKernel(e, op); })
-      .Case([&](RopeOp) { return buildRopeKernel(e, op); })
-      .Case([&](KvWriteOp o) { return buildKvWriteKernel(e, o); })
+      .Case<RopeOp, KvWriteOp>(
+          [&](auto) { return buildRopeKvWriteKernel(e, op); })
       .Case([&](QuantizeFp8Op) { return buildQuantizeFp8Kernel(e); })
       .Case([&](PagedAttentionOp o) { return buildPagedAttentionKernel(e, o); })
       .Case([&](SiluMulOp) { return buildSiluMulKernel(e); })

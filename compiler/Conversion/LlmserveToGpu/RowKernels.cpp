@@ -1,7 +1,8 @@
 //===- RowKernels.cpp - GPU kernels that process rows independently -------===//
 //
 // embedding, gather_rows, rms_norm, layer_norm, rope and kv_write take one
-// block per row; its threads stride over the row, so consecutive threads
+// block per row (a layer's ropes and kv_writes, one per token for all of
+// them); its threads stride over the row, so consecutive threads
 // touch consecutive elements (coalesced). Norm sums go through a warp
 // butterfly and then the warps in order: a fixed reduction order that depends
 // only on the row's width, never on the other rows (batch invariance).
@@ -156,142 +157,233 @@ std::pair<Value, Value> sinCos(GpuKernelEmitter &e, Value angle) {
 
 namespace {
 
-/// A rope of a kernel and where its input, positions and result are bound.
-struct RopePart {
-  RopeOp op;
-  int input, positions, result;
+/// A kv_write of a kernel: where its input (none when a rope of the kernel
+/// computes it), cache and slot mapping are bound.
+struct KvWritePart {
+  KvWriteOp op;
+  std::optional<int> input;
+  int cache, slots;
 };
 
-/// The ropes `op`'s kernel computes: a rope (its operands, then its result),
-/// or the ropes of a dispatch region of siblings
-/// (llmserve-group-sibling-ropes): ropes of the region's first argument as
-/// positions and another argument as input, without context lengths (not
-/// LongRoPE) and with the first one's attributes, each yielded once, in
-/// order.
-FailureOr<SmallVector<RopePart>> ropeParts(GpuKernelEmitter &e, Operation *op) {
+/// A rope of a kernel: where its input and positions are bound, where its
+/// result is (none when only a kv_write of the kernel reads it), and the
+/// kv_write that stores it (an index into the kernel's writes).
+struct RopePart {
+  RopeOp op;
+  int input, positions;
+  std::optional<int> result;
+  std::optional<size_t> write;
+};
+
+struct RopeKvWriteParts {
+  SmallVector<RopePart> ropes;
+  SmallVector<KvWritePart> writes;
+};
+
+/// The ropes and kv_writes `op`'s kernel computes: a rope or a kv_write
+/// (their operands, then a rope's result), or the ops of a dispatch region
+/// (llmserve-group-sibling-ropes, llmserve-group-kv-writes): ropes of one
+/// position array without context lengths (not LongRoPE) and with the same
+/// attributes, then kv_writes into caches given as inputs, of an input or of
+/// a rope's result. A rope's result is yielded, written, or both; a
+/// kv_write's result (its cache, in place) is yielded.
+FailureOr<RopeKvWriteParts> ropeKvWriteParts(GpuKernelEmitter &e,
+                                             Operation *op) {
   if (auto rope = dyn_cast<RopeOp>(op))
-    return SmallVector<RopePart>{{rope, 0, 1, e.numBindings() - 1}};
+    return RopeKvWriteParts{{{rope, 0, 1, e.numBindings() - 1, std::nullopt}},
+                            {}};
+  if (auto write = dyn_cast<KvWriteOp>(op))
+    return RopeKvWriteParts{{}, {{write, 0, 1, 2}}};
   auto region = cast<DispatchRegionOp>(op);
   auto unsupported = [&] {
     return region.emitOpError(
-               "has no GPU kernel: expected ropes of its first input as "
-               "positions, without context lengths and with the same "
-               "attributes, yielding their results in order"),
+               "has no GPU kernel: expected ropes of one position array, "
+               "without context lengths and with the same attributes, then "
+               "kv_writes of inputs or of those ropes' results into caches "
+               "given as inputs"),
            failure();
   };
+  auto argument = [](Value v) -> std::optional<int> {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getArgNumber();
+    return std::nullopt;
+  };
+  // The bindings of yielded values with buffers of their own: after the
+  // inputs, in the order of the region's results.
   Block &body = region.getBody().front();
-  ValueRange yielded = cast<YieldOp>(body.getTerminator()).getValues();
-  SmallVector<RopePart> parts;
-  for (auto [result, inner] : llvm::enumerate(body.without_terminator())) {
-    auto rope = dyn_cast<RopeOp>(inner);
-    if (!rope)
+  auto yield = cast<YieldOp>(body.getTerminator());
+  DenseMap<Value, int> resultBinding;
+  int next = region.getNumOperands();
+  for (OpResult result : region->getResults())
+    if (!inPlaceOperand(result) &&
+        !resultBinding
+             .try_emplace(yield.getOperand(result.getResultNumber()), next++)
+             .second)
       return unsupported();
-    auto input = dyn_cast<BlockArgument>(rope.getInput());
-    RopeOp leader = parts.empty() ? rope : parts.front().op;
-    if (result >= yielded.size() || yielded[result] != rope.getResult() ||
-        !rope->hasOneUse() || !input ||
-        rope.getPositions() != body.getArgument(0) || rope.getContextLen() ||
-        rope->getAttrDictionary() != leader->getAttrDictionary())
+
+  RopeKvWriteParts parts;
+  for (Operation &inner : body.without_terminator()) {
+    if (auto rope = dyn_cast<RopeOp>(inner)) {
+      std::optional<int> input = argument(rope.getInput()),
+                         positions = argument(rope.getPositions());
+      RopeOp first = parts.ropes.empty() ? rope : parts.ropes.front().op;
+      if (!input || !positions || rope.getContextLen() ||
+          !parts.writes.empty() ||
+          rope.getPositions() != first.getPositions() ||
+          rope->getAttrDictionary() != first->getAttrDictionary())
+        return unsupported();
+      std::optional<int> result;
+      if (auto it = resultBinding.find(rope.getResult());
+          it != resultBinding.end())
+        result = it->second;
+      parts.ropes.push_back({rope, *input, *positions, result, std::nullopt});
+      continue;
+    }
+    auto write = dyn_cast<KvWriteOp>(inner);
+    if (!write)
       return unsupported();
-    parts.push_back({rope, static_cast<int>(input.getArgNumber()), 0,
-                     static_cast<int>(region.getNumOperands() + result)});
+    std::optional<int> input = argument(write.getInput()),
+                       cache = argument(write.getCache()),
+                       slots = argument(write.getSlotMapping());
+    auto producer = llvm::find_if(parts.ropes, [&](RopePart &part) {
+      return part.op.getResult() == write.getInput();
+    });
+    bool computed = producer != parts.ropes.end();
+    if (!cache || !slots || (!input && (!computed || producer->write)) ||
+        !write->hasOneUse() || *write->user_begin() != yield.getOperation())
+      return unsupported();
+    if (computed)
+      producer->write = parts.writes.size();
+    parts.writes.push_back({write, input, *cache, *slots});
   }
-  if (parts.size() != yielded.size())
+  // A rope's users are the yield and the kv_write that stores it.
+  for (const RopePart &part : parts.ropes)
+    for (Operation *user : part.op->getUsers())
+      if (user != yield.getOperation() &&
+          (!part.write || user != parts.writes[*part.write].op.getOperation()))
+        return unsupported();
+  // Every result with a buffer of its own is a rope's.
+  auto yieldedRopes = llvm::count_if(parts.ropes, [](const RopePart &part) {
+    return part.result.has_value();
+  });
+  if (static_cast<size_t>(yieldedRopes) != resultBinding.size())
     return unsupported();
   return parts;
 }
 
 } // namespace
 
-FailureOr<Grid> mlir::llmserve::buildRopeKernel(GpuKernelEmitter &e,
-                                                Operation *op) {
-  FailureOr<SmallVector<RopePart>> parts = ropeParts(e, op);
+FailureOr<Grid> mlir::llmserve::buildRopeKvWriteKernel(GpuKernelEmitter &e,
+                                                       Operation *op) {
+  FailureOr<RopeKvWriteParts> parts = ropeKvWriteParts(e, op);
   if (failed(parts))
     return failure();
   Arith &a = e.arith();
   ImplicitLocOpBuilder &b = e.builder();
-  // The parts have one set of attributes: one frequency table.
-  RopeOp o = parts->front().op;
-  SmallVector<float> inv = ropeInverseFrequencies(o);
-  int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
-  int64_t half = rotary / 2;
-  bool neox = o.getStyle() == RopeStyle::neox;
-
-  // The frequency table is a constant global of the GPU module.
-  auto tableType =
-      MemRefType::get({static_cast<int64_t>(inv.size())}, b.getF32Type());
-  std::string tableName = (e.function().getName() + "_inv_freq").str();
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(e.function());
-    auto values = DenseElementsAttr::get(
-        RankedTensorType::get(tableType.getShape(), b.getF32Type()),
-        ArrayRef(inv));
-    memref::GlobalOp::create(b, b.getStringAttr(tableName),
-                             b.getStringAttr("private"),
-                             TypeAttr::get(tableType), values, b.getUnitAttr(),
-                             IntegerAttr());
-  }
-  Value table = memref::GetGlobalOp::create(b, tableType, tableName);
   Value t = e.blockId(0);
-  Value pos =
-      a.toF32(a.toIndex(a.load(e.binding(parts->front().positions), t)));
-  // longrope: the table's long-factor half for a long sequence's token.
-  Value offset = ropeFrequencyOffset(e, o, t);
-  // Each rope in turn: the token's row of its input.
-  for (const RopePart &part : *parts) {
-    Value x = e.binding(part.input), y = e.binding(part.result);
-    int64_t heads = e.bindingType(part.input).getDimSize(1) / headDim;
-    // One thread per rotated pair of a head.
-    e.threadLoop(e.index(heads * half), [&](Value p) {
-      Value h = a.divui(p, e.index(half)), i = a.remui(p, e.index(half));
-      Value base = a.muli(h, e.index(headDim));
-      auto [s, c] =
-          sinCos(e, a.mul(pos, a.load(table, offset ? a.addi(offset, i) : i)));
-      if (std::optional<APFloat> factor = o.getAttentionFactor()) {
-        Value scale = e.f32(factor->convertToDouble());
-        c = a.mul(c, scale);
-        s = a.mul(s, scale);
-      }
-      // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
-      Value first =
-          neox ? a.addi(base, i) : a.addi(base, a.muli(i, e.index(2)));
-      Value second = a.addi(first, e.index(neox ? half : 1));
-      Value x1 = e.loadF32(x, {t, first}), x2 = e.loadF32(x, {t, second});
-      e.storeF32(a.sub(a.mul(x1, c), a.mul(x2, s)), y, {t, first});
-      e.storeF32(a.add(a.mul(x2, c), a.mul(x1, s)), y, {t, second});
+
+  // Each write's cache as rows of slots, and the token's slot (read once
+  // per slot mapping).
+  SmallVector<Value> caches, slots;
+  DenseMap<int, Value> slotIn;
+  for (const KvWritePart &write : parts->writes) {
+    caches.push_back(e.cacheSlots(write.cache));
+    Value &slot = slotIn[write.slots];
+    if (!slot)
+      slot = a.toIndex(a.load(e.binding(write.slots), t));
+    slots.push_back(slot);
+  }
+  // Element `column` of the token's row, `value` (f32, of the written
+  // tensor's element type), into write `w`'s cache. Negative (padding) or
+  // out-of-pool slots write nothing.
+  auto storeToCache = [&](size_t w, Value column, Value value) {
+    KvWritePart &write = parts->writes[w];
+    Value numSlots =
+        a.muli(e.dimSize(write.cache, 0), e.dimSize(write.cache, 1));
+    e.ifThen(a.cmpi(arith::CmpIPredicate::ult, slots[w], numSlots), [&] {
+      std::optional<ArrayRef<float>> scales = write.op.getScale();
+      if (!scales)
+        return e.storeF32(value, caches[w], {slots[w], column});
+      Value kvHead = a.divui(column, e.dimSize(write.cache, 3));
+      a.store(encodeE4M3(b, value, kvCacheScale(b, *scales, kvHead)), caches[w],
+              {slots[w], column});
     });
-    if (rotary < headDim) {
-      int64_t rest = headDim - rotary;
-      e.threadLoop(e.index(heads * rest), [&](Value p) {
-        Value col = a.addi(a.muli(a.divui(p, e.index(rest)), e.index(headDim)),
-                           a.addi(a.remui(p, e.index(rest)), e.index(rotary)));
-        a.store(a.load(x, {t, col}), y, {t, col});
+  };
+
+  if (!parts->ropes.empty()) {
+    // The ropes have one set of attributes: one frequency table.
+    RopeOp o = parts->ropes.front().op;
+    int64_t headDim = o.getHeadDim(), rotary = o.getRotaryDim();
+    int64_t half = rotary / 2;
+    bool neox = o.getStyle() == RopeStyle::neox;
+    Value table = ropeFrequencyTable(b, o, e.function());
+    Value pos = a.toF32(
+        a.toIndex(a.load(e.binding(parts->ropes.front().positions), t)));
+    // longrope: the table's long-factor half for a long sequence's token.
+    Value offset = ropeFrequencyOffset(e, o, t);
+    // Each rope in turn: the token's row of its input, to its result, its
+    // cache, or both.
+    for (const RopePart &part : parts->ropes) {
+      Value x = e.binding(part.input);
+      Value y = part.result ? e.binding(*part.result) : Value();
+      Type element = e.elementType(part.input);
+      // A written value is the result's (rounded to its type) as the cache
+      // receives it.
+      auto store = [&](Value value, Value column) {
+        if (y)
+          e.storeF32(value, y, {t, column});
+        if (!part.write)
+          return;
+        if (!element.isF32())
+          value = arith::ExtFOp::create(
+              b, b.getF32Type(),
+              arith::TruncFOp::create(b, element, value).getResult());
+        storeToCache(*part.write, column, value);
+      };
+      int64_t heads = e.bindingType(part.input).getDimSize(1) / headDim;
+      // One thread per rotated pair of a head.
+      e.threadLoop(e.index(heads * half), [&](Value p) {
+        Value h = a.divui(p, e.index(half)), i = a.remui(p, e.index(half));
+        Value base = a.muli(h, e.index(headDim));
+        auto [s, c] = sinCos(
+            e, a.mul(pos, a.load(table, offset ? a.addi(offset, i) : i)));
+        if (std::optional<APFloat> factor = o.getAttentionFactor()) {
+          Value scale = e.f32(factor->convertToDouble());
+          c = a.mul(c, scale);
+          s = a.mul(s, scale);
+        }
+        // NeoX pairs element i with i + rotary/2; GPT-J pairs 2i with 2i+1.
+        Value first =
+            neox ? a.addi(base, i) : a.addi(base, a.muli(i, e.index(2)));
+        Value second = a.addi(first, e.index(neox ? half : 1));
+        Value x1 = e.loadF32(x, {t, first}), x2 = e.loadF32(x, {t, second});
+        store(a.sub(a.mul(x1, c), a.mul(x2, s)), first);
+        store(a.add(a.mul(x2, c), a.mul(x1, s)), second);
       });
+      if (rotary < headDim) {
+        int64_t rest = headDim - rotary;
+        e.threadLoop(e.index(heads * rest), [&](Value p) {
+          Value col =
+              a.addi(a.muli(a.divui(p, e.index(rest)), e.index(headDim)),
+                     a.addi(a.remui(p, e.index(rest)), e.index(rotary)));
+          store(e.loadF32(x, {t, col}), col);
+        });
+      }
     }
   }
-  return Grid{e.dimExpr(parts->front().input, 0), "1", "1"};
-}
-
-Grid mlir::llmserve::buildKvWriteKernel(GpuKernelEmitter &e, KvWriteOp o) {
-  Arith &a = e.arith();
-  Value input = e.binding(0), cache = e.cacheSlots(1), slots = e.binding(2);
-  std::optional<ArrayRef<float>> scales = o.getScale();
-  Value numSlots = a.muli(e.dimSize(1, 0), e.dimSize(1, 1));
-  Value t = e.blockId(0);
-  Value slot = a.toIndex(a.load(slots, t));
-  // Negative (padding) or out-of-pool slots write nothing.
-  e.ifThen(a.cmpi(arith::CmpIPredicate::ult, slot, numSlots), [&] {
-    e.threadLoop(e.dimSize(0, 1), [&](Value d) {
-      if (!scales)
-        return a.store(a.load(input, {t, d}), cache, {slot, d});
-      Value kvHead = a.divui(d, e.dimSize(1, 3));
-      a.store(encodeE4M3(e.builder(), e.loadF32(input, {t, d}),
-                         kvCacheScale(e.builder(), *scales, kvHead)),
-              cache, {slot, d});
+  // The writes of inputs: the token's row, copied (or encoded as FP8).
+  for (size_t w = 0; w < parts->writes.size(); ++w) {
+    std::optional<int> input = parts->writes[w].input;
+    if (!input)
+      continue;
+    Value row = e.binding(*input);
+    e.threadLoop(e.dimSize(*input, 1), [&](Value d) {
+      storeToCache(w, d, e.loadF32(row, {t, d}));
     });
-  });
-  return {e.dimExpr(0, 0), "1", "1"};
+  }
+  int rows = parts->ropes.empty() ? *parts->writes.front().input
+                                  : parts->ropes.front().input;
+  return Grid{e.dimExpr(rows, 0), "1", "1"};
 }
 
 Grid mlir::llmserve::buildQuantizeFp8Kernel(GpuKernelEmitter &e) {

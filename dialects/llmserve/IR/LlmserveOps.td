@@ -929,10 +929,12 @@ def Llmserve_DispatchRegionOp : Llmserve_Op<"dispatch_region",
     together with the `llmserve.linear` ops whose only user it is, so the
     kernel applies the elementwise body to each block of the linears'
     outputs while it is in cache; and for sm_90 by
-    `llmserve-group-sibling-linears` and `llmserve-group-sibling-ropes`,
-    which put the linears of one input (q, k and v; gate and up), or the
-    ropes of one position array (q and k), in one region yielding each of
-    their results, so that one kernel computes all of them.
+    `llmserve-group-sibling-linears`, `llmserve-group-sibling-ropes` and
+    `llmserve-group-kv-writes`, which put the linears of one input (q, k and
+    v; gate and up), or a layer's ropes of one position array (q and k) and
+    its kv_writes, in one region yielding their results used outside it, so
+    that one kernel computes all of them. A yielded kv_write result is the
+    cache the region reads, updated in place.
 
     Example (a gated MLP's gate and up projections with SiLU):
 

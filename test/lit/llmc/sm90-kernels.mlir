@@ -308,3 +308,43 @@ func.func @sibling_linears(%x: tensor<16x64xbf16>) -> (tensor<16x128xbf16>, tens
   %k = llmserve.linear %x, %wk : tensor<16x64xbf16>, tensor<32x64xbf16> -> tensor<16x32xbf16>
   return %q, %k : tensor<16x128xbf16>, tensor<16x32xbf16>
 }
+
+// A layer's ropes and its writes into FP8 caches are one kernel
+// (llmserve-group-sibling-ropes, -kv-writes), bound to q, the positions, k,
+// both caches, the slots, v and the rotated q. q's rotated row is stored
+// as bf16. Each rotated key is rounded to bf16, as its rope would store it,
+// then scaled (/0.5: x2) and rounded to an e4m3 code, a byte a store, and
+// never stored as bf16; then v's row is encoded (/0.25: x4).
+// CHECK-LABEL: .visible .entry llmserve_d{{[0-9]+}}_dispatch_region(
+// CHECK-COUNT-8: .param .u64 .ptr .align 1 llmserve_d{{[0-9]+}}_dispatch_region_param_{{[0-9]+}},
+// CHECK-NEXT: .param .u64 llmserve_d{{[0-9]+}}_dispatch_region_param_8,
+// CHECK:      st.global.b16
+// CHECK:      st.global.b16
+// CHECK-NOT:  st.global.b16
+// CHECK:      cvt.rn.bf16.f32 [[KEY:%rs[0-9]+]], %r{{[0-9]+}};
+// CHECK-NEXT: cvt.f32.bf16 [[WIDE:%r[0-9]+]], [[KEY]];
+// CHECK-NEXT: add.rn.f32 %r{{[0-9]+}}, [[WIDE]], [[WIDE]];
+// CHECK-NOT:  st.global.b16
+// CHECK:      st.global.b8
+// CHECK-NOT:  st.global.b16
+// CHECK:      ld.global.b16 [[V:%rs[0-9]+]], [%rd{{[0-9]+}}];
+// CHECK-NEXT: cvt.f32.bf16 [[VW:%r[0-9]+]], [[V]];
+// CHECK-NEXT: mul.rn.f32 %r{{[0-9]+}}, [[VW]], 0f40800000;
+// CHECK-NOT:  st.global.b16
+// CHECK:      st.global.b8
+// CHECK-NOT:  st.global.b16
+// CHECK:      ret;
+func.func @rope_kv_write_fp8(%kc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "k"}}, %vc: tensor<?x16x2x32xf8E4M3FN> {llmserve.kv_cache = {layer = 0 : i64, role = "v"}}, %bt: tensor<?x?xi32> {llmserve.contract = "block_table"}, %cl: tensor<?xi32> {llmserve.contract = "context_len"}, %qs: tensor<?xi32> {llmserve.contract = "query_start"}, %slots: tensor<?xi32> {llmserve.contract = "slot_mapping"}, %pos: tensor<?xi32> {llmserve.contract = "positions"}, %ids: tensor<?xi32> {llmserve.contract = "token_ids"}) -> tensor<?x128xbf16> {
+  %eq = llmserve.weight "emb_q" : tensor<100x128xbf16>
+  %ek = llmserve.weight "emb_k" : tensor<100x64xbf16>
+  %ev = llmserve.weight "emb_v" : tensor<100x64xbf16>
+  %q = llmserve.embedding %eq, %ids : tensor<100x128xbf16>, tensor<?xi32> -> tensor<?x128xbf16>
+  %k = llmserve.embedding %ek, %ids : tensor<100x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+  %v = llmserve.embedding %ev, %ids : tensor<100x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+  %rq = llmserve.rope %q, %pos style neox head_dim 32 rotary_dim 32 theta 1.000000e+04 : tensor<?x128xbf16>, tensor<?xi32>
+  %rk = llmserve.rope %k, %pos style neox head_dim 32 rotary_dim 32 theta 1.000000e+04 : tensor<?x64xbf16>, tensor<?xi32>
+  %kc1 = llmserve.kv_write %rk into %kc at %slots scale [0.5] : tensor<?x64xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?xi32>
+  %vc1 = llmserve.kv_write %v into %vc at %slots scale [0.25] : tensor<?x64xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %rq, %kc1, %vc1 block_table %bt context_len %cl query_start %qs num_heads 4 scale 0.17677669 kv_scales [0.5], [0.25] : tensor<?x128xbf16>, tensor<?x16x2x32xf8E4M3FN>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return %o : tensor<?x128xbf16>
+}

@@ -62,7 +62,7 @@ func.func @region_of_f32(%x: tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<?x32
 
 // Ropes of one kernel share one frequency table: one set of attributes.
 func.func @region_of_two_thetas(%pos: tensor<?xi32>, %q: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
-  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: expected ropes of its first input as positions, without context lengths and with the same attributes, yielding their results in order}}
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: expected ropes of one position array, without context lengths and with the same attributes, then kv_writes of inputs or of those ropes' results into caches given as inputs}}
   %r:2 = llmserve.dispatch_region(%pos, %q) : (tensor<?xi32>, tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
   ^bb0(%p: tensor<?xi32>, %x: tensor<?x64xbf16>):
     %a = llmserve.rope %x, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x64xbf16>, tensor<?xi32>
@@ -74,11 +74,54 @@ func.func @region_of_two_thetas(%pos: tensor<?xi32>, %q: tensor<?x64xbf16>) -> (
 
 // -----
 
+// A kernel writes each rotated key once, as it computes it.
+func.func @region_writing_a_rope_twice(%pos: tensor<?xi32>, %k: tensor<?x32xbf16>, %slots: tensor<?xi32>, %c1: tensor<?x4x2x16xbf16>, %c2: tensor<?x4x2x16xbf16>) -> (tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>) {
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: expected ropes}}
+  %r:2 = llmserve.dispatch_region(%pos, %k, %slots, %c1, %c2) : (tensor<?xi32>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>) -> (tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>) {
+  ^bb0(%p: tensor<?xi32>, %x: tensor<?x32xbf16>, %s: tensor<?xi32>, %a: tensor<?x4x2x16xbf16>, %b: tensor<?x4x2x16xbf16>):
+    %y = llmserve.rope %x, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x32xbf16>, tensor<?xi32>
+    %w1 = llmserve.kv_write %y into %a at %s : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+    %w2 = llmserve.kv_write %y into %b at %s : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+    llmserve.yield %w1, %w2 : tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>
+  }
+  return %r#0, %r#1 : tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>
+}
+
+// -----
+
+// A kernel's writes update caches bound to it, not another write's result.
+func.func @region_writing_a_written_cache(%k: tensor<?x32xbf16>, %slots: tensor<?xi32>, %c: tensor<?x4x2x16xbf16>) -> tensor<?x4x2x16xbf16> {
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: expected ropes}}
+  %r = llmserve.dispatch_region(%k, %slots, %c) : (tensor<?x32xbf16>, tensor<?xi32>, tensor<?x4x2x16xbf16>) -> tensor<?x4x2x16xbf16> {
+  ^bb0(%x: tensor<?x32xbf16>, %s: tensor<?xi32>, %a: tensor<?x4x2x16xbf16>):
+    %w1 = llmserve.kv_write %x into %a at %s : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+    %w2 = llmserve.kv_write %x into %w1 at %s : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+    llmserve.yield %w2 : tensor<?x4x2x16xbf16>
+  }
+  return %r : tensor<?x4x2x16xbf16>
+}
+
+// -----
+
+// The ropes come first: a rope after a write has no place in the kernel.
+func.func @region_rope_after_write(%pos: tensor<?xi32>, %k: tensor<?x32xbf16>, %slots: tensor<?xi32>, %c: tensor<?x4x2x16xbf16>) -> (tensor<?x4x2x16xbf16>, tensor<?x32xbf16>) {
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: expected ropes}}
+  %r:2 = llmserve.dispatch_region(%pos, %k, %slots, %c) : (tensor<?xi32>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?x4x2x16xbf16>) -> (tensor<?x4x2x16xbf16>, tensor<?x32xbf16>) {
+  ^bb0(%p: tensor<?xi32>, %x: tensor<?x32xbf16>, %s: tensor<?xi32>, %a: tensor<?x4x2x16xbf16>):
+    %w = llmserve.kv_write %x into %a at %s : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+    %y = llmserve.rope %x, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x32xbf16>, tensor<?xi32>
+    llmserve.yield %w, %y : tensor<?x4x2x16xbf16>, tensor<?x32xbf16>
+  }
+  return %r#0, %r#1 : tensor<?x4x2x16xbf16>, tensor<?x32xbf16>
+}
+
+// -----
+
 // Other dispatch regions (the CPU's linears with an elementwise epilogue
 // start with a linear; this one with an elementwise op) have no sm_90
 // kernel.
 func.func @region_of_silu_mul(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: sm_90 runs dispatch regions of sibling linears or ropes}}
+  // expected-error @below {{'llmserve.dispatch_region' op has no GPU kernel: sm_90 runs dispatch regions of sibling linears, or of ropes and kv_writes}}
   %r = llmserve.dispatch_region(%x) : (tensor<?x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%in: tensor<?x64xbf16>):
     %y = llmserve.silu_mul %in, %in : tensor<?x64xbf16>

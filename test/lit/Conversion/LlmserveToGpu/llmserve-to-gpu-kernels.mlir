@@ -824,3 +824,65 @@ func.func @sibling_ropes(%pos: tensor<?xi32>, %q: tensor<?x64xbf16>, %k: tensor<
   }
   return %r#0, %r#1 : tensor<?x64xbf16>, tensor<?x32xbf16>
 }
+
+// -----
+
+// A layer's ropes and kv_writes (llmserve-group-kv-writes) are one kernel.
+// The caches are bound once, updated in place; the rotated queries follow
+// the inputs. A block per token reads its slot once, rotates q's row into
+// the result and k's straight into its cache slot (never stored elsewhere),
+// then copies v's row into its cache.
+// CHECK-LABEL: func.func @ropes_and_kv_writes
+//       CHECK:   llmserve.dispatch_region
+//  CHECK-SAME:     grid = ["$0", "1", "1"], kernel = "d0_dispatch_region"
+//       CHECK:   gpu.func @llmserve_d0_dispatch_region(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi32>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi32>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xbf16>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:     %[[T:.*]] = gpu.block_id  x
+//       CHECK:     memref.load %{{.*}}[%[[T]]] : memref<?xi32, strided<[1]>>
+//       CHECK:     memref.load %{{.*}}[%[[T]]] : memref<?xi32, strided<[1]>>
+//   CHECK-NOT:     memref.load %{{.*}} : memref<?xi32
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %c32 step %c256
+//       CHECK:       memref.store %{{.*}}, %{{.*}}[%[[T]], %{{.*}}] : memref<?x64xbf16, strided<[64, 1]>>
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step %c256
+//   CHECK-NOT:       memref.store %{{.*}} : memref<?x32xbf16
+//       CHECK:       scf.if
+//       CHECK:         memref.store %{{.*}} : memref<?x?xbf16
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %c32{{.*}} step %c256
+//       CHECK:       memref.load %{{.*}}[%[[T]], %{{.*}}] : memref<?x32xbf16, strided<[32, 1]>>
+//       CHECK:       scf.if
+//       CHECK:         memref.store %{{.*}} : memref<?x?xbf16
+//       CHECK:     gpu.return
+func.func @ropes_and_kv_writes(%q: tensor<?x64xbf16>, %pos: tensor<?xi32>, %k: tensor<?x32xbf16>, %kc: tensor<?x4x2x16xbf16>, %slots: tensor<?xi32>, %v: tensor<?x32xbf16>, %vc: tensor<?x4x2x16xbf16>) -> (tensor<?x64xbf16>, tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>) {
+  %r:3 = llmserve.dispatch_region(%q, %pos, %k, %kc, %slots, %v, %vc) : (tensor<?x64xbf16>, tensor<?xi32>, tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>, tensor<?x32xbf16>, tensor<?x4x2x16xbf16>) -> (tensor<?x64xbf16>, tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>) {
+  ^bb0(%x: tensor<?x64xbf16>, %p: tensor<?xi32>, %y: tensor<?x32xbf16>, %a: tensor<?x4x2x16xbf16>, %s: tensor<?xi32>, %z: tensor<?x32xbf16>, %b: tensor<?x4x2x16xbf16>):
+    %rq = llmserve.rope %x, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x64xbf16>, tensor<?xi32>
+    %rk = llmserve.rope %y, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x32xbf16>, tensor<?xi32>
+    %wk = llmserve.kv_write %rk into %a at %s : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+    %wv = llmserve.kv_write %z into %b at %s : tensor<?x32xbf16>, tensor<?x4x2x16xbf16>, tensor<?xi32>
+    llmserve.yield %rq, %wk, %wv : tensor<?x64xbf16>, tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>
+  }
+  return %r#0, %r#1, %r#2 : tensor<?x64xbf16>, tensor<?x4x2x16xbf16>, tensor<?x4x2x16xbf16>
+}
+
+// -----
+
+// Into an FP8 cache, a rotated key is the bf16 value a rope would have
+// stored, then encoded with its head's scale: as if written by its own
+// kv_write.
+// CHECK-LABEL: func.func @rope_into_fp8_cache
+//       CHECK:   gpu.func @llmserve_d0_dispatch_region(%{{.*}}: memref<1xbf16>, %{{.*}}: memref<1xi32>, %{{.*}}: memref<1xi8>, %{{.*}}: memref<1xi32>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:     scf.for
+//       CHECK:       %[[ROUNDED:.*]] = arith.truncf %{{.*}} : f32 to bf16
+//       CHECK:       arith.extf %[[ROUNDED]] : bf16 to f32
+//       CHECK:       scf.if
+//       CHECK:         arith.constant 5.000000e-01 : f32
+//       CHECK:         arith.constant 2.500000e-01 : f32
+//       CHECK:         memref.store %{{.*}} : memref<?x?xi8
+func.func @rope_into_fp8_cache(%k: tensor<?x32xbf16>, %pos: tensor<?xi32>, %kc: tensor<?x4x2x16xf8E4M3FN>, %slots: tensor<?xi32>) -> tensor<?x4x2x16xf8E4M3FN> {
+  %r = llmserve.dispatch_region(%k, %pos, %kc, %slots) : (tensor<?x32xbf16>, tensor<?xi32>, tensor<?x4x2x16xf8E4M3FN>, tensor<?xi32>) -> tensor<?x4x2x16xf8E4M3FN> {
+  ^bb0(%y: tensor<?x32xbf16>, %p: tensor<?xi32>, %a: tensor<?x4x2x16xf8E4M3FN>, %s: tensor<?xi32>):
+    %rk = llmserve.rope %y, %p style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x32xbf16>, tensor<?xi32>
+    %wk = llmserve.kv_write %rk into %a at %s scale [5.000000e-01, 2.500000e-01] : tensor<?x32xbf16>, tensor<?x4x2x16xf8E4M3FN>, tensor<?xi32>
+    llmserve.yield %wk : tensor<?x4x2x16xf8E4M3FN>
+  }
+  return %r : tensor<?x4x2x16xf8E4M3FN>
+}
