@@ -13,7 +13,8 @@
 # throughput (serve against offline on one workload), 512 sequences at once,
 # a KV cache sized by --gpu-memory-utilization). Run from the repository root after
 # `gpu_checks.py prepare build gpu-carry/prepared --tinyllama` made the
-# bundles elsewhere (docs/gpu.md); logs go to $OUT (default gpu-logs/).
+# bundles elsewhere and test/gpu/pack.sh packed them (docs/gpu.md); logs go
+# to $OUT (default gpu-logs/).
 #
 #   test/gpu/run_on_gpu.sh [checks|bench|all]      (default all)
 #   test/gpu/run_on_gpu.sh moe
@@ -29,6 +30,8 @@ STAGE=${1:-all}
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
 R=gpu-carry/prepared
+# What test/gpu/pack.sh packed unpacks in place first.
+test/gpu/pack.sh unpack || exit 1
 # The test binaries name their data files by the absolute path of the tree
 # they were built in (which `prepare` recorded).
 SRC=$(cat $R/source_dir)
@@ -78,6 +81,12 @@ fi
 
 echo "== the shipped model's perplexity on a held-out text, each sm_90 format against f32 on the CPU"
 Q=$R/quality
+# The FP8 checkpoint's weights travel in no archive (test/gpu/pack.sh): they
+# are the shipped model's, quantized again here the same way.
+[ -e $Q/fp8_checkpoint/model.safetensors ] || python3 -c "import sys
+sys.path.insert(0, 'test/e2e')
+import quantized_model_test
+quantized_model_test.write_quantized_checkpoint('$Q/fp8_checkpoint', 'fp8')"
 for format in bf16 int8 int4 w8a16 w8a8; do
   timeout 60 $B bench ppl $Q/$format.sm90.llmb --baseline $Q/f32.cpu.llmb --text $Q/text \
     --context 64 --max-tokens 600 > "$OUT/ppl_$format.log" 2>&1
