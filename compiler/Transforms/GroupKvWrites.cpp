@@ -34,6 +34,17 @@ bool availableBefore(Value value, Operation *op) {
   return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
 }
 
+/// Whether `write` can move up to `to`: no other op between them reads its
+/// cache, since the write updates the cache's buffer in place.
+bool canMoveUpTo(KvWriteOp write, Operation *to) {
+  Block *block = write->getBlock();
+  return llvm::none_of(write.getCache().getUsers(), [&](Operation *user) {
+    Operation *reader = block->findAncestorOpInBlock(*user);
+    return reader && reader != write && to->isBeforeInBlock(reader) &&
+           reader->isBeforeInBlock(write);
+  });
+}
+
 /// Whether `op` is a rope kernel that can also write caches: a rope without
 /// context lengths (not LongRoPE), or a dispatch region of such ropes
 /// (llmserve-group-sibling-ropes).
@@ -118,9 +129,10 @@ void groupWrites(ArrayRef<KvWriteOp> writes) {
     }
   }
   if (rope && !llvm::all_of(writes, [&](KvWriteOp write) {
-        return llvm::all_of(write->getOperands(), [&](Value v) {
-          return v.getDefiningOp() == rope || availableBefore(v, rope);
-        });
+        return canMoveUpTo(write, rope) &&
+               llvm::all_of(write->getOperands(), [&](Value v) {
+                 return v.getDefiningOp() == rope || availableBefore(v, rope);
+               });
       }))
     rope = nullptr;
   if (!rope && writes.size() < 2)
@@ -148,7 +160,8 @@ struct GroupKvWritesPass
       });
     // Each group starts at the first write not yet grouped (every layer's
     // writes read the same slots); the later writes whose operands are
-    // computed before it join (the layer's other write).
+    // computed before it, and whose caches nothing reads in between, join
+    // (the layer's other write).
     for (auto &[slots, writes] : bySlots) {
       SmallVector<KvWriteOp> rest = writes;
       while (!rest.empty()) {
@@ -156,6 +169,7 @@ struct GroupKvWritesPass
         SmallVector<KvWriteOp> group = {leader}, later;
         for (KvWriteOp write : ArrayRef(rest).drop_front()) {
           bool joins = write->getBlock() == leader->getBlock() &&
+                       canMoveUpTo(write, leader) &&
                        llvm::all_of(write->getOperands(), [&](Value v) {
                          return availableBefore(v, leader);
                        });

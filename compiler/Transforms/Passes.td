@@ -122,7 +122,8 @@ def GroupKvWrites : Pass<"llmserve-group-kv-writes", "ModuleOp"> {
     writes). When a rope, or a region of sibling ropes
     (`llmserve-group-sibling-ropes`), computes one of the written inputs and
     the writes read nothing computed after it, the writes join that region
-    instead. The region's inputs are the values its ops read from outside,
+    instead. A write never moves above an op that reads its cache, which it
+    updates in place. The region's inputs are the values its ops read from outside,
     in order of first use; it yields their results that are used outside
     (the rotated queries and the updated caches) in order.
     `llmserve-to-gpu-kernels` compiles it to one kernel whose blocks rotate

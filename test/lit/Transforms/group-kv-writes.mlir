@@ -96,3 +96,45 @@ func.func @kept(%pos: tensor<?xi32>, %s1: tensor<?xi32>, %s2: tensor<?xi32>, %cl
   %w4 = llmserve.kv_write %l into %c4 at %s2 : tensor<?x32xf32>, tensor<?x16x2x16xf32>, tensor<?xi32>
   return %w1, %w2, %w3, %w4 : tensor<?x16x2x16xf32>, tensor<?x16x2x16xf32>, tensor<?x16x2x16xf32>, tensor<?x16x2x16xf32>
 }
+
+// -----
+
+// A write never moves above a reader of its cache, which it updates in
+// place. Attention reads both old caches after the rope, so the writes stay
+// out of the rope's region; they still join each other.
+// CHECK-LABEL: func.func @caches_read_after_the_rope
+//       CHECK:   %[[RK:.*]] = llmserve.rope
+//  CHECK-NEXT:   llmserve.paged_attention
+//  CHECK-NEXT:   %{{.*}}:2 = llmserve.dispatch_region(%[[RK]],
+//  CHECK-NEXT:   ^bb0
+//  CHECK-NEXT:     llmserve.kv_write
+//  CHECK-NEXT:     llmserve.kv_write
+//  CHECK-NEXT:     llmserve.yield
+func.func @caches_read_after_the_rope(%pos: tensor<?xi32>, %slots: tensor<?xi32>, %q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %kc: tensor<?x16x2x16xf32>, %vc: tensor<?x16x2x16xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x16x2x16xf32>, tensor<?x16x2x16xf32>) {
+  %rk = llmserve.rope %k, %pos style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x32xf32>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %q, %kc, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 2.500000e-01 : tensor<?x64xf32>, tensor<?x16x2x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %kc1 = llmserve.kv_write %rk into %kc at %slots : tensor<?x32xf32>, tensor<?x16x2x16xf32>, tensor<?xi32>
+  %vc1 = llmserve.kv_write %v into %vc at %slots : tensor<?x32xf32>, tensor<?x16x2x16xf32>, tensor<?xi32>
+  return %o, %kc1, %vc1 : tensor<?x64xf32>, tensor<?x16x2x16xf32>, tensor<?x16x2x16xf32>
+}
+
+// -----
+
+// Attention reads the old value cache between the writes: the key's write
+// joins its rope, and the value's stays alone, after the reader.
+// CHECK-LABEL: func.func @value_cache_read_between_the_writes
+//       CHECK:   llmserve.dispatch_region
+//  CHECK-NEXT:   ^bb0
+//  CHECK-NEXT:     llmserve.rope
+//  CHECK-NEXT:     llmserve.kv_write
+//  CHECK-NEXT:     llmserve.yield
+//       CHECK:   llmserve.paged_attention
+//  CHECK-NEXT:   llmserve.kv_write
+//  CHECK-NEXT:   return
+func.func @value_cache_read_between_the_writes(%pos: tensor<?xi32>, %slots: tensor<?xi32>, %q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %kc: tensor<?x16x2x16xf32>, %vc: tensor<?x16x2x16xf32>, %bt: tensor<?x?xi32>, %cl: tensor<?xi32>, %qs: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x16x2x16xf32>) {
+  %rk = llmserve.rope %k, %pos style neox head_dim 16 rotary_dim 16 theta 1.000000e+04 : tensor<?x32xf32>, tensor<?xi32>
+  %kc1 = llmserve.kv_write %rk into %kc at %slots : tensor<?x32xf32>, tensor<?x16x2x16xf32>, tensor<?xi32>
+  %o, %lse = llmserve.paged_attention %q, %kc1, %vc block_table %bt context_len %cl query_start %qs num_heads 4 scale 2.500000e-01 : tensor<?x64xf32>, tensor<?x16x2x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %vc1 = llmserve.kv_write %v into %vc at %slots : tensor<?x32xf32>, tensor<?x16x2x16xf32>, tensor<?xi32>
+  return %o, %vc1 : tensor<?x64xf32>, tensor<?x16x2x16xf32>
+}
