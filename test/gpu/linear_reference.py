@@ -4,11 +4,14 @@ sm_90 linear kernels are measured against (docs/benchmarks.md).
 
     linear_reference.py <config.json> [--rows 1,16,64,256,4096] [--fp8]
 
-For each weight shape [N, K] of one layer (q, k, v, o, gate, up, down) and
-the LM head, and each M, the median time of one bf16 `F.linear` (cuBLAS),
-replayed from a CUDA graph over enough copies of W that they exceed L2 (so
-the weights come from HBM, as in a step), and its weight bandwidth. Last,
-per M, a decode step's worth: every layer's seven linears and the LM head.
+For each weight shape [N, K] of one layer (q, k, v, o, gate, up, down), the
+LM head, and the layer's linears of one input merged (q, k and v; gate and
+up: one GEMM each, as vLLM runs them and as the sm_90 kernels of
+llmserve-group-sibling-linears do), and each M, the median time of one bf16
+`F.linear` (cuBLAS), replayed from a CUDA graph over enough copies of W that
+they exceed L2 (so the weights come from HBM, as in a step), and its weight
+bandwidth. Last, per M, a decode step's worth: every layer's seven linears
+and the LM head, and the same with the merged ones.
 With --fp8, the same for torch's FP8 `torch._scaled_mm` (e4m3 x and W, f32
 scales, bf16 out: the reference of W8A8 linears), where this torch and GPU
 have it. Needs torch with CUDA; the GPU machine's python3 has it.
@@ -28,6 +31,8 @@ REPEATS = 7
 
 
 def shapes(config):
+    """(name, N, K) of each linear of a layer, the LM head, and the merged
+    linears of one input."""
     hidden = config["hidden_size"]
     heads = config["num_attention_heads"]
     head_dim = config.get("head_dim") or hidden // heads
@@ -36,7 +41,25 @@ def shapes(config):
     return [("q_proj", heads * head_dim, hidden), ("k_proj", kv, hidden),
             ("v_proj", kv, hidden), ("o_proj", hidden, heads * head_dim),
             ("gate_proj", inter, hidden), ("up_proj", inter, hidden),
-            ("down_proj", hidden, inter), ("lm_head", config["vocab_size"], hidden)]
+            ("down_proj", hidden, inter), ("lm_head", config["vocab_size"], hidden),
+            ("qkv_proj", heads * head_dim + 2 * kv, hidden), ("gate_up", 2 * inter, hidden)]
+
+
+# The linears of a decode step, per layer: apart, and with those of one
+# input merged.
+APART = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+MERGED = ("qkv_proj", "o_proj", "gate_up", "down_proj")
+
+
+def print_steps(title, times, rows, layers):
+    """A decode step's linears from `times` {(name, M): seconds}: apart and
+    merged, each with the LM head."""
+    for kind, names in (("apart", APART), ("merged", MERGED)):
+        print(f"\n{title}, one decode step's linears {kind} ({layers} layers x "
+              f"{len(names)}, and the LM head):")
+        for m in rows:
+            seconds = sum(times[name, m] for name in names) * layers + times["lm_head", m]
+            print(f"  M = {m:>5}: {seconds * 1e3:8.3f} ms")
 
 
 def bf16_linear(x, w):
@@ -94,16 +117,13 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"cuBLAS bf16 F.linear from a CUDA graph")
     print(f"{'weight':>10} {'N':>6} {'K':>6} {'M':>5} {'us':>9} {'weight GB/s':>12}")
-    step = {m: 0.0 for m in rows}
+    times = {}
     for name, n, k in shapes(config):
         for m in rows:
-            seconds = time_linear(m, n, k)
-            step[m] += seconds * (1 if name == "lm_head" else layers)
+            seconds = times[name, m] = time_linear(m, n, k)
             print(f"{name:>10} {n:>6} {k:>6} {m:>5} {seconds * 1e6:9.2f} "
                   f"{n * k * 2 / seconds / 1e9:12.1f}")
-    print(f"\ncuBLAS, one decode step's linears ({layers} layers x 7, and the LM head):")
-    for m in rows:
-        print(f"  M = {m:>5}: {step[m] * 1e3:8.3f} ms")
+    print_steps("cuBLAS", times, rows, layers)
     if args.fp8:
         time_fp8(config, rows, layers)
 
@@ -117,15 +137,12 @@ def time_fp8(config, rows, layers):
         print(f"\ntorch._scaled_mm: unavailable ({str(e).splitlines()[0]})")
         return
     print(f"\ntorch._scaled_mm, e4m3 x and W, bf16 out, from a CUDA graph")
-    step = {m: 0.0 for m in rows}
+    times = {}
     for name, n, k in shapes(config):
         for m in rows:
-            seconds = time_linear(m, n, k, fp8_linear, torch.float8_e4m3fn)
-            step[m] += seconds * (1 if name == "lm_head" else layers)
+            seconds = times[name, m] = time_linear(m, n, k, fp8_linear, torch.float8_e4m3fn)
             print(f"{name:>10} {n:>6} {k:>6} {m:>5} {seconds * 1e6:9.2f}")
-    print(f"\ntorch._scaled_mm, one step's linears ({layers} layers x 7, and the LM head):")
-    for m in rows:
-        print(f"  M = {m:>5}: {step[m] * 1e3:8.3f} ms")
+    print_steps("torch._scaled_mm", times, rows, layers)
 
 
 if __name__ == "__main__":
